@@ -1,0 +1,72 @@
+#include <stdio.h>
+#include <string.h>
+
+#include <wex/abi.h>
+
+#include "cli.h"
+
+static const wex_cli_command commands[] = {
+    {"plugins", "list the plugins on the search path and whether they load",
+     wex_cmd_plugins},
+    {"validate", "check a job config and its plugins' options",
+     wex_cmd_validate},
+};
+
+#define COMMAND_COUNT (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: wex [--help] [--version] COMMAND [ARGS...]\n"
+            "\n"
+            "wex moves model weights from a training job into running "
+            "inference\nengines, for reinforcement-learning loops.\n"
+            "\n"
+            "Commands:\n");
+    for (size_t i = 0; i < COMMAND_COUNT; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out,
+            "\n"
+            "Run 'wex COMMAND --help' for what a command takes.\n"
+            "\n"
+            "Environment:\n"
+            "  WEX_PLUGIN_PATH       directories searched for plugins "
+            "first (colon-separated)\n"
+            "  WEX_PLUGIN_MANIFESTS  only these manifest files or "
+            "directories (colon-separated)\n"
+            "  WEX_LOG_LEVEL         error, warn (default), info, debug "
+            "or trace\n");
+}
+
+int wex_cli_wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+            return 1;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return WEX_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return WEX_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("wex %s (plugin ABI %u.%u)\n", WEX_VERSION_STRING,
+               WEX_VERSION_MAJOR(WEX_ABI_CURRENT),
+               WEX_VERSION_MINOR(WEX_ABI_CURRENT));
+        return WEX_EXIT_OK;
+    }
+    for (size_t i = 0; i < COMMAND_COUNT; i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "wex: unknown command '%s' (see 'wex --help')\n",
+            argv[1]);
+    return WEX_EXIT_USAGE;
+}

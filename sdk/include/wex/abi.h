@@ -1,0 +1,202 @@
+/*
+ * wex plugin ABI: versions, status codes, data types and the negotiation
+ * entry point every plugin exports.
+ *
+ * Rules (see docs/plugin-abi.md):
+ *  - every struct and ops table starts with uint32_t struct_size;
+ *  - a minor ABI version only appends members; readers check struct_size
+ *    before touching an appended member (WEX_HAS_MEMBER);
+ *  - only fixed-width integers, size_t, UTF-8 strings, pointers to SDK
+ *    structs and opaque handles cross the boundary;
+ *  - whoever allocates frees; pointers passed in are borrowed for the call.
+ */
+#ifndef WEX_ABI_H
+#define WEX_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Versions                                                            */
+/* ------------------------------------------------------------------ */
+
+#define WEX_MAKE_VERSION(major, minor) \
+    ((((uint32_t)(major)) << 16) | ((uint32_t)(minor) & 0xffffu))
+#define WEX_VERSION_MAJOR(v) (((uint32_t)(v)) >> 16)
+#define WEX_VERSION_MINOR(v) (((uint32_t)(v)) & 0xffffu)
+
+/* ABI versions this SDK defines. Plugins state the one they implement as
+ * a literal (WEX_ABI_1_0), never as "whatever the SDK is now", so a rebuild
+ * against a newer SDK never claims support the plugin does not have. */
+#define WEX_ABI_1_0 WEX_MAKE_VERSION(1, 0)
+#define WEX_ABI_CURRENT WEX_ABI_1_0
+
+/* True when a struct whose struct_size is `size` contains `member`. */
+#define WEX_HAS_MEMBER(type, member, size)                                \
+    ((size_t)(size) >= offsetof(type, member) + sizeof(((type *)0)->member))
+
+/* ------------------------------------------------------------------ */
+/* Export macro                                                        */
+/* ------------------------------------------------------------------ */
+
+#if defined(__GNUC__) || defined(__clang__)
+#define WEX_EXPORT __attribute__((visibility("default")))
+#define WEX_PRINTF(fmt_idx, arg_idx) \
+    __attribute__((format(printf, fmt_idx, arg_idx)))
+#else
+#define WEX_EXPORT
+#define WEX_PRINTF(fmt_idx, arg_idx)
+#endif
+
+#ifdef __cplusplus
+#define WEX_PLUGIN_EXPORT extern "C" WEX_EXPORT
+#else
+#define WEX_PLUGIN_EXPORT WEX_EXPORT
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Status                                                              */
+/* ------------------------------------------------------------------ */
+
+/* 0 ok, > 0 not done yet (call again / progress), < 0 an error class.
+ * The set of classes is frozen; detail text goes through
+ * wex_host_services.set_error. */
+typedef int32_t wex_status;
+
+#define WEX_OK 0
+#define WEX_INPROGRESS 1
+#define WEX_ERR_INVALID (-1)     /* bad configuration or argument (user) */
+#define WEX_ERR_UNSUPPORTED (-2) /* valid request this build cannot do */
+#define WEX_ERR_NOMEM (-3)       /* out of memory */
+#define WEX_ERR_SYSTEM (-4)      /* operating system or I/O failure */
+#define WEX_ERR_TIMEOUT (-5)     /* a wait ran past its deadline */
+#define WEX_ERR_PEER (-6)        /* a remote rank failed or misbehaved */
+#define WEX_ERR_INTERNAL (-7)    /* a bug: contract broken by the caller */
+#define WEX_ERR_ABI (-8)         /* no common ABI version / bad struct */
+
+static inline const char *wex_status_string(wex_status status)
+{
+    switch (status) {
+    case WEX_OK: return "ok";
+    case WEX_INPROGRESS: return "in progress";
+    case WEX_ERR_INVALID: return "invalid configuration or argument";
+    case WEX_ERR_UNSUPPORTED: return "unsupported";
+    case WEX_ERR_NOMEM: return "out of memory";
+    case WEX_ERR_SYSTEM: return "system error";
+    case WEX_ERR_TIMEOUT: return "timed out";
+    case WEX_ERR_PEER: return "peer failure";
+    case WEX_ERR_INTERNAL: return "internal error";
+    case WEX_ERR_ABI: return "ABI mismatch";
+    default: return status > 0 ? "in progress" : "unknown error";
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Element types                                                       */
+/* ------------------------------------------------------------------ */
+
+#define WEX_DTYPE_INVALID 0u
+#define WEX_DTYPE_BF16 1u
+#define WEX_DTYPE_F16 2u
+#define WEX_DTYPE_F32 3u
+#define WEX_DTYPE_F64 4u
+#define WEX_DTYPE_F8_E4M3 5u
+#define WEX_DTYPE_F8_E5M2 6u
+#define WEX_DTYPE_I8 7u
+#define WEX_DTYPE_U8 8u
+#define WEX_DTYPE_I32 9u
+#define WEX_DTYPE_I64 10u
+#define WEX_DTYPE_COUNT 11u
+
+/* Size in bytes of one element, 0 for an unknown type. */
+static inline uint32_t wex_dtype_size(uint32_t dtype)
+{
+    static const uint8_t sizes[WEX_DTYPE_COUNT] = {0, 2, 2, 4, 8, 1, 1,
+                                                    1, 1, 4, 8};
+    return dtype < WEX_DTYPE_COUNT ? sizes[dtype] : 0u;
+}
+
+/* The safetensors spelling ("BF16", "F8_E4M3", ...), NULL when unknown. */
+static inline const char *wex_dtype_name(uint32_t dtype)
+{
+    static const char *const names[WEX_DTYPE_COUNT] = {
+        NULL, "BF16", "F16", "F32", "F64", "F8_E4M3", "F8_E5M2",
+        "I8", "U8", "I32", "I64"};
+    return dtype < WEX_DTYPE_COUNT ? names[dtype] : NULL;
+}
+
+/* Largest tensor rank anywhere in the ABI. */
+#define WEX_MAX_DIMS 8u
+
+/* ------------------------------------------------------------------ */
+/* Plugin kinds, flags, handles                                        */
+/* ------------------------------------------------------------------ */
+
+#define WEX_KIND_ENGINE 1u
+#define WEX_KIND_POLICY 2u
+#define WEX_KIND_TRANSPORT 3u
+
+/* Threading level, the low byte of wex_plugin_desc.flags. The host
+ * serialises negotiate, init and fini under its loader lock. */
+#define WEX_PLUGIN_THREAD_SINGLE 0u  /* host serialises every call */
+#define WEX_PLUGIN_THREAD_PER_CTX 1u /* one ctx at a time per ctx */
+#define WEX_PLUGIN_THREAD_SAFE 2u    /* any call from any thread */
+#define WEX_PLUGIN_THREAD_MASK 0xffu
+
+/* Opaque handles. Each side defines its own; the other never looks in. */
+typedef struct wex_plugin_state wex_plugin_state; /* plugin, per process */
+typedef struct wex_host_ctx wex_host_ctx;         /* host, per plugin */
+
+struct wex_host_services; /* host.h */
+
+/* ------------------------------------------------------------------ */
+/* Negotiation                                                         */
+/* ------------------------------------------------------------------ */
+
+typedef struct wex_plugin_desc {
+    uint32_t struct_size; /* sizeof(wex_plugin_desc) as the plugin built */
+    uint32_t abi_version; /* the version this descriptor follows */
+    uint32_t kind;        /* WEX_KIND_* ; must match the manifest */
+    uint32_t flags;       /* WEX_PLUGIN_THREAD_* in the low byte */
+    const char *name;     /* must equal the manifest's "name" */
+    const char *version;  /* the plugin's own version, e.g. "1.2.0" */
+    /* Per-process setup. `host` stays valid until fini returns. On
+     * failure the plugin explains through host->set_error. May be NULL. */
+    wex_status (*init)(const struct wex_host_services *host,
+                       wex_plugin_state **state_p);
+    void (*fini)(wex_plugin_state *state); /* may be NULL */
+    /* The kind's ops table (wex_engine_ops, wex_policy_ops,
+     * wex_transport_ops); it starts with struct_size. */
+    const void *ops;
+} wex_plugin_desc;
+
+typedef struct wex_negotiate_in {
+    uint32_t struct_size;     /* sizeof as compiled into the host */
+    uint32_t abi_min;         /* oldest ABI the host still accepts */
+    uint32_t abi_max;         /* newest ABI the host knows */
+    uint32_t reserved0;       /* zero */
+    const char *host_version; /* informational, e.g. "0.1.0" */
+} wex_negotiate_in;
+
+typedef struct wex_negotiate_out {
+    uint32_t struct_size; /* set by the host: its capacity */
+    uint32_t abi_version; /* chosen by the plugin, inside [abi_min, abi_max] */
+    const wex_plugin_desc *desc; /* static storage inside the plugin */
+} wex_negotiate_out;
+
+typedef wex_status (*wex_plugin_negotiate_fn)(const wex_negotiate_in *in,
+                                              wex_negotiate_out *out);
+
+/* The one symbol a plugin exports. Return WEX_ERR_ABI when no version in
+ * [in->abi_min, in->abi_max] is one the plugin implements. */
+#define WEX_PLUGIN_ENTRY_NAME "wex_plugin_negotiate"
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEX_ABI_H */

@@ -1,0 +1,60 @@
+/*
+ * Policies: decide who sends which bytes to whom. A policy reads both
+ * sides' layouts and the job topology through host services and emits
+ * one rank's copy operations through a host-provided plan builder. It is
+ * called once per job ("plan once, replay every step").
+ */
+#ifndef WEX_POLICY_H
+#define WEX_POLICY_H
+
+#include <wex/host.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct wex_policy_ctx wex_policy_ctx; /* plugin, per job */
+typedef struct wex_layout wex_layout;         /* host, read-only view */
+typedef struct wex_plan_builder wex_plan_builder;
+
+/* Which side a rank belongs to. */
+#define WEX_SIDE_SOURCE 0u
+#define WEX_SIDE_DESTINATION 1u
+
+typedef struct wex_policy_args {
+    uint32_t struct_size;
+    uint32_t reserved0;
+    const wex_options *options; /* validated against the manifest schema */
+} wex_policy_args;
+
+typedef struct wex_plan_request {
+    uint32_t struct_size;
+    uint32_t side;        /* WEX_SIDE_* of `rank` */
+    uint64_t rank;        /* the rank whose operations are wanted */
+    const wex_layout *source;
+    const wex_layout *destination;
+    const wex_options *topology; /* hosts and link bandwidths */
+} wex_plan_request;
+
+typedef struct wex_policy_ops {
+    uint32_t struct_size;
+    uint32_t reserved0;
+    uint64_t caps; /* reserved, zero */
+
+    wex_status (*ctx_create)(wex_plugin_state *state,
+                             const wex_policy_args *args,
+                             wex_policy_ctx **ctx_p);
+    void (*ctx_destroy)(wex_policy_ctx *ctx);
+
+    /* Emits every operation `request->rank` takes part in, in the order
+     * both ends of each pair will execute them. Deterministic: the same
+     * request gives the same operations in every process. */
+    wex_status (*plan)(wex_policy_ctx *ctx, const wex_plan_request *request,
+                       wex_plan_builder *builder);
+} wex_policy_ops;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEX_POLICY_H */

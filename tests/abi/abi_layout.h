@@ -1,0 +1,100 @@
+/*
+ * The golden layout of every public ABI struct on LP64 (x86-64, aarch64).
+ * A change here is an ABI break: append members instead, and add them to
+ * this table with their new offsets.
+ */
+#include <wex/plugin.h>
+
+#define WEX_ABI_LAYOUT(SIZE, FIELD)                                        \
+    SIZE(wex_negotiate_in, 24)                                             \
+    FIELD(wex_negotiate_in, struct_size, 0)                                \
+    FIELD(wex_negotiate_in, abi_min, 4)                                    \
+    FIELD(wex_negotiate_in, abi_max, 8)                                    \
+    FIELD(wex_negotiate_in, reserved0, 12)                                 \
+    FIELD(wex_negotiate_in, host_version, 16)                              \
+    SIZE(wex_negotiate_out, 16)                                            \
+    FIELD(wex_negotiate_out, struct_size, 0)                               \
+    FIELD(wex_negotiate_out, abi_version, 4)                               \
+    FIELD(wex_negotiate_out, desc, 8)                                      \
+    SIZE(wex_plugin_desc, 56)                                              \
+    FIELD(wex_plugin_desc, struct_size, 0)                                 \
+    FIELD(wex_plugin_desc, abi_version, 4)                                 \
+    FIELD(wex_plugin_desc, kind, 8)                                        \
+    FIELD(wex_plugin_desc, flags, 12)                                      \
+    FIELD(wex_plugin_desc, name, 16)                                       \
+    FIELD(wex_plugin_desc, version, 24)                                    \
+    FIELD(wex_plugin_desc, init, 32)                                       \
+    FIELD(wex_plugin_desc, fini, 40)                                       \
+    FIELD(wex_plugin_desc, ops, 48)                                        \
+    SIZE(wex_tensor_info, 32)                                              \
+    FIELD(wex_tensor_info, dtype, 4)                                       \
+    FIELD(wex_tensor_info, ndim, 8)                                        \
+    FIELD(wex_tensor_info, name, 16)                                       \
+    FIELD(wex_tensor_info, shape, 24)                                      \
+    SIZE(wex_local_tensor_desc, 32)                                        \
+    FIELD(wex_local_tensor_desc, dtype, 4)                                 \
+    FIELD(wex_local_tensor_desc, ndim, 8)                                  \
+    FIELD(wex_local_tensor_desc, name, 16)                                 \
+    FIELD(wex_local_tensor_desc, shape, 24)                                \
+    SIZE(wex_piece_desc, 40)                                               \
+    FIELD(wex_piece_desc, transform, 4)                                    \
+    FIELD(wex_piece_desc, canonical, 8)                                    \
+    FIELD(wex_piece_desc, offset, 16)                                      \
+    FIELD(wex_piece_desc, extent, 24)                                      \
+    FIELD(wex_piece_desc, at, 32)                                          \
+    SIZE(wex_host_services, 160)                                           \
+    FIELD(wex_host_services, abi_version, 4)                               \
+    FIELD(wex_host_services, ctx, 8)                                       \
+    FIELD(wex_host_services, log, 16)                                      \
+    FIELD(wex_host_services, log_enabled, 24)                              \
+    FIELD(wex_host_services, set_error, 32)                                \
+    FIELD(wex_host_services, opt_type, 40)                                 \
+    FIELD(wex_host_services, opt_get_i64, 48)                              \
+    FIELD(wex_host_services, opt_get_f64, 56)                              \
+    FIELD(wex_host_services, opt_get_bool, 64)                             \
+    FIELD(wex_host_services, opt_get_str, 72)                              \
+    FIELD(wex_host_services, opt_count, 80)                                \
+    FIELD(wex_host_services, opt_key, 88)                                  \
+    FIELD(wex_host_services, model_tensor_count, 96)                       \
+    FIELD(wex_host_services, model_tensor, 104)                            \
+    FIELD(wex_host_services, model_find, 112)                              \
+    FIELD(wex_host_services, model_config, 120)                            \
+    FIELD(wex_host_services, model_architecture, 128)                      \
+    FIELD(wex_host_services, layout_set_coord, 136)                        \
+    FIELD(wex_host_services, layout_add_tensor, 144)                       \
+    FIELD(wex_host_services, layout_add_piece, 152)                        \
+    SIZE(wex_engine_args, 32)                                              \
+    FIELD(wex_engine_args, model, 8)                                       \
+    FIELD(wex_engine_args, parallel, 16)                                   \
+    FIELD(wex_engine_args, options, 24)                                    \
+    SIZE(wex_engine_ops, 48)                                               \
+    FIELD(wex_engine_ops, caps, 8)                                         \
+    FIELD(wex_engine_ops, ctx_create, 16)                                  \
+    FIELD(wex_engine_ops, ctx_destroy, 24)                                 \
+    FIELD(wex_engine_ops, rank_count, 32)                                  \
+    FIELD(wex_engine_ops, describe_rank, 40)                               \
+    SIZE(wex_policy_args, 16)                                              \
+    FIELD(wex_policy_args, options, 8)                                     \
+    SIZE(wex_plan_request, 40)                                             \
+    FIELD(wex_plan_request, side, 4)                                       \
+    FIELD(wex_plan_request, rank, 8)                                       \
+    FIELD(wex_plan_request, source, 16)                                    \
+    FIELD(wex_plan_request, destination, 24)                               \
+    FIELD(wex_plan_request, topology, 32)                                  \
+    SIZE(wex_policy_ops, 40)                                               \
+    FIELD(wex_policy_ops, caps, 8)                                         \
+    FIELD(wex_policy_ops, ctx_create, 16)                                  \
+    FIELD(wex_policy_ops, ctx_destroy, 24)                                 \
+    FIELD(wex_policy_ops, plan, 32)                                        \
+    SIZE(wex_transport_args, 40)                                           \
+    FIELD(wex_transport_args, side, 4)                                     \
+    FIELD(wex_transport_args, rank, 8)                                     \
+    FIELD(wex_transport_args, source_ranks, 16)                            \
+    FIELD(wex_transport_args, destination_ranks, 24)                       \
+    FIELD(wex_transport_args, options, 32)                                 \
+    SIZE(wex_transport_ops, 48)                                            \
+    FIELD(wex_transport_ops, caps, 8)                                      \
+    FIELD(wex_transport_ops, ctx_create, 16)                               \
+    FIELD(wex_transport_ops, ctx_destroy, 24)                              \
+    FIELD(wex_transport_ops, mem_register, 32)                             \
+    FIELD(wex_transport_ops, mem_deregister, 40)

@@ -1,0 +1,57 @@
+/* Pins the ABI: sizes and offsets of every public struct (C build). */
+#include <check.h>
+#include <stdlib.h>
+
+#include "abi_layout.h"
+
+#define CHECK_SIZE(type, size)                                            \
+    ck_assert_msg(sizeof(type) == (size), #type " is %zu bytes, ABI says %d", \
+                  sizeof(type), (size));
+#define CHECK_FIELD(type, member, off)                                    \
+    ck_assert_msg(offsetof(type, member) == (off),                        \
+                  #type "." #member " at %zu, ABI says %d",                \
+                  offsetof(type, member), (off));
+
+START_TEST(struct_layout_is_pinned)
+{
+    WEX_ABI_LAYOUT(CHECK_SIZE, CHECK_FIELD)
+}
+END_TEST
+
+START_TEST(constants_are_pinned)
+{
+    ck_assert_int_eq(WEX_OK, 0);
+    ck_assert_int_eq(WEX_INPROGRESS, 1);
+    ck_assert_int_eq(WEX_ERR_INVALID, -1);
+    ck_assert_int_eq(WEX_ERR_ABI, -8);
+    ck_assert_uint_eq(WEX_ABI_1_0, 0x10000u);
+    ck_assert_uint_eq(WEX_KIND_ENGINE, 1);
+    ck_assert_uint_eq(WEX_KIND_TRANSPORT, 3);
+    ck_assert_uint_eq(WEX_DTYPE_BF16, 1);
+    ck_assert_uint_eq(wex_dtype_size(WEX_DTYPE_BF16), 2);
+    ck_assert_uint_eq(wex_dtype_size(WEX_DTYPE_F8_E4M3), 1);
+    ck_assert_uint_eq(wex_dtype_size(WEX_DTYPE_I64), 8);
+    ck_assert_uint_eq(wex_dtype_size(99), 0);
+    ck_assert_str_eq(wex_dtype_name(WEX_DTYPE_F32), "F32");
+    ck_assert_str_eq(wex_status_string(WEX_ERR_TIMEOUT), "timed out");
+    ck_assert(WEX_HAS_MEMBER(wex_host_services, layout_add_piece, sizeof(wex_host_services)));
+    ck_assert(!WEX_HAS_MEMBER(wex_host_services, layout_add_piece, 152));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("abi");
+    TCase *tc = tcase_create("layout");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_test(tc, struct_layout_is_pinned);
+    tcase_add_test(tc, constants_are_pinned);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,160 @@
+/* Job configs: schema errors, plugin resolution, plugin options, defaults. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "job_config.h"
+
+static wex__registry *registry(void)
+{
+    wex__registry *r = NULL;
+
+    setenv("WEX_PLUGIN_MANIFESTS",
+           WEX_FAKE_PLUGINS "/good:" WEX_FAKE_PLUGINS "/policy:" WEX_FAKE_PLUGINS "/transport", 1);
+    ck_assert_int_eq(wex__registry_scan(&r), WEX_OK);
+    return r;
+}
+
+#define JOB_HEAD "{\"model\": \"m/config.json\", "
+#define GOOD_SIDES "\"source\": {\"engine\": \"fake-good\", \"parallel\": {\"tp\": 2}}, " \
+                   "\"destination\": {\"engine\": \"fake-good\"}, "
+
+static wex_status parse(const char *text, wex__job_config **c, char **all)
+{
+    wex__registry *r = registry();
+    wex_status status = wex__job_config_parse("job.json", text, "/jobs", r, c, all);
+
+    /* The config keeps pointers into the registry: free it last. */
+    if (status == WEX_OK) {
+        ck_assert_ptr_nonnull((*c)->source.plugin);
+        ck_assert_str_eq((*c)->source.plugin->manifest.name, "fake-good");
+        wex__job_config_free(*c);
+    }
+    wex__registry_free(r);
+    return status;
+}
+
+START_TEST(valid_job_gets_defaults)
+{
+    wex__registry *r = registry();
+    wex__job_config *c = NULL;
+    const char *text = JOB_HEAD GOOD_SIDES
+        "\"policy\": \"fake-policy\", \"transport\": {\"name\": \"fake-transport\", \"options\": {\"mode\": \"fast\"}}}";
+
+    ck_assert_int_eq(wex__job_config_parse("job.json", text, "/jobs", r, &c, NULL), WEX_OK);
+    ck_assert_str_eq(c->model_path, "/jobs/m/config.json");
+    ck_assert_str_eq(c->policy.name, "fake-policy");
+    ck_assert_str_eq(c->transport.name, "fake-transport");
+    ck_assert_int_eq(c->verify_digest, 1);
+    ck_assert(c->connect_seconds == 60 && c->step_seconds == 300 && c->peer_seconds == 10);
+    ck_assert_int_eq(cJSON_GetObjectItem(c->source_parallel, "tp")->valueint, 2);
+    ck_assert_int_eq(cJSON_GetObjectItem(c->source_parallel, "pp")->valueint, 1);
+    wex__job_config_free(c);
+    wex__registry_free(r);
+}
+END_TEST
+
+START_TEST(schema_errors_are_all_reported)
+{
+    wex__job_config *c = NULL;
+    char *all = NULL;
+    const char *text = "{\"model\": \"\", \"source\": {\"engine\": \"fake-good\", \"parallel\": {\"tp\": 0}},"
+                       " \"destination\": {}, \"transport\": \"fake-transport\", \"verify\": \"md5\"}";
+
+    ck_assert_int_eq(parse(text, &c, &all), WEX_ERR_INVALID);
+    ck_assert_ptr_nonnull(all);
+    ck_assert_ptr_nonnull(strstr(all, "job.json: /model: "));
+    ck_assert_ptr_nonnull(strstr(all, "job.json: /source/parallel/tp: "));
+    ck_assert_ptr_nonnull(strstr(all, "job.json: /destination: missing required property \"engine\""));
+    ck_assert_ptr_nonnull(strstr(all, "job.json: /verify: "));
+    /* The thread's error is the first line. */
+    ck_assert_ptr_nonnull(strstr(all, wex__last_error()));
+    free(all);
+}
+END_TEST
+
+START_TEST(unknown_plugin_lists_the_available_ones)
+{
+    wex__job_config *c = NULL;
+    char *all = NULL;
+    const char *text = JOB_HEAD GOOD_SIDES "\"policy\": \"fake-policy\", \"transport\": \"rdma\"}";
+
+    ck_assert_int_eq(parse(text, &c, &all), WEX_ERR_INVALID);
+    ck_assert_str_eq(wex__last_error(), "job.json: /transport: no transport plugin named \"rdma\" "
+                                        "(available: fake-transport)");
+    free(all);
+}
+END_TEST
+
+START_TEST(plugin_options_are_validated_against_the_manifest)
+{
+    wex__job_config *c = NULL;
+    char *all = NULL;
+    const char *text = JOB_HEAD
+        "\"source\": {\"engine\": \"fake-good\", \"options\": {\"depth\": 9}}, "
+        "\"destination\": {\"engine\": \"fake-good\", \"options\": {\"colour\": 1}}, "
+        "\"policy\": \"fake-policy\", \"transport\": {\"name\": \"fake-transport\", \"options\": {\"mode\": \"slow\"}}}";
+
+    ck_assert_int_eq(parse(text, &c, &all), WEX_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(all, "job.json: /source/options/depth: "));
+    ck_assert_ptr_nonnull(strstr(all, "job.json: /destination/options: unknown property \"colour\""));
+    ck_assert_ptr_nonnull(strstr(all, "job.json: /transport/options/mode: "));
+    free(all);
+}
+END_TEST
+
+START_TEST(default_policy_must_exist)
+{
+    wex__job_config *c = NULL;
+    const char *text = JOB_HEAD GOOD_SIDES "\"transport\": \"fake-transport\"}";
+
+    ck_assert_int_eq(parse(text, &c, NULL), WEX_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(wex__last_error(), "/policy: no policy plugin named \"balanced\""));
+}
+END_TEST
+
+START_TEST(syntax_error_names_line_and_column)
+{
+    wex__job_config *c = NULL;
+
+    ck_assert_int_eq(parse("{\n  \"model\": ,\n}", &c, NULL), WEX_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(wex__last_error(), "job.json:2:12: invalid JSON"));
+}
+END_TEST
+
+START_TEST(missing_file_is_one_line)
+{
+    wex__registry *r = registry();
+    wex__job_config *c = NULL;
+    char *all = NULL;
+
+    ck_assert_int_eq(wex__job_config_load("/nonexistent/job.json", r, &c, &all), WEX_ERR_INVALID);
+    ck_assert_str_eq(all, "/nonexistent/job.json: cannot open: No such file or directory\n");
+    free(all);
+    wex__registry_free(r);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("job_config");
+    TCase *tc = tcase_create("job_config");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_test(tc, valid_job_gets_defaults);
+    tcase_add_test(tc, schema_errors_are_all_reported);
+    tcase_add_test(tc, unknown_plugin_lists_the_available_ones);
+    tcase_add_test(tc, plugin_options_are_validated_against_the_manifest);
+    tcase_add_test(tc, default_policy_must_exist);
+    tcase_add_test(tc, syntax_error_names_line_and_column);
+    tcase_add_test(tc, missing_file_is_one_line);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

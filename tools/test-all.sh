@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Builds wex and runs every test: the suite (warnings as errors), the
+# install + an out-of-tree plugin built against the installed SDK and
+# loaded by the installed wex, then the suite again under ASan + UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc 2>/dev/null || echo 2)
+
+echo "== build and test (-Werror)"
+cmake -S . -B build -DWEX_WERROR=ON >/dev/null
+cmake --build build -j "$jobs"
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+echo "== install, then build the out-of-tree sample plugin against it"
+rm -rf install install-sample build-sample
+cmake --install build --prefix "$PWD/install" >/dev/null
+cmake -S samples/plugins/replicated -B build-sample \
+      -DCMAKE_PREFIX_PATH="$PWD/install" >/dev/null
+cmake --build build-sample
+cmake --install build-sample --prefix "$PWD/install-sample" >/dev/null
+listing=$(WEX_PLUGIN_PATH="$PWD/install-sample/lib/wex/plugins" \
+          ./install/bin/wex plugins)
+echo "$listing"
+echo "$listing" | grep -qE '^replicated +engine +1\.0\.0 +1\.0-1\.0 +loaded ' \
+    || { echo "the installed wex did not load the out-of-tree plugin"; exit 1; }
+pkg-config --with-path="$PWD/install/lib/pkgconfig" --variable=plugindir wex
+
+echo "== the suite under AddressSanitizer + UndefinedBehaviorSanitizer"
+cmake -S . -B build-asan -DWEX_WERROR=ON -DWEX_SANITIZE=ON \
+      -DCMAKE_BUILD_TYPE=Debug >/dev/null
+cmake --build build-asan -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan --output-on-failure -j "$jobs"
+echo "all tests passed"
