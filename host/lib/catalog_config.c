@@ -134,7 +134,7 @@ wex_status wex__cfg_uint_set(const wex__cfg *cfg, const char *pointer,
     const cJSON *list = wex__cfg_get(cfg, pointer);
     const cJSON *member;
     char where[160];
-    uint64_t v;
+    uint64_t v = 0;
     int i = 0;
     wex_status st;
 
