@@ -10,6 +10,8 @@ static const wex_cli_command commands[] = {
      wex_cmd_plugins},
     {"validate", "check a job config and its plugins' options",
      wex_cmd_validate},
+    {"layout", "show how an engine lays a model out over its ranks",
+     wex_cmd_layout},
 };
 
 #define COMMAND_COUNT (sizeof(commands) / sizeof(commands[0]))

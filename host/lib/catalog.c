@@ -363,12 +363,11 @@ static wex_status find_family(const wex__cfg *cfg, const char **arch_p,
     const cJSON *arch = cJSON_GetArrayItem(archs, 0);
     size_t i;
 
-    if (!cJSON_IsArray(archs) || !cJSON_IsString(arch))
-        return wex__error(WEX_ERR_INVALID,
-                          "%s: /architectures: expected a non-empty array "
-                          "of strings, %s",
-                          cfg->source, archs ? "got something else"
-                                             : "missing");
+    if (!cJSON_IsArray(archs) || arch == NULL)
+        return wex__cfg_expected(cfg, "/architectures",
+                                 "a non-empty array of strings", archs);
+    if (!cJSON_IsString(arch))
+        return wex__cfg_expected(cfg, "/architectures/0", "a string", arch);
     for (i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
         if (strcmp(arch->valuestring, families[i].architecture) == 0) {
             *arch_p = arch->valuestring;

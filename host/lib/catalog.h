@@ -114,6 +114,11 @@ typedef struct wex__cfg {
 /* The value at `pointer` (RFC 6901, json_pointer.h), NULL when absent. */
 const cJSON *wex__cfg_get(const wex__cfg *cfg, const char *pointer);
 
+/* Fails with "SOURCE: POINTER: expected WHAT, got ..." describing `found`
+ * (NULL reads "missing"). Returns WEX_ERR_INVALID. */
+wex_status wex__cfg_expected(const wex__cfg *cfg, const char *pointer,
+                             const char *what, const cJSON *found);
+
 /* A required integer in [min, WEX__CFG_INT_MAX] (min is 0 or 1). */
 wex_status wex__cfg_uint(const wex__cfg *cfg, const char *pointer,
                          uint64_t min, uint64_t *value_p);

@@ -11,11 +11,21 @@
 #include "json_pointer.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const cJSON *wex__cfg_get(const wex__cfg *cfg, const char *pointer)
 {
     return wex__json_pointer_get(cfg->root, pointer);
+}
+
+/* The shortest of %.15g and %.17g that reads back as `v`: "1e+300", not
+ * "1.0000000000000001e+300"; "0.1", not "0.10000000000000001". */
+static void describe_number(double v, char *buf, size_t size)
+{
+    snprintf(buf, size, "got %.15g", v);
+    if (strtod(buf + 4, NULL) != v)
+        snprintf(buf, size, "got %.17g", v);
 }
 
 /* "missing", "got null", "got 1.5", "got \"abc\"", ... for messages. */
@@ -28,7 +38,7 @@ static void describe(const cJSON *item, char *buf, size_t size)
     else if (cJSON_IsBool(item))
         snprintf(buf, size, "got %s", cJSON_IsTrue(item) ? "true" : "false");
     else if (cJSON_IsNumber(item))
-        snprintf(buf, size, "got %.17g", item->valuedouble);
+        describe_number(item->valuedouble, buf, size);
     else if (cJSON_IsString(item))
         snprintf(buf, size, "got \"%.40s\"%s", item->valuestring,
                  strlen(item->valuestring) > 40 ? "..." : "");
@@ -38,12 +48,12 @@ static void describe(const cJSON *item, char *buf, size_t size)
         snprintf(buf, size, "got an object");
 }
 
-static wex_status expected(const wex__cfg *cfg, const char *pointer,
-                           const char *what, const cJSON *item)
+wex_status wex__cfg_expected(const wex__cfg *cfg, const char *pointer,
+                             const char *what, const cJSON *found)
 {
     char got[80];
 
-    describe(item, got, sizeof(got));
+    describe(found, got, sizeof(got));
     return wex__error(WEX_ERR_INVALID, "%s: %s: expected %s, %s",
                       cfg->source, pointer, what, got);
 }
@@ -57,26 +67,24 @@ static wex_status read_uint(const wex__cfg *cfg, const char *pointer,
                             const cJSON *item, uint64_t min,
                             uint64_t *value_p)
 {
+    const char *what = min ? "a positive integer" : "a non-negative integer";
     double v;
 
     if (cJSON_IsNumber(item)) {
         v = item->valuedouble;
-        /* The range check comes first so the cast below is defined. */
-        if (v >= (double)min && v <= (double)WEX__CFG_INT_MAX &&
-            (double)(uint64_t)v == v) {
+        if (v > (double)WEX__CFG_INT_MAX)
+            return wex__cfg_expected(
+                cfg, pointer,
+                min ? "a positive integer (at most 2147483647)"
+                    : "a non-negative integer (at most 2147483647)",
+                item);
+        /* In range now, so the cast is defined; it truncates fractions. */
+        if (v >= (double)min && (double)(uint64_t)v == v) {
             *value_p = (uint64_t)v;
             return WEX_OK;
         }
-        if (v >= (double)min && (double)(uint64_t)v == v)
-            return expected(cfg, pointer,
-                            min ? "a positive integer (at most 2147483647)"
-                                : "a non-negative integer (at most "
-                                  "2147483647)",
-                            item);
     }
-    return expected(cfg, pointer,
-                    min ? "a positive integer" : "a non-negative integer",
-                    item);
+    return wex__cfg_expected(cfg, pointer, what, item);
 }
 
 wex_status wex__cfg_uint(const wex__cfg *cfg, const char *pointer,
@@ -108,7 +116,7 @@ wex_status wex__cfg_bool_or(const wex__cfg *cfg, const char *pointer,
         return WEX_OK;
     }
     if (!cJSON_IsBool(item))
-        return expected(cfg, pointer, "a boolean", item);
+        return wex__cfg_expected(cfg, pointer, "a boolean", item);
     *value_p = cJSON_IsTrue(item);
     return WEX_OK;
 }
@@ -123,7 +131,7 @@ wex_status wex__cfg_string_or(const wex__cfg *cfg, const char *pointer,
         return WEX_OK;
     }
     if (!cJSON_IsString(item))
-        return expected(cfg, pointer, "a string", item);
+        return wex__cfg_expected(cfg, pointer, "a string", item);
     *value_p = item->valuestring;
     return WEX_OK;
 }
@@ -141,8 +149,8 @@ wex_status wex__cfg_uint_set(const wex__cfg *cfg, const char *pointer,
     if (is_absent(list))
         return WEX_OK;
     if (!cJSON_IsArray(list))
-        return expected(cfg, pointer,
-                        "an array of non-negative integers", list);
+        return wex__cfg_expected(cfg, pointer,
+                                 "an array of non-negative integers", list);
     cJSON_ArrayForEach(member, list) {
         snprintf(where, sizeof(where), "%s/%d", pointer, i++);
         st = read_uint(cfg, where, member, 0, &v);
@@ -185,6 +193,8 @@ wex_status wex__cfg_dtype(const wex__cfg *cfg, uint32_t *dtype_p)
             }
         }
     }
-    return expected(cfg, pointer,
-                    "one of \"bfloat16\", \"float16\", \"float32\"", item);
+    return wex__cfg_expected(cfg, pointer,
+                             "one of \"bfloat16\", \"float16\", "
+                             "\"float32\"",
+                             item);
 }

@@ -123,7 +123,8 @@ static wex_status read_moe(const wex__cfg *cfg, deepseek_cfg *m)
     /* The router's correction bias exists only for aux-loss-free
      * ("noaux_tc") routing, as in the reference modeling_deepseek.py. */
     m->score_bias = strcmp(topk_method, "noaux_tc") == 0;
-    if (m->experts > 0 || m->shared_experts > 0)
+    /* Shared experts live only in MoE layers, which need routed ones. */
+    if (m->experts > 0)
         return wex__cfg_uint(cfg, "/moe_intermediate_size", 1,
                              &m->moe_intermediate);
     return WEX_OK;
@@ -142,10 +143,8 @@ static wex_status read_block(const wex__cfg *cfg, deepseek_cfg *m)
     if (block == NULL || cJSON_IsNull(block))
         return WEX_OK;
     if (!cJSON_IsArray(block) || cJSON_GetArraySize(block) != 2)
-        return wex__error(WEX_ERR_INVALID,
-                          "%s: %s: expected an array of two positive "
-                          "integers",
-                          cfg->source, pointer);
+        return wex__cfg_expected(cfg, pointer,
+                                 "an array of two positive integers", block);
     if ((st = wex__cfg_uint(cfg, "/quantization_config/weight_block_size/0",
                             1, &m->block[0])) != WEX_OK ||
         (st = wex__cfg_uint(cfg, "/quantization_config/weight_block_size/1",
@@ -159,13 +158,16 @@ static wex_status read_block(const wex__cfg *cfg, deepseek_cfg *m)
  * tensor set in ways this catalog does not model. */
 static wex_status read_quantization(const wex__cfg *cfg, deepseek_cfg *m)
 {
-    const cJSON *skip;
+    const cJSON *quant, *skip;
     const char *method, *fmt, *activation;
     wex_status st;
 
-    if (wex__cfg_get(cfg, "/quantization_config") == NULL ||
-        cJSON_IsNull(wex__cfg_get(cfg, "/quantization_config")))
+    quant = wex__cfg_get(cfg, "/quantization_config");
+    if (quant == NULL || cJSON_IsNull(quant))
         return WEX_OK;
+    if (!cJSON_IsObject(quant))
+        return wex__cfg_expected(cfg, "/quantization_config", "an object",
+                                 quant);
     if ((st = wex__cfg_string_or(cfg, "/quantization_config/quant_method",
                                  NULL, &method)) != WEX_OK ||
         (st = wex__cfg_string_or(cfg, "/quantization_config/fmt", "e4m3",
@@ -174,11 +176,14 @@ static wex_status read_quantization(const wex__cfg *cfg, deepseek_cfg *m)
                                  "/quantization_config/activation_scheme",
                                  "dynamic", &activation)) != WEX_OK)
         return st;
-    if (method == NULL || strcmp(method, "fp8") != 0)
+    if (method == NULL)
+        return wex__cfg_expected(cfg, "/quantization_config/quant_method",
+                                 "a string", NULL);
+    if (strcmp(method, "fp8") != 0)
         return wex__error(WEX_ERR_UNSUPPORTED,
                           "%s: /quantization_config/quant_method: \"%.40s\" "
                           "is not supported (supported: \"fp8\")",
-                          cfg->source, method ? method : "(missing)");
+                          cfg->source, method);
     if (strcmp(fmt, "e4m3") != 0)
         return wex__error(WEX_ERR_UNSUPPORTED,
                           "%s: /quantization_config/fmt: \"%.40s\" is not "
@@ -195,7 +200,8 @@ static wex_status read_quantization(const wex__cfg *cfg, deepseek_cfg *m)
         !(cJSON_IsArray(skip) && cJSON_GetArraySize(skip) == 0))
         return wex__error(WEX_ERR_UNSUPPORTED,
                           "%s: /quantization_config/modules_to_not_convert: "
-                          "not supported",
+                          "checkpoints with unquantized modules are not "
+                          "supported",
                           cfg->source);
     m->fp8 = 1;
     return read_block(cfg, m);
@@ -339,9 +345,8 @@ wex_status wex__family_deepseek_v3(wex__catalog *cat, const wex__cfg *cfg)
     wex__catalog_prefix(cat, "model.");
     wex__catalog_vec(cat, "norm.weight", NULL, m.dtype, m.hidden);
     if (!m.tied) {
-        wex__catalog_prefix(cat, "%s", "");
-        wex__catalog_mat(cat, "lm_head.weight", NULL, m.dtype, m.vocab,
-                         m.hidden);
+        wex__catalog_prefix(cat, "lm_head.");
+        wex__catalog_mat(cat, "weight", NULL, m.dtype, m.vocab, m.hidden);
     }
     for (i = 0; i < m.mtp_layers && wex__catalog_ok(cat); i++)
         add_mtp_layer(cat, &m, m.layers + i);

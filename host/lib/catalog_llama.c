@@ -55,6 +55,7 @@ typedef struct llama_cfg {
 /* The fields every family here shares. */
 static wex_status read_common(const wex__cfg *cfg, llama_cfg *m)
 {
+    const cJSON *quant;
     wex_status st;
 
     if ((st = wex__cfg_dtype(cfg, &m->dtype)) != WEX_OK ||
@@ -73,7 +74,8 @@ static wex_status read_common(const wex__cfg *cfg, llama_cfg *m)
         (st = wex__cfg_bool_or(cfg, "/tie_word_embeddings", 0, &m->tied)) !=
             WEX_OK)
         return st;
-    if (wex__cfg_get(cfg, "/quantization_config") != NULL)
+    quant = wex__cfg_get(cfg, "/quantization_config");
+    if (quant != NULL && !cJSON_IsNull(quant))
         return wex__error(WEX_ERR_UNSUPPORTED,
                           "%s: /quantization_config: quantized checkpoints "
                           "of this architecture are not supported",
@@ -156,8 +158,8 @@ static void add_head(wex__catalog *cat, const llama_cfg *m)
     wex__catalog_prefix(cat, "model.");
     wex__catalog_vec(cat, "norm.weight", NULL, m->dtype, m->hidden);
     if (!m->tied) {
-        wex__catalog_prefix(cat, "%s", "");
-        wex__catalog_mat(cat, "lm_head.weight", NULL, m->dtype, m->vocab,
+        wex__catalog_prefix(cat, "lm_head.");
+        wex__catalog_mat(cat, "weight", NULL, m->dtype, m->vocab,
                          m->hidden);
     }
 }

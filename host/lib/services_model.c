@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "catalog.h"
+#include "layout.h"
 #include "options.h"
 
 static uint64_t svc_model_tensor_count(const wex_model *model)
@@ -61,4 +62,7 @@ void wex__services_model_init(wex_host_services *s)
     s->model_find = svc_model_find;
     s->model_config = svc_model_config;
     s->model_architecture = svc_model_architecture;
+    s->layout_set_coord = wex__layout_set_coord;
+    s->layout_add_tensor = wex__layout_add_tensor;
+    s->layout_add_piece = wex__layout_add_piece;
 }

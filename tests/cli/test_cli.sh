@@ -78,5 +78,36 @@ contains "$tmp/err" "$tmp/bad.json: : unknown property \"extra\""; check "valida
 contains "$tmp/err" "cannot open"; check "validate missing file message" $?
 unset WEX_PLUGIN_MANIFESTS
 
+# layout: the hf engine over a real config (the in-tree plugins).
+unset WEX_PLUGIN_MANIFESTS
+"$wex" layout --help >"$tmp/out"; check "layout --help" $?
+"$wex" layout --model "$models/Qwen3-8B.config.json" --engine hf >"$tmp/out"
+check "layout hf exits 0" $?
+contains "$tmp/out" "rank 0     399 tensors, 399 pieces, 16381470720 bytes"; check "layout hf totals" $?
+"$wex" layout --model "$models/Qwen3-0.6B.config.json" --engine hf --json >"$tmp/json"
+check "layout --json exits 0" $?
+/usr/bin/python3 - "$tmp/json" <<'PY'; check "layout --json content" $?
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["ranks"] == 1 and d["engine"] == "hf"
+names = [t["name"] for t in d["model"]["tensors"]]
+local = d["layout"][0]["tensors"]
+assert [t["name"] for t in local] == names
+for t in local:
+    (p,) = t["pieces"]
+    assert p["tensor"] == t["name"] and p["extent"] == t["shape"] and set(p["at"]) == {0}
+PY
+"$wex" layout --model "$models/Qwen3-0.6B.config.json" --engine hf --parallel tp=2 2>"$tmp/err"
+[ $? -eq 2 ]; check "layout hf refuses tp=2" $?
+contains "$tmp/err" "parallel/tp: the hf layout is one unsharded rank"; check "layout tp error text" $?
+"$wex" layout --model "$models/Qwen3-0.6B.config.json" --engine nope 2>"$tmp/err"
+[ $? -eq 2 ]; check "layout unknown engine exits 2" $?
+contains "$tmp/err" "no engine plugin named \"nope\" (available: hf)"; check "layout unknown engine text" $?
+"$wex" layout --model "$models/Qwen3-0.6B.config.json" --engine hf --parallel tp=0 2>"$tmp/err"
+[ $? -eq 2 ]; check "layout bad parallel exits 2" $?
+contains "$tmp/err" "--parallel: /tp: "; check "layout bad parallel names /tp" $?
+"$wex" layout --model /nonexistent/config.json --engine hf 2>"$tmp/err"
+[ $? -eq 2 ]; check "layout missing model exits 2" $?
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -915,6 +915,27 @@ START_TEST(test_deepseek_variants)
                  WEX_DTYPE_F32, 2, 6, 24);
     wex__model_free(m);
 
+    /* attention_bias: q_a, kv_a and o get a bias (modeling_deepseek.py);
+     * biases are not quantized and follow the weight's scale. */
+    set_bool(doc, "attention_bias", 1);
+    m = from_json(doc);
+    check_tensor(m, "model.layers.0.self_attn.q_a_proj.bias", WEX_DTYPE_BF16,
+                 1, 1536, 0);
+    check_tensor(m, "model.layers.0.self_attn.kv_a_proj_with_mqa.bias",
+                 WEX_DTYPE_BF16, 1, 576, 0);
+    check_tensor(m, "model.layers.0.self_attn.o_proj.bias", WEX_DTYPE_BF16,
+                 1, 7168, 0);
+    check_absent(m, "model.layers.0.self_attn.q_b_proj.bias");
+    check_absent(m, "model.layers.0.self_attn.kv_b_proj.bias");
+    ck_assert_int_eq(
+        wex__model_find(m, "model.layers.0.self_attn.o_proj.bias"),
+        wex__model_find(m,
+                        "model.layers.0.self_attn.o_proj.weight_scale_inv") +
+            1);
+    ck_assert_uint_eq(m->count, 91991 + 62 * 3);
+    wex__model_free(m);
+    set_bool(doc, "attention_bias", 0);
+
     /* Without noaux_tc routing there is no correction bias. */
     set_string(doc, "topk_method", "greedy");
     m = from_json(doc);
@@ -947,7 +968,14 @@ START_TEST(test_error_unknown_architecture)
                  "strings, missing",
                  1);
     cJSON_AddItemToObject(doc, "architectures", cJSON_CreateArray());
-    expect_error(doc, WEX_ERR_INVALID, "/architectures: expected", 0);
+    expect_error(doc, WEX_ERR_INVALID,
+                 "test.json: /architectures: expected a non-empty array of "
+                 "strings, got an array",
+                 1);
+    cJSON_ReplaceItemInObjectCaseSensitive(doc, "architectures",
+                                           cJSON_Parse("[5]"));
+    expect_error(doc, WEX_ERR_INVALID,
+                 "test.json: /architectures/0: expected a string, got 5", 1);
     cJSON_Delete(doc);
 
     doc = cJSON_CreateArray();
@@ -1019,6 +1047,9 @@ START_TEST(test_error_fields)
     expect_error(doc, WEX_ERR_INVALID,
                  "/num_hidden_layers: expected a positive integer (at most "
                  "2147483647), got 1000000000000",
+                 0);
+    set_number(doc, "num_hidden_layers", 1e300);
+    expect_error(doc, WEX_ERR_INVALID, "(at most 2147483647), got 1e+300",
                  0);
     set_number(doc, "num_hidden_layers", 2);
 

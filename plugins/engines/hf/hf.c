@@ -1,0 +1,139 @@
+/*
+ * The `hf` engine: the checkpoint layout itself. One rank holds every
+ * canonical tensor whole, under its checkpoint name, in checkpoint order.
+ * Useful as either side of a job (loading a checkpoint, dumping one) and
+ * as the reference the other adapters are compared against.
+ */
+#include <stdlib.h>
+
+#include <wex/plugin.h>
+
+struct wex_plugin_state {
+    const wex_host_services *host;
+};
+
+struct wex_engine_ctx {
+    const wex_host_services *host;
+    const wex_model *model;
+};
+
+static wex_status hf_init(const wex_host_services *host,
+                          wex_plugin_state **state_p)
+{
+    wex_plugin_state *state = calloc(1, sizeof(*state));
+
+    if (state == NULL)
+        return WEX_ERR_NOMEM;
+    state->host = host;
+    *state_p = state;
+    return WEX_OK;
+}
+
+static void hf_fini(wex_plugin_state *state)
+{
+    free(state);
+}
+
+/* hf has no parallelism: any size other than 1 is a mistake to report. */
+static wex_status check_parallel(const wex_host_services *host,
+                                 const wex_options *parallel)
+{
+    static const char *const keys[] = {"/tp", "/pp", "/ep", "/dp", "/etp",
+                                       "/attn_dp"};
+
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        int64_t v = 1;
+        if (host->opt_type(parallel, keys[i]) == WEX_JSON_MISSING)
+            continue;
+        if (host->opt_get_i64(parallel, keys[i], &v) != WEX_OK || v != 1) {
+            host->set_error(host->ctx, WEX_ERR_INVALID,
+                            "parallel%s: the hf layout is one unsharded "
+                            "rank; expected 1",
+                            keys[i]);
+            return WEX_ERR_INVALID;
+        }
+    }
+    return WEX_OK;
+}
+
+static wex_status hf_ctx_create(wex_plugin_state *state,
+                                const wex_engine_args *args,
+                                wex_engine_ctx **ctx_p)
+{
+    wex_engine_ctx *ctx;
+    wex_status status = check_parallel(state->host, args->parallel);
+
+    if (status != WEX_OK)
+        return status;
+    ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL)
+        return WEX_ERR_NOMEM;
+    ctx->host = state->host;
+    ctx->model = args->model;
+    *ctx_p = ctx;
+    return WEX_OK;
+}
+
+static void hf_ctx_destroy(wex_engine_ctx *ctx)
+{
+    free(ctx);
+}
+
+static wex_status hf_rank_count(wex_engine_ctx *ctx, uint64_t *count_p)
+{
+    (void)ctx;
+    *count_p = 1;
+    return WEX_OK;
+}
+
+static wex_status hf_describe_rank(wex_engine_ctx *ctx, uint64_t rank,
+                                   wex_layout_builder *b)
+{
+    const wex_host_services *host = ctx->host;
+    static const uint64_t zeros[WEX_MAX_DIMS];
+    uint64_t count = host->model_tensor_count(ctx->model);
+    wex_status status = WEX_OK;
+
+    (void)rank; /* the host checked it against rank_count */
+    for (uint64_t i = 0; status == WEX_OK && i < count; i++) {
+        wex_tensor_info info = {sizeof(info), 0, 0, 0, NULL, NULL};
+        wex_local_tensor_desc local = {sizeof(local), 0, 0, 0, NULL, NULL};
+        wex_piece_desc piece = {sizeof(piece), WEX_TRANSFORM_NONE, 0,
+                                zeros, NULL, zeros};
+        uint64_t tensor;
+
+        status = host->model_tensor(ctx->model, i, &info);
+        if (status != WEX_OK)
+            break;
+        local.dtype = info.dtype;
+        local.ndim = info.ndim;
+        local.name = info.name;
+        local.shape = info.shape;
+        status = host->layout_add_tensor(b, &local, &tensor);
+        piece.canonical = i;
+        piece.extent = info.shape;
+        if (status == WEX_OK)
+            status = host->layout_add_piece(b, tensor, &piece);
+    }
+    return status;
+}
+
+static const wex_engine_ops hf_ops = {
+    sizeof(wex_engine_ops), 0, 0, hf_ctx_create, hf_ctx_destroy,
+    hf_rank_count, hf_describe_rank,
+};
+
+static const wex_plugin_desc hf_desc = {
+    sizeof(wex_plugin_desc), WEX_ABI_1_0, WEX_KIND_ENGINE,
+    WEX_PLUGIN_THREAD_PER_CTX, "hf", "0.1.0", hf_init, hf_fini, &hf_ops,
+};
+
+WEX_PLUGIN_EXPORT wex_status wex_plugin_negotiate(const wex_negotiate_in *in,
+                                                  wex_negotiate_out *out)
+{
+    if (in->abi_min > WEX_ABI_1_0 || in->abi_max < WEX_ABI_1_0)
+        return WEX_ERR_ABI;
+    out->abi_version = WEX_ABI_1_0;
+    out->desc = &hf_desc;
+    return WEX_OK;
+}
