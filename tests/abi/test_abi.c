@@ -2,6 +2,8 @@
 #include <check.h>
 #include <stdlib.h>
 
+#include "../unit/check_run.h"
+
 #include "abi_layout.h"
 
 #define CHECK_SIZE(type, size)                                            \
@@ -43,15 +45,9 @@ int main(void)
 {
     Suite *s = suite_create("abi");
     TCase *tc = tcase_create("layout");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, struct_layout_is_pinned);
     tcase_add_test(tc, constants_are_pinned);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return wex_test_run(s);
 }

@@ -2,6 +2,8 @@
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "check_run.h"
 #include <string.h>
 
 #include "error.h"
@@ -141,8 +143,6 @@ int main(void)
 {
     Suite *s = suite_create("job_config");
     TCase *tc = tcase_create("job_config");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, valid_job_gets_defaults);
     tcase_add_test(tc, schema_errors_are_all_reported);
@@ -152,9 +152,5 @@ int main(void)
     tcase_add_test(tc, syntax_error_names_line_and_column);
     tcase_add_test(tc, missing_file_is_one_line);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return wex_test_run(s);
 }

@@ -6,6 +6,8 @@
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "check_run.h"
 #include <string.h>
 
 #include "error.h"
@@ -276,8 +278,6 @@ int main(void)
 {
     Suite *s = suite_create("loader");
     TCase *tc = tcase_create("loader");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, good_plugin_loads_and_negotiates);
     tcase_add_test(tc, first_plugin_of_a_name_wins_and_shadows);
@@ -297,9 +297,5 @@ int main(void)
     tcase_add_test(tc, abi_version_parsing);
     tcase_add_test(tc, registry_names_lists_a_kind);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return wex_test_run(s);
 }
