@@ -1,0 +1,399 @@
+#include "serving.h"
+
+#include <stdio.h>
+
+#define LAYER "%s"
+
+void ws_expert_range(int64_t experts, int64_t ep, int64_t ep_rank,
+                     int64_t *first, int64_t *count)
+{
+    int64_t base = experts / ep, extra = experts % ep;
+
+    *count = base + (ep_rank < extra);
+    *first = ep_rank * base + (ep_rank < extra ? ep_rank : extra);
+}
+
+/* ---- checks ---------------------------------------------------------- */
+
+/* An fp8 weight split `parts` ways along `dim` must split on block
+ * boundaries, or the engine cannot shard its scales. */
+static wex_status block_split(ws_emit *e, const ws_serving_flavor *f,
+                              int64_t canonical, uint32_t dim, int64_t parts,
+                              const char *size_name)
+{
+    ws_canon c = ws_canon_of(e, canonical);
+    uint64_t share, block;
+
+    if (canonical < 0 || parts <= 1 || e->block[0] == 0 || c.ndim != 2 ||
+        ws_find(e, "%s_scale_inv", c.name) < 0)
+        return e->status;
+    share = c.shape[dim] / (uint64_t)parts;
+    block = e->block[dim];
+    if (share % block == 0)
+        return e->status;
+    return ws_fail(e, WEX_ERR_INVALID,
+                   "parallel/%s: %s splits %s %s %lld ways into %llu, not a "
+                   "multiple of the fp8 quantization block (%llu); %s refuses "
+                   "this",
+                   size_name, size_name, c.name, dim == 0 ? "rows" : "columns",
+                   (long long)parts, (unsigned long long)share,
+                   (unsigned long long)block, f->engine);
+}
+
+static wex_status divides(ws_emit *e, const ws_serving_flavor *f,
+                          int64_t total, const char *what, int64_t parts,
+                          const char *size_name)
+{
+    if (parts > 0 && total % parts == 0)
+        return e->status;
+    return ws_fail(e, WEX_ERR_INVALID,
+                   "parallel/%s: %s (%lld) must be divisible by %s (%lld) "
+                   "for %s",
+                   size_name, what, (long long)total, size_name,
+                   (long long)parts, f->engine);
+}
+
+static wex_status check_attention(ws_emit *e, const ws_model *m,
+                                  const ws_serving_flavor *f, int64_t tp,
+                                  const char *tp_name)
+{
+    divides(e, f, m->heads, "num_attention_heads", tp, tp_name);
+    if (m->mla || e->status != WEX_OK)
+        return e->status;
+    if (tp >= m->kv_heads && tp % m->kv_heads != 0)
+        return ws_fail(e, WEX_ERR_INVALID,
+                       "parallel/%s: %s (%lld) must be a multiple of "
+                       "num_key_value_heads (%lld) to replicate KV heads in %s",
+                       tp_name, tp_name, (long long)tp,
+                       (long long)m->kv_heads, f->engine);
+    if (tp < m->kv_heads)
+        divides(e, f, m->kv_heads, "num_key_value_heads", tp, tp_name);
+    return e->status;
+}
+
+static wex_status check_layer(ws_emit *e, const ws_model *m,
+                              const ws_serving_flavor *f,
+                              const ws_serving_sizes *s, int64_t layer,
+                              const char *tp_name, const char *attn_name)
+{
+    ws_layer l;
+
+    ws_layer_probe(e, m, layer, &l);
+    if (l.gate >= 0)
+        divides(e, f, (int64_t)ws_dim(e, l.gate, 0), "intermediate_size",
+                s->tp, tp_name);
+    if (l.sh[0] >= 0)
+        divides(e, f, (int64_t)ws_dim(e, l.sh[0], 0),
+                "the shared experts' intermediate size", s->tp, tp_name);
+    if (l.moe)
+        divides(e, f, (int64_t)ws_dim(e, ws_expert(e, m, layer, 0, WS_GATE), 0),
+                "moe_intermediate_size", s->moe_tp,
+                s->moe_tp == s->tp ? tp_name : "tp / ep");
+    block_split(e, f, l.q_b, 0, s->attn_tp, attn_name);
+    block_split(e, f, l.kv_b, 0, s->attn_tp, attn_name);
+    block_split(e, f, l.q, 0, s->attn_tp, attn_name);
+    block_split(e, f, l.o, 1, s->attn_tp, attn_name);
+    block_split(e, f, l.gate, 0, s->tp, tp_name);
+    block_split(e, f, l.down, 1, s->tp, tp_name);
+    block_split(e, f, l.sh[0], 0, s->tp, tp_name);
+    block_split(e, f, l.sh[2], 1, s->tp, tp_name);
+    if (l.moe)
+        block_split(e, f, ws_expert(e, m, layer, 0, WS_GATE), 0, s->moe_tp,
+                    tp_name);
+    return e->status;
+}
+
+wex_status ws_serving_check(ws_emit *e, const ws_model *m,
+                            const ws_serving_flavor *f,
+                            const ws_serving_sizes *s)
+{
+    const char *attn_name = s->attn_tp == s->tp ? "tp" : "attn_dp";
+    int64_t padded = (m->vocab + f->vocab_padding - 1) / f->vocab_padding *
+                     f->vocab_padding;
+
+    check_attention(e, m, f, s->attn_tp, attn_name);
+    if (!s->embed_replicated)
+        divides(e, f, padded, "the padded vocabulary", s->tp, "tp");
+    if (m->lm_head >= 0)
+        divides(e, f, padded, "the padded vocabulary", s->tp, "tp");
+    if (s->ep > 1 && m->experts == 0)
+        return ws_fail(e, WEX_ERR_INVALID,
+                       "parallel/ep: %lld expert-parallel ranks, but the model "
+                       "has no experts",
+                       (long long)s->ep);
+    if (s->ep > m->experts && m->experts > 0)
+        return ws_fail(e, WEX_ERR_INVALID,
+                       "parallel/ep: %lld expert-parallel ranks for %lld "
+                       "experts; %s needs at least one expert per rank",
+                       (long long)s->ep, (long long)m->experts, f->engine);
+    if (m->experts > 0 && !f->uneven_experts)
+        divides(e, f, m->experts, "the number of routed experts", s->ep, "ep");
+    for (int64_t layer = 0; layer < m->layers + m->mtp_layers && e->status == WEX_OK;
+         layer++)
+        check_layer(e, m, f, s, layer, "tp", attn_name);
+    return e->status;
+}
+
+/* ---- layout ---------------------------------------------------------- */
+
+static void vocab_shard(ws_emit *e, const ws_serving_flavor *f, int64_t canonical,
+                        int64_t parts, int64_t part, const char *name)
+{
+    ws_canon c = ws_canon_of(e, canonical);
+    uint64_t vocab = c.shape[0], pad = (uint64_t)f->vocab_padding;
+    uint64_t per = (vocab + pad - 1) / pad * pad / (uint64_t)parts;
+    uint64_t lo = (uint64_t)part * per, hi = lo + per;
+    uint64_t shape[2] = {per, c.shape[1]};
+
+    if (hi > vocab)
+        hi = vocab;
+    /* Rows past the vocabulary are padding: held, never written. */
+    ws_begin(e, c.dtype, 2, shape, "%s", name);
+    if (hi > lo)
+        ws_rows(e, canonical, lo, hi - lo, WS_NONE, 0);
+    ws_end(e);
+}
+
+/* q heads of rank t, then its K and V heads; with more ranks than KV
+ * heads each KV head is replicated over tp / kv_heads ranks. */
+static void qkv(ws_emit *e, const ws_model *m, int64_t tp, int64_t t,
+                int64_t q, int64_t k, int64_t v, const char *pre, const char *param)
+{
+    uint64_t d = (uint64_t)m->head_dim, hidden = ws_dim(e, q, 1);
+    uint64_t q_rows = (uint64_t)(m->heads / tp) * d;
+    uint64_t kv_heads = tp <= m->kv_heads ? (uint64_t)(m->kv_heads / tp) : 1;
+    uint64_t kv_first = tp <= m->kv_heads
+                            ? (uint64_t)t * kv_heads
+                            : (uint64_t)(t / (tp / m->kv_heads));
+    uint64_t kv_rows = kv_heads * d;
+    uint64_t shape[2] = {q_rows + 2 * kv_rows, hidden};
+
+    ws_begin(e, 0, hidden ? 2 : 1, shape, LAYER "self_attn.qkv_proj.%s", pre,
+             param);
+    ws_rows(e, q, (uint64_t)t * q_rows, q_rows, WS_NONE, 0);
+    ws_rows(e, k, kv_first * d, kv_rows, WS_NONE, q_rows);
+    ws_rows(e, v, kv_first * d, kv_rows, WS_NONE, q_rows + kv_rows);
+    ws_end(e);
+}
+
+static uint64_t share(const ws_emit *e, int64_t canonical, uint32_t dim,
+                      int64_t parts)
+{
+    return ws_dim(e, canonical, dim) / (uint64_t)parts;
+}
+
+static void whole_if(ws_emit *e, int64_t canonical, const char *pre,
+                     const char *rest)
+{
+    if (canonical >= 0)
+        ws_whole(e, canonical, LAYER "%s", pre, rest);
+}
+
+static void row_part(ws_emit *e, int64_t canonical, int64_t parts, int64_t part,
+                     const char *pre, const char *rest)
+{
+    uint64_t n = share(e, canonical, 0, parts);
+
+    if (canonical >= 0)
+        ws_row_shard(e, canonical, (uint64_t)part * n, n, LAYER "%s", pre,
+                     rest);
+}
+
+static void col_part(ws_emit *e, int64_t canonical, int64_t parts, int64_t part,
+                     const char *pre, const char *rest)
+{
+    uint64_t n = share(e, canonical, 1, parts);
+
+    if (canonical >= 0)
+        ws_col_shard(e, canonical, (uint64_t)part * n, n, LAYER "%s", pre,
+                     rest);
+}
+
+static void mla(ws_emit *e, const ws_model *m, const ws_serving_flavor *f,
+                const ws_serving_sizes *s, const ws_serving_rank *r,
+                const ws_layer *l, const char *pre)
+{
+    (void)m;
+    if (l->q_a >= 0) {
+        uint64_t qa = ws_dim(e, l->q_a, 0), kva = ws_dim(e, l->kv_a, 0);
+        uint64_t shape[2] = {qa + kva, ws_dim(e, l->q_a, 1)};
+
+        ws_begin(e, 0, 2, shape, LAYER "self_attn.%s.weight", pre,
+                 f->fused_qkv_a_name);
+        ws_rows(e, l->q_a, 0, qa, WS_NONE, 0);
+        ws_rows(e, l->kv_a, 0, kva, WS_NONE, qa);
+        ws_end(e);
+        whole_if(e, l->q_a_norm, pre, "self_attn.q_a_layernorm.weight");
+        row_part(e, l->q_b, s->attn_tp, r->attn_rank, pre,
+                 "self_attn.q_b_proj.weight");
+    } else {
+        row_part(e, l->q, s->attn_tp, r->attn_rank, pre,
+                 "self_attn.q_proj.weight");
+        whole_if(e, l->kv_a, pre, "self_attn.kv_a_proj_with_mqa.weight");
+    }
+    whole_if(e, l->kv_a_norm, pre, "self_attn.kv_a_layernorm.weight");
+    row_part(e, l->kv_b, s->attn_tp, r->attn_rank, pre,
+             "self_attn.kv_b_proj.weight");
+}
+
+static void attention(ws_emit *e, const ws_model *m, const ws_serving_flavor *f,
+                      const ws_serving_sizes *s, const ws_serving_rank *r,
+                      const ws_layer *l, const char *pre)
+{
+    if (m->mla) {
+        mla(e, m, f, s, r, l, pre);
+    } else {
+        qkv(e, m, s->attn_tp, r->attn_rank, l->q, l->k, l->v, pre, "weight");
+        if (l->q_bias >= 0)
+            qkv(e, m, s->attn_tp, r->attn_rank, l->q_bias, l->k_bias,
+                l->v_bias, pre, "bias");
+        whole_if(e, l->q_norm, pre, "self_attn.q_norm.weight");
+        whole_if(e, l->k_norm, pre, "self_attn.k_norm.weight");
+    }
+    col_part(e, l->o, s->attn_tp, r->attn_rank, pre, "self_attn.o_proj.weight");
+    /* Row-parallel biases are added once, after the reduction: whole. */
+    whole_if(e, l->o_bias, pre, "self_attn.o_proj.bias");
+}
+
+/* gate rows of rank t, then up rows of rank t. */
+static void gate_up(ws_emit *e, int64_t gate, int64_t up, int64_t tp, int64_t t,
+                    const char *pre, const char *module)
+{
+    uint64_t n = share(e, gate, 0, tp);
+    uint64_t shape[2] = {2 * n, ws_dim(e, gate, 1)};
+
+    ws_begin(e, 0, 2, shape, LAYER "%s.gate_up_proj.weight", pre, module);
+    ws_rows(e, gate, (uint64_t)t * n, n, WS_NONE, 0);
+    ws_rows(e, up, (uint64_t)t * n, n, WS_NONE, n);
+    ws_end(e);
+}
+
+static void experts(ws_emit *e, const ws_model *m, const ws_serving_sizes *s,
+                    const ws_serving_rank *r, const ws_layer *l,
+                    const char *pre)
+{
+    int64_t first, count;
+    int64_t gate0 = ws_expert(e, m, l->index, 0, WS_GATE);
+    uint64_t n = share(e, gate0, 0, s->moe_tp), hidden = ws_dim(e, gate0, 1);
+    uint64_t lo = (uint64_t)r->moe_tp_rank * n;
+
+    ws_expert_range(m->experts, s->ep, r->ep_rank, &first, &count);
+    if (count == 0)
+        return;
+    {
+        uint64_t shape[3] = {(uint64_t)count, 2 * n, hidden};
+        ws_begin(e, 0, 3, shape, LAYER "%s.experts.w13_weight", pre, m->moe);
+        for (int64_t j = 0; j < count; j++) {
+            ws_rows(e, ws_expert(e, m, l->index, first + j, WS_GATE), lo, n,
+                    (uint64_t)j, 0);
+            ws_rows(e, ws_expert(e, m, l->index, first + j, WS_UP), lo, n,
+                    (uint64_t)j, n);
+        }
+        ws_end(e);
+    }
+    {
+        uint64_t shape[3] = {(uint64_t)count, hidden, n};
+        ws_begin(e, 0, 3, shape, LAYER "%s.experts.w2_weight", pre, m->moe);
+        for (int64_t j = 0; j < count; j++)
+            ws_cols(e, ws_expert(e, m, l->index, first + j, WS_DOWN), lo, n,
+                    (uint64_t)j, 0);
+        ws_end(e);
+    }
+}
+
+static void mlp(ws_emit *e, const ws_model *m, const ws_serving_sizes *s,
+                const ws_serving_rank *r, const ws_layer *l, const char *pre)
+{
+    char rest[WS_NAME_MAX];
+
+    if (!l->moe) {
+        gate_up(e, l->gate, l->up, s->tp, r->tp_rank, pre, "mlp");
+        col_part(e, l->down, s->tp, r->tp_rank, pre, "mlp.down_proj.weight");
+        return;
+    }
+    snprintf(rest, sizeof(rest), "%s.gate.weight", m->moe);
+    whole_if(e, l->router, pre, rest);
+    snprintf(rest, sizeof(rest), "%s.gate.e_score_correction_bias", m->moe);
+    whole_if(e, l->router_bias, pre, rest);
+    experts(e, m, s, r, l, pre);
+    if (l->sh[0] >= 0) {
+        snprintf(rest, sizeof(rest), "mlp.%s", l->sh_name);
+        gate_up(e, l->sh[WS_GATE], l->sh[WS_UP], s->tp, r->tp_rank, pre, rest);
+        snprintf(rest, sizeof(rest), "mlp.%s.down_proj.weight", l->sh_name);
+        col_part(e, l->sh[WS_DOWN], s->tp, r->tp_rank, pre, rest);
+    }
+    whole_if(e, l->sh_router, pre, "mlp.shared_expert_gate.weight");
+}
+
+static void decoder_layer(ws_emit *e, const ws_model *m,
+                          const ws_serving_flavor *f, const ws_serving_sizes *s,
+                          const ws_serving_rank *r, int64_t layer,
+                          const char *pre)
+{
+    ws_layer l;
+
+    ws_layer_probe(e, m, layer, &l);
+    whole_if(e, l.in_norm, pre, "input_layernorm.weight");
+    attention(e, m, f, s, r, &l, pre);
+    whole_if(e, l.post_norm, pre, "post_attention_layernorm.weight");
+    mlp(e, m, s, r, &l, pre);
+}
+
+/* A multi-token-prediction layer (DeepSeek-V3's layer 61): held by the
+ * last stage, its decoder under `mtp_block`, its own embedding and head
+ * split like the main ones, the rest whole. */
+static void mtp_layer(ws_emit *e, const ws_model *m, const ws_serving_flavor *f,
+                      const ws_serving_sizes *s, const ws_serving_rank *r,
+                      int64_t layer)
+{
+    static const char *const whole[] = {"enorm.weight", "hnorm.weight",
+                                        "eh_proj.weight",
+                                        "shared_head.norm.weight"};
+    char pre[64], name[WS_NAME_MAX];
+    int64_t t;
+
+    snprintf(pre, sizeof(pre), "model.layers.%lld.", (long long)layer);
+    if ((t = ws_find(e, "%sembed_tokens.weight", pre)) >= 0) {
+        snprintf(name, sizeof(name), "%sembed_tokens.weight", pre);
+        vocab_shard(e, f, t, s->embed_replicated ? 1 : s->tp,
+                    s->embed_replicated ? 0 : r->tp_rank, name);
+    }
+    for (size_t i = 0; i < sizeof(whole) / sizeof(whole[0]); i++)
+        whole_if(e, ws_find(e, "%s%s", pre, whole[i]), pre, whole[i]);
+    if ((t = ws_find(e, "%sshared_head.head.weight", pre)) >= 0) {
+        snprintf(name, sizeof(name), "%sshared_head.head.weight", pre);
+        vocab_shard(e, f, t, s->tp, r->tp_rank, name);
+    }
+    snprintf(pre, sizeof(pre), "model.layers.%lld.mtp_block.", (long long)layer);
+    decoder_layer(e, m, f, s, r, layer, pre);
+}
+
+wex_status ws_serving_describe(ws_emit *e, const ws_model *m,
+                               const ws_serving_flavor *f,
+                               const ws_serving_sizes *s,
+                               const ws_serving_rank *r)
+{
+    int64_t embed_parts = s->embed_replicated ? 1 : s->tp;
+    int64_t embed_part = s->embed_replicated ? 0 : r->tp_rank;
+    char pre[WS_NAME_MAX];
+
+    /* The last stage of a tied model computes logits from its own copy
+     * of the embedding. */
+    if (r->first_stage || (m->lm_head < 0 && r->last_stage))
+        vocab_shard(e, f, m->embed, embed_parts, embed_part,
+                    "model.embed_tokens.weight");
+    for (int64_t layer = r->layer_lo; layer < r->layer_hi; layer++) {
+        snprintf(pre, sizeof(pre), "model.layers.%lld.", (long long)layer);
+        decoder_layer(e, m, f, s, r, layer, pre);
+        if (e->status != WEX_OK)
+            return e->status;
+    }
+    if (r->last_stage) {
+        ws_whole(e, m->final_norm, "model.norm.weight");
+        if (m->lm_head >= 0)
+            vocab_shard(e, f, m->lm_head, s->tp, r->tp_rank, "lm_head.weight");
+        for (int64_t i = 0; i < m->mtp_layers; i++)
+            mtp_layer(e, m, f, s, r, m->layers + i);
+    }
+    return e->status;
+}
