@@ -44,7 +44,7 @@ int wex_cmd_validate(int argc, char **argv)
         wex__job_config *config = NULL;
         char *all = NULL;
 
-        if (wex__job_config_load(argv[i], r, &config, &all) == WEX_OK) {
+        if (wex__job_config_load(argv[i], r, 0, &config, &all) == WEX_OK) {
             printf("%s: valid\n", argv[i]);
             wex__job_config_free(config);
         } else {

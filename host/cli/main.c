@@ -12,6 +12,8 @@ static const wex_cli_command commands[] = {
      wex_cmd_validate},
     {"layout", "show how an engine lays a model out over its ranks",
      wex_cmd_layout},
+    {"plan", "plan who sends which bytes to whom, and predict the step time",
+     wex_cmd_plan},
 };
 
 #define COMMAND_COUNT (sizeof(commands) / sizeof(commands[0]))

@@ -100,6 +100,16 @@ static char *join_dir(const char *base_dir, const char *path)
     return out;
 }
 
+/* A side's "model", resolved like the job's; the job's own otherwise. */
+static char *side_model(const cJSON *side, const char *base_dir,
+                        const char *job_model)
+{
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(side, "model");
+
+    return cJSON_IsString(m) ? join_dir(base_dir, m->valuestring)
+                             : strdup(job_model);
+}
+
 static double number_at(const cJSON *doc, const char *obj, const char *key)
 {
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(doc, obj);
@@ -109,7 +119,8 @@ static double number_at(const cJSON *doc, const char *obj, const char *key)
 
 /* Reads the validated, defaulted document into the struct. */
 static wex_status bind_fields(wex__job_config *c, const char *base_dir,
-                              wex__registry *registry, problems *all)
+                              wex__registry *registry, unsigned flags,
+                              problems *all)
 {
     const cJSON *doc = c->doc;
     const cJSON *src = cJSON_GetObjectItemCaseSensitive(doc, "source");
@@ -121,6 +132,11 @@ static wex_status bind_fields(wex__job_config *c, const char *base_dir,
                                            doc, "model")->valuestring);
     if (c->model_path == NULL)
         return wex__error(WEX_ERR_NOMEM, "%s: out of memory", c->path);
+    c->source_model_path = side_model(src, base_dir, c->model_path);
+    c->destination_model_path = side_model(dst, base_dir, c->model_path);
+    if (c->source_model_path == NULL || c->destination_model_path == NULL)
+        return wex__error(WEX_ERR_NOMEM, "%s: out of memory", c->path);
+    c->topology = cJSON_GetObjectItemCaseSensitive(doc, "topology");
     c->source.name = cJSON_GetObjectItemCaseSensitive(src, "engine")
                          ->valuestring;
     c->source.options = cJSON_GetObjectItemCaseSensitive(src, "options");
@@ -148,6 +164,8 @@ static wex_status bind_fields(wex__job_config *c, const char *base_dir,
     status = resolve(c, registry, &c->policy, WEX_KIND_POLICY, "/policy",
                      "/policy/options", all);
     first = first ? first : status;
+    if (flags & WEX__JOB_PLAN_ONLY)
+        return first;
     status = resolve(c, registry, &c->transport, WEX_KIND_TRANSPORT,
                      "/transport", "/transport/options", all);
     first = first ? first : status;
@@ -156,7 +174,7 @@ static wex_status bind_fields(wex__job_config *c, const char *base_dir,
 
 wex_status wex__job_config_parse(const char *name, const char *text,
                                  const char *base_dir,
-                                 wex__registry *registry,
+                                 wex__registry *registry, unsigned flags,
                                  wex__job_config **config_p, char **all_p)
 {
     problems all = {NULL, 0};
@@ -182,7 +200,7 @@ wex_status wex__job_config_parse(const char *name, const char *text,
         status = wex__error(WEX_ERR_NOMEM, "%s: out of memory", name);
         goto out;
     }
-    status = bind_fields(c, base_dir, registry, &all);
+    status = bind_fields(c, base_dir, registry, flags, &all);
 out:
     if (status != WEX_OK) {
         /* The first problem is what the thread's error reports. */
@@ -201,7 +219,8 @@ out:
 }
 
 wex_status wex__job_config_load(const char *path, wex__registry *registry,
-                                wex__job_config **config_p, char **all_p)
+                                unsigned flags, wex__job_config **config_p,
+                                char **all_p)
 {
     char *text = NULL, *dir = NULL, *slash;
     size_t len;
@@ -222,8 +241,8 @@ wex_status wex__job_config_load(const char *path, wex__registry *registry,
         *slash = '\0';
     else if (dir != NULL)
         strcpy(dir, ".");
-    status = wex__job_config_parse(path, text, dir, registry, config_p,
-                                   all_p);
+    status = wex__job_config_parse(path, text, dir, registry, flags,
+                                   config_p, all_p);
     free(dir);
     free(text);
     return status;
@@ -235,6 +254,8 @@ void wex__job_config_free(wex__job_config *c)
         return;
     free(c->path);
     free(c->model_path);
+    free(c->source_model_path);
+    free(c->destination_model_path);
     cJSON_Delete(c->doc);
     free(c);
 }

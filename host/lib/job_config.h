@@ -22,6 +22,9 @@ typedef struct wex__job_config {
     char *path;         /* the job file; "<string>" for in-memory text */
     char *model_path;   /* resolved relative to the job file */
     cJSON *doc;         /* the whole document, defaults filled in */
+    char *source_model_path;      /* the side's own model, else model_path */
+    char *destination_model_path;
+    const cJSON *topology;        /* defaults filled in */
     wex__plugin_ref source;       /* engine */
     const cJSON *source_parallel;
     wex__plugin_ref destination;  /* engine */
@@ -32,16 +35,20 @@ typedef struct wex__job_config {
     double connect_seconds, step_seconds, peer_seconds;
 } wex__job_config;
 
+/* Flags: a job read only to plan need not name an installed transport. */
+#define WEX__JOB_PLAN_ONLY 1u
+
 /* Parses and checks a job. On failure the thread's error holds the first
  * problem; with `all_p` every problem comes back, one line each
  * ("FILE: POINTER: MESSAGE"), for the caller to free. */
 wex_status wex__job_config_load(const char *path, wex__registry *registry,
-                                wex__job_config **config_p, char **all_p);
+                                unsigned flags, wex__job_config **config_p,
+                                char **all_p);
 /* The same from text; `name` stands for the file in messages and
  * `base_dir` resolves the model path. */
 wex_status wex__job_config_parse(const char *name, const char *text,
                                  const char *base_dir,
-                                 wex__registry *registry,
+                                 wex__registry *registry, unsigned flags,
                                  wex__job_config **config_p, char **all_p);
 void wex__job_config_free(wex__job_config *config);
 

@@ -9,6 +9,7 @@
 #include "options.h"
 #include "registry.h"
 #include "services_model.h"
+#include "services_plan.h"
 
 static const char *who(const wex_host_ctx *ctx)
 {
@@ -68,4 +69,5 @@ void wex__services_init(wex_host_services *s, wex_host_ctx *ctx,
     s->opt_count = wex__opt_count;
     s->opt_key = wex__opt_key;
     wex__services_model_init(s);
+    wex__services_plan_init(s);
 }

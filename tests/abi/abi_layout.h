@@ -42,7 +42,7 @@
     FIELD(wex_piece_desc, offset, 16)                                      \
     FIELD(wex_piece_desc, extent, 24)                                      \
     FIELD(wex_piece_desc, at, 32)                                          \
-    SIZE(wex_host_services, 160)                                           \
+    SIZE(wex_host_services, 224)                                           \
     FIELD(wex_host_services, abi_version, 4)                               \
     FIELD(wex_host_services, ctx, 8)                                       \
     FIELD(wex_host_services, log, 16)                                      \
@@ -63,6 +63,32 @@
     FIELD(wex_host_services, layout_set_coord, 136)                        \
     FIELD(wex_host_services, layout_add_tensor, 144)                       \
     FIELD(wex_host_services, layout_add_piece, 152)                        \
+    FIELD(wex_host_services, layout_rank_count, 160)                       \
+    FIELD(wex_host_services, layout_host, 168)                             \
+    FIELD(wex_host_services, layout_tensor, 176)                           \
+    FIELD(wex_host_services, layout_canonical_piece_count, 184)            \
+    FIELD(wex_host_services, layout_canonical_piece, 192)                  \
+    FIELD(wex_host_services, layout_rank_piece_count, 200)                 \
+    FIELD(wex_host_services, layout_rank_piece, 208)                       \
+    FIELD(wex_host_services, plan_add_op, 216)                             \
+    SIZE(wex_piece_view, 64)                                               \
+    FIELD(wex_piece_view, ndim, 4)                                         \
+    FIELD(wex_piece_view, local_ndim, 8)                                   \
+    FIELD(wex_piece_view, rank, 16)                                        \
+    FIELD(wex_piece_view, tensor, 24)                                      \
+    FIELD(wex_piece_view, canonical, 32)                                   \
+    FIELD(wex_piece_view, offset, 40)                                      \
+    FIELD(wex_piece_view, extent, 48)                                      \
+    FIELD(wex_piece_view, at, 56)                                          \
+    SIZE(wex_plan_op, 64)                                                  \
+    FIELD(wex_plan_op, ndim, 4)                                            \
+    FIELD(wex_plan_op, src_rank, 8)                                        \
+    FIELD(wex_plan_op, src_tensor, 16)                                     \
+    FIELD(wex_plan_op, dst_rank, 24)                                       \
+    FIELD(wex_plan_op, dst_tensor, 32)                                     \
+    FIELD(wex_plan_op, src_offset, 40)                                     \
+    FIELD(wex_plan_op, dst_offset, 48)                                     \
+    FIELD(wex_plan_op, extent, 56)                                         \
     SIZE(wex_engine_args, 32)                                              \
     FIELD(wex_engine_args, model, 8)                                       \
     FIELD(wex_engine_args, parallel, 16)                                   \

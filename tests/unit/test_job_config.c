@@ -26,7 +26,7 @@ static wex__registry *registry(void)
 static wex_status parse(const char *text, wex__job_config **c, char **all)
 {
     wex__registry *r = registry();
-    wex_status status = wex__job_config_parse("job.json", text, "/jobs", r, c, all);
+    wex_status status = wex__job_config_parse("job.json", text, "/jobs", r, 0, c, all);
 
     /* The config keeps pointers into the registry: free it last. */
     if (status == WEX_OK) {
@@ -45,7 +45,7 @@ START_TEST(valid_job_gets_defaults)
     const char *text = JOB_HEAD GOOD_SIDES
         "\"policy\": \"fake-policy\", \"transport\": {\"name\": \"fake-transport\", \"options\": {\"mode\": \"fast\"}}}";
 
-    ck_assert_int_eq(wex__job_config_parse("job.json", text, "/jobs", r, &c, NULL), WEX_OK);
+    ck_assert_int_eq(wex__job_config_parse("job.json", text, "/jobs", r, 0, &c, NULL), WEX_OK);
     ck_assert_str_eq(c->model_path, "/jobs/m/config.json");
     ck_assert_str_eq(c->policy.name, "fake-policy");
     ck_assert_str_eq(c->transport.name, "fake-transport");
@@ -132,7 +132,7 @@ START_TEST(missing_file_is_one_line)
     wex__job_config *c = NULL;
     char *all = NULL;
 
-    ck_assert_int_eq(wex__job_config_load("/nonexistent/job.json", r, &c, &all), WEX_ERR_INVALID);
+    ck_assert_int_eq(wex__job_config_load("/nonexistent/job.json", r, 0, &c, &all), WEX_ERR_INVALID);
     ck_assert_str_eq(all, "/nonexistent/job.json: cannot open: No such file or directory\n");
     free(all);
     wex__registry_free(r);

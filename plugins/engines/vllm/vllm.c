@@ -3,9 +3,10 @@
  *
  * Ranks are numbered as vLLM's global ranks: dp outermost, then pp, then
  * tp. With ep == 1 every expert is split over TP like a dense MLP; with
- * expert parallelism enabled vLLM spreads whole experts over the TP x DP
- * group (ep == tp * dp), contiguously, the first experts % ep ranks
- * taking one more.
+ * expert parallelism enabled vLLM spreads whole experts, contiguously
+ * (the first experts % ep ranks taking one more), over either the TP x DP
+ * group of one engine with internal DP (ep == tp * dp) or, for separate
+ * servers behind a router, each server's TP group (ep == tp).
  */
 #include <stdlib.h>
 
@@ -67,11 +68,13 @@ static wex_status configure(wex_engine_ctx *ctx, const wex_options *parallel)
     st = ws_parallel_read(h, parallel, "vllm", keys, extra, ctx->p);
     if (st != WEX_OK)
         return st;
-    if (ctx->p[P_EP] != 1 && ctx->p[P_EP] != ctx->p[P_TP] * ctx->p[P_DP])
+    if (ctx->p[P_EP] != 1 && ctx->p[P_EP] != ctx->p[P_TP] &&
+        ctx->p[P_EP] != ctx->p[P_TP] * ctx->p[P_DP])
         return ws_refuse(h,
-                         "parallel/ep: vLLM's expert parallelism spans the "
-                         "whole TP x DP group; expected 1 or tp * dp = %lld, "
-                         "got %lld",
+                         "parallel/ep: vLLM's expert parallelism spans a "
+                         "server's TP group or the whole TP x DP group; "
+                         "expected 1, tp = %lld or tp * dp = %lld, got %lld",
+                         (long long)ctx->p[P_TP],
                          (long long)(ctx->p[P_TP] * ctx->p[P_DP]),
                          (long long)ctx->p[P_EP]);
     ws_emit_init(&e, h, ctx->model, NULL);
@@ -124,7 +127,9 @@ static wex_status vllm_describe_rank(wex_engine_ctx *ctx, uint64_t rank,
     ws_unrank(rank, sizes, 3, c);
     r.tp_rank = r.attn_rank = c[2];
     if (ctx->sizes.ep > 1) {
-        r.ep_rank = c[0] * ctx->p[P_TP] + c[2];
+        r.ep_rank = ctx->sizes.ep == ctx->p[P_TP]
+                        ? c[2]
+                        : c[0] * ctx->p[P_TP] + c[2];
         r.moe_tp_rank = 0;
     } else {
         r.moe_tp_rank = c[2];

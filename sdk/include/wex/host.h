@@ -46,6 +46,14 @@ typedef struct wex_model wex_model;
 
 /* Receives one rank's local tensors and pieces from an engine (engine.h). */
 typedef struct wex_layout_builder wex_layout_builder;
+/* Every rank's layout on one side of a job, read-only (policy.h). */
+typedef struct wex_layout wex_layout;
+/* Receives a policy's copy operations (policy.h). */
+typedef struct wex_plan_builder wex_plan_builder;
+
+/* Which side of a job a rank belongs to. */
+#define WEX_SIDE_SOURCE 0u
+#define WEX_SIDE_DESTINATION 1u
 
 /* One canonical tensor, as the checkpoint stores it. */
 typedef struct wex_tensor_info {
@@ -83,6 +91,39 @@ typedef struct wex_piece_desc {
     const uint64_t *extent; /* canonical ndim entries, each >= 1 */
     const uint64_t *at;     /* local ndim entries */
 } wex_piece_desc;
+
+/* A piece as a policy sees it: which rank and local tensor hold which
+ * canonical box, and where (see wex_piece_desc). The arrays stay valid
+ * as long as the layout. */
+typedef struct wex_piece_view {
+    uint32_t struct_size; /* set by the caller: its capacity */
+    uint32_t ndim;        /* the canonical tensor's rank */
+    uint32_t local_ndim;  /* the local tensor's rank (>= ndim) */
+    uint32_t reserved0;
+    uint64_t rank;        /* rank on its side */
+    uint64_t tensor;      /* local tensor index within that rank */
+    uint64_t canonical;
+    const uint64_t *offset; /* ndim entries */
+    const uint64_t *extent; /* ndim entries */
+    const uint64_t *at;     /* local_ndim entries */
+} wex_piece_view;
+
+/* One copy: the box `extent` (ndim entries) starting at src_offset in the
+ * source rank's local tensor and at dst_offset in the destination rank's.
+ * The box spans the trailing ndim dimensions of each local tensor; the
+ * leading coordinates are fixed by the offsets. Offsets have one entry
+ * per dimension of their local tensor. Both tensors have the same dtype. */
+typedef struct wex_plan_op {
+    uint32_t struct_size;
+    uint32_t ndim;
+    uint64_t src_rank;
+    uint64_t src_tensor;
+    uint64_t dst_rank;
+    uint64_t dst_tensor;
+    const uint64_t *src_offset;
+    const uint64_t *dst_offset;
+    const uint64_t *extent;
+} wex_plan_op;
 
 typedef struct wex_host_services {
     uint32_t struct_size;
@@ -148,6 +189,32 @@ typedef struct wex_host_services {
     wex_status (*layout_add_piece)(wex_layout_builder *builder,
                                    uint64_t tensor,
                                    const wex_piece_desc *piece);
+
+    /* ---- layouts, read-only (policies) -------------------------------- */
+    uint64_t (*layout_rank_count)(const wex_layout *side);
+    /* The host (machine) a rank runs on; both sides share the numbering,
+     * so equal ids mean an intra-host copy. */
+    uint64_t (*layout_host)(const wex_layout *side, uint64_t rank);
+    wex_status (*layout_tensor)(const wex_layout *side, uint64_t rank,
+                                uint64_t tensor, wex_local_tensor_desc *desc);
+    /* The pieces of one canonical tensor on this side, every rank's, in
+     * (rank, local tensor, piece) order. */
+    uint64_t (*layout_canonical_piece_count)(const wex_layout *side,
+                                             uint64_t canonical);
+    wex_status (*layout_canonical_piece)(const wex_layout *side,
+                                         uint64_t canonical, uint64_t index,
+                                         wex_piece_view *view);
+    /* The pieces one rank holds, in the order its engine described them. */
+    uint64_t (*layout_rank_piece_count)(const wex_layout *side,
+                                        uint64_t rank);
+    wex_status (*layout_rank_piece)(const wex_layout *side, uint64_t rank,
+                                    uint64_t index, wex_piece_view *view);
+
+    /* ---- plan builder (policies) -------------------------------------- */
+    /* The host checks the op against both layouts (inside both local
+     * tensors, same dtype) and refuses it with a message otherwise. */
+    wex_status (*plan_add_op)(wex_plan_builder *builder,
+                              const wex_plan_op *op);
 } wex_host_services;
 
 /* Logging helpers for plugins; `host` is the services pointer. */

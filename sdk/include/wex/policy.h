@@ -1,8 +1,13 @@
 /*
  * Policies: decide who sends which bytes to whom. A policy reads both
- * sides' layouts and the job topology through host services and emits
- * one rank's copy operations through a host-provided plan builder. It is
+ * sides' layouts through host services (layout_*) and emits one rank's
+ * copy operations through the host's plan builder (plan_add_op). It is
  * called once per job ("plan once, replay every step").
+ *
+ * Every process of a job calls the policy for its own rank only, so a
+ * policy must be a pure function of the two layouts, the topology and
+ * its options: the operations rank A lists with rank B must be exactly
+ * the ones B lists with A, in the same order.
  */
 #ifndef WEX_POLICY_H
 #define WEX_POLICY_H
@@ -14,12 +19,6 @@ extern "C" {
 #endif
 
 typedef struct wex_policy_ctx wex_policy_ctx; /* plugin, per job */
-typedef struct wex_layout wex_layout;         /* host, read-only view */
-typedef struct wex_plan_builder wex_plan_builder;
-
-/* Which side a rank belongs to. */
-#define WEX_SIDE_SOURCE 0u
-#define WEX_SIDE_DESTINATION 1u
 
 typedef struct wex_policy_args {
     uint32_t struct_size;
@@ -33,7 +32,10 @@ typedef struct wex_plan_request {
     uint64_t rank;        /* the rank whose operations are wanted */
     const wex_layout *source;
     const wex_layout *destination;
-    const wex_options *topology; /* hosts and link bandwidths */
+    /* The job's topology with defaults filled in: {"gpus_per_host",
+     * "placement", "nic_gb_per_s", "intra_host_gb_per_s", ...}; which host
+     * a rank is on comes from layout_host. */
+    const wex_options *topology;
 } wex_plan_request;
 
 typedef struct wex_policy_ops {
@@ -46,7 +48,8 @@ typedef struct wex_policy_ops {
                              wex_policy_ctx **ctx_p);
     void (*ctx_destroy)(wex_policy_ctx *ctx);
 
-    /* Emits every operation `request->rank` takes part in, in the order
+    /* Emits every operation `request->rank` takes part in (as sender for
+     * a source rank, as receiver for a destination rank), in the order
      * both ends of each pair will execute them. Deterministic: the same
      * request gives the same operations in every process. */
     wex_status (*plan)(wex_policy_ctx *ctx, const wex_plan_request *request,

@@ -1,0 +1,191 @@
+#include "planner.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "error.h"
+
+static double now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void shape_text(const wex__tensor *t, char *out, size_t cap)
+{
+    size_t used = (size_t)snprintf(out, cap, "%s [", wex_dtype_name(t->dtype));
+
+    for (uint32_t d = 0; d < t->ndim && used < cap; d++)
+        used += (size_t)snprintf(out + used, cap - used, d ? ", %llu" : "%llu",
+                                 (unsigned long long)t->shape[d]);
+    if (used < cap)
+        snprintf(out + used, cap - used, "]");
+}
+
+wex_status wex__models_match(const wex_model *src, const char *src_path,
+                             const wex_model *dst, const char *dst_path)
+{
+    if (src->count != dst->count)
+        return wex__error(WEX_ERR_INVALID,
+                          "%s has %llu tensors but %s has %llu: the two sides "
+                          "must hold the same model",
+                          src_path, (unsigned long long)src->count, dst_path,
+                          (unsigned long long)dst->count);
+    for (uint64_t i = 0; i < src->count; i++) {
+        const wex__tensor *a = &src->tensors[i], *b;
+        int64_t j = wex__model_find(dst, a->name);
+        char sa[96], sb[96];
+
+        if (j < 0)
+            return wex__error(WEX_ERR_INVALID,
+                              "%s has tensor %s, %s does not: the two sides "
+                              "must hold the same model",
+                              src_path, a->name, dst_path);
+        b = &dst->tensors[j];
+        if (a->dtype == b->dtype && a->ndim == b->ndim &&
+            memcmp(a->shape, b->shape, a->ndim * sizeof(uint64_t)) == 0)
+            continue;
+        shape_text(a, sa, sizeof(sa));
+        shape_text(b, sb, sizeof(sb));
+        return wex__error(WEX_ERR_INVALID,
+                          "%s is %s in %s but %s in %s: wex copies bytes as "
+                          "they are and converts neither dtypes nor shapes",
+                          a->name, sa, src_path, sb, dst_path);
+    }
+    return WEX_OK;
+}
+
+static wex_status load_models(wex__planner *p)
+{
+    wex__job_config *j = p->job;
+    wex_status st = wex__model_load(j->source_model_path, &p->src_model);
+
+    if (st != WEX_OK)
+        return st;
+    if (strcmp(j->source_model_path, j->destination_model_path) == 0) {
+        p->dst_model = p->src_model;
+        return WEX_OK;
+    }
+    st = wex__model_load(j->destination_model_path, &p->dst_model);
+    if (st != WEX_OK)
+        return st;
+    return wex__models_match(p->src_model, j->source_model_path, p->dst_model,
+                             j->destination_model_path);
+}
+
+static wex_status open_policy(wex__planner *p, wex__registry *registry)
+{
+    wex_policy_args args;
+    wex_status st;
+
+    p->policy = p->job->policy.plugin;
+    st = wex__plugin_load(registry, p->policy);
+    if (st != WEX_OK)
+        return st;
+    p->ops = p->policy->desc->ops;
+    if (p->ops->struct_size < sizeof(wex_policy_ops))
+        return wex__error(WEX_ERR_ABI, "policy %s: its ops table is too small",
+                          p->job->policy.name);
+    p->policy_options = wex__options_view(p->job->policy.options);
+    memset(&args, 0, sizeof(args));
+    args.struct_size = sizeof(args);
+    args.options = &p->policy_options;
+    wex__error_clear();
+    st = p->ops->ctx_create(p->policy->plugin_state, &args, &p->ctx);
+    if (st != WEX_OK) {
+        if (wex__last_error()[0] == '\0')
+            wex__error(st, "failed without a message");
+        return wex__error_prefix(st, "policy %s", p->job->policy.name);
+    }
+    return WEX_OK;
+}
+
+wex_status wex__planner_open(wex__planner *p, wex__registry *registry,
+                             const char *job_path)
+{
+    wex__job_config *j;
+    wex_status st;
+    double t0;
+
+    memset(p, 0, sizeof(*p));
+    st = wex__job_config_load(job_path, registry, WEX__JOB_PLAN_ONLY, &p->job,
+                              NULL);
+    if (st != WEX_OK)
+        return st;
+    j = p->job;
+    st = load_models(p);
+    t0 = now();
+    if (st == WEX_OK)
+        st = wex__side_open(&p->src, "source", registry, j->source.name,
+                            p->src_model, j->source_parallel,
+                            j->source.options);
+    if (st == WEX_OK)
+        st = wex__side_open(&p->dst, "destination", registry,
+                            j->destination.name, p->dst_model,
+                            j->destination_parallel, j->destination.options);
+    p->layout_seconds = now() - t0;
+    if (st == WEX_OK)
+        st = wex__topology_place(j->topology, j->path, &p->src, &p->dst,
+                                 &p->topology);
+    p->topology_view = wex__options_view(j->topology);
+    if (st == WEX_OK)
+        st = open_policy(p, registry);
+    if (st != WEX_OK)
+        wex__planner_close(p);
+    return st;
+}
+
+void wex__planner_close(wex__planner *p)
+{
+    if (p->ctx != NULL)
+        p->ops->ctx_destroy(p->ctx);
+    wex__side_close(&p->src);
+    wex__side_close(&p->dst);
+    if (p->dst_model != p->src_model)
+        wex__model_free(p->dst_model);
+    wex__model_free(p->src_model);
+    wex__job_config_free(p->job);
+    memset(p, 0, sizeof(*p));
+}
+
+wex_status wex__planner_rank(wex__planner *p, uint32_t side, uint64_t rank,
+                             wex_plan_builder *b)
+{
+    wex_plan_request req;
+    const wex__side *mine = side == WEX_SIDE_SOURCE ? &p->src : &p->dst;
+    wex_status st;
+
+    if (rank >= mine->ranks)
+        return wex__error(WEX_ERR_INVALID, "%s rank %llu is outside 0..%llu",
+                          mine->what, (unsigned long long)rank,
+                          (unsigned long long)(mine->ranks - 1));
+    b->count = 0;
+    memset(&req, 0, sizeof(req));
+    req.struct_size = sizeof(req);
+    req.side = side;
+    req.rank = rank;
+    req.source = &p->src;
+    req.destination = &p->dst;
+    req.topology = &p->topology_view;
+    wex__error_clear();
+    st = p->ops->plan(p->ctx, &req, b);
+    if (st != WEX_OK) {
+        if (wex__last_error()[0] == '\0')
+            wex__error(st, "failed without a message");
+        return wex__error_prefix(st, "policy %s", p->job->policy.name);
+    }
+    for (size_t i = 0; i < b->count; i++) {
+        uint64_t r = side == WEX_SIDE_SOURCE ? b->ops[i].src_rank
+                                             : b->ops[i].dst_rank;
+        if (r != rank)
+            return wex__error(WEX_ERR_INVALID,
+                              "policy %s: asked for %s rank %llu's operations, "
+                              "it gave one for rank %llu",
+                              p->job->policy.name, mine->what,
+                              (unsigned long long)rank, (unsigned long long)r);
+    }
+    return WEX_OK;
+}

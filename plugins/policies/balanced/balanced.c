@@ -1,0 +1,202 @@
+/*
+ * The `balanced` policy: zero-redundancy, load-balanced, host-local and
+ * coalesced plans, derived per rank (balanced.h says how).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "balanced.h"
+
+struct wex_plugin_state {
+    const wex_host_services *host;
+};
+
+struct wex_policy_ctx {
+    const wex_host_services *host;
+    pb_config cfg;
+};
+
+static wex_status pb_init(const wex_host_services *host,
+                          wex_plugin_state **state_p)
+{
+    wex_plugin_state *state = calloc(1, sizeof(*state));
+
+    if (state == NULL)
+        return WEX_ERR_NOMEM;
+    state->host = host;
+    *state_p = state;
+    return WEX_OK;
+}
+
+static void pb_fini(wex_plugin_state *state)
+{
+    free(state);
+}
+
+static wex_status pb_ctx_create(wex_plugin_state *state,
+                                const wex_policy_args *args,
+                                wex_policy_ctx **ctx_p)
+{
+    const wex_host_services *h = state->host;
+    wex_policy_ctx *ctx = calloc(1, sizeof(*ctx));
+    int32_t flag;
+    int64_t n;
+
+    if (ctx == NULL)
+        return WEX_ERR_NOMEM;
+    ctx->host = h;
+    ctx->cfg.prefer_local = 1;
+    ctx->cfg.coalesce = 1;
+    ctx->cfg.split_min_bytes = 1u << 20;
+    if (h->opt_get_bool(args->options, "/prefer_local", &flag) == WEX_OK)
+        ctx->cfg.prefer_local = flag;
+    if (h->opt_get_bool(args->options, "/coalesce", &flag) == WEX_OK)
+        ctx->cfg.coalesce = flag;
+    if (h->opt_get_i64(args->options, "/split_min_bytes", &n) == WEX_OK && n > 0)
+        ctx->cfg.split_min_bytes = (uint64_t)n;
+    *ctx_p = ctx;
+    return WEX_OK;
+}
+
+static void pb_ctx_destroy(wex_policy_ctx *ctx)
+{
+    free(ctx);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* The canonical tensors the rank holds, ascending, without repeats. */
+static wex_status held(pb_job *job, const wex_layout *side, uint64_t **list_p,
+                       uint64_t *count_p)
+{
+    const wex_host_services *h = job->host;
+    uint64_t n = h->layout_rank_piece_count(side, job->rank), k = 0;
+    uint64_t *list = malloc((n ? n : 1) * sizeof(*list));
+
+    if (list == NULL)
+        return WEX_ERR_NOMEM;
+    for (uint64_t i = 0; i < n; i++) {
+        wex_piece_view v = {sizeof(v), 0, 0, 0, 0, 0, 0, NULL, NULL, NULL};
+        h->layout_rank_piece(side, job->rank, i, &v);
+        list[i] = v.canonical;
+    }
+    qsort(list, n, sizeof(*list), cmp_u64);
+    for (uint64_t i = 0; i < n; i++)
+        if (k == 0 || list[k - 1] != list[i])
+            list[k++] = list[i];
+    *list_p = list;
+    *count_p = k;
+    return WEX_OK;
+}
+
+static wex_status load_pieces(pb_job *job, const wex_layout *side, uint64_t c,
+                              wex_piece_view **v, uint64_t *cap,
+                              uint64_t *count_p)
+{
+    const wex_host_services *h = job->host;
+    uint64_t n = h->layout_canonical_piece_count(side, c);
+
+    if (n > *cap) {
+        wex_piece_view *grown = realloc(*v, n * sizeof(**v));
+        if (grown == NULL)
+            return WEX_ERR_NOMEM;
+        *v = grown;
+        *cap = n;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        (*v)[i].struct_size = sizeof(wex_piece_view);
+        h->layout_canonical_piece(side, c, i, &(*v)[i]);
+    }
+    *count_p = n;
+    return WEX_OK;
+}
+
+static wex_status plan_canonical(pb_job *job, uint64_t c)
+{
+    const wex_plan_request *req = job->req;
+    uint64_t nsrc, ndst;
+    wex_status st;
+
+    st = load_pieces(job, req->source, c, &job->src, &job->src_cap, &nsrc);
+    if (st == WEX_OK)
+        st = load_pieces(job, req->destination, c, &job->dst, &job->dst_cap,
+                         &ndst);
+    for (uint64_t j = 0; st == WEX_OK && j < ndst; j++)
+        if (job->side == WEX_SIDE_SOURCE || job->dst[j].rank == job->rank)
+            st = pb_assign_piece(job, c, nsrc, ndst, j);
+    return st;
+}
+
+static wex_status emit_all(pb_job *job, wex_plan_builder *b)
+{
+    const wex_host_services *h = job->host;
+    wex_status st = WEX_OK;
+
+    for (size_t i = 0; st == WEX_OK && i < job->out->count; i++) {
+        const pb_op *o = &job->out->v[i];
+        wex_plan_op op = {sizeof(op), o->ndim, o->src_rank, o->src_tensor,
+                          o->dst_rank, o->dst_tensor, o->src_off, o->dst_off,
+                          o->ext};
+        st = h->plan_add_op(b, &op);
+    }
+    return st;
+}
+
+static wex_status pb_plan(wex_policy_ctx *ctx, const wex_plan_request *req,
+                          wex_plan_builder *b)
+{
+    pb_ops ops = {NULL, 0, 0};
+    pb_job job;
+    uint64_t *list = NULL, count = 0;
+    wex_status st;
+
+    memset(&job, 0, sizeof(job));
+    job.host = ctx->host;
+    job.req = req;
+    job.cfg = ctx->cfg;
+    job.side = req->side;
+    job.rank = req->rank;
+    job.out = &ops;
+    st = held(&job, req->side == WEX_SIDE_SOURCE ? req->source
+                                                 : req->destination,
+              &list, &count);
+    for (uint64_t i = 0; st == WEX_OK && i < count; i++)
+        st = plan_canonical(&job, list[i]);
+    if (st == WEX_OK)
+        st = pb_coalesce(&ops, job.cfg.coalesce);
+    if (st == WEX_OK)
+        st = emit_all(&job, b);
+    else if (st == WEX_ERR_NOMEM)
+        ctx->host->set_error(ctx->host->ctx, st, "balanced: out of memory");
+    free(list);
+    free(job.src);
+    free(job.dst);
+    free(job.cand);
+    free(ops.v);
+    return st;
+}
+
+static const wex_policy_ops pb_ops_table = {
+    sizeof(wex_policy_ops), 0, 0, pb_ctx_create, pb_ctx_destroy, pb_plan,
+};
+
+static const wex_plugin_desc pb_desc = {
+    sizeof(wex_plugin_desc), WEX_ABI_1_0, WEX_KIND_POLICY,
+    WEX_PLUGIN_THREAD_PER_CTX, "balanced", "0.1.0", pb_init, pb_fini,
+    &pb_ops_table,
+};
+
+WEX_PLUGIN_EXPORT wex_status wex_plugin_negotiate(const wex_negotiate_in *in,
+                                                  wex_negotiate_out *out)
+{
+    if (in->abi_min > WEX_ABI_1_0 || in->abi_max < WEX_ABI_1_0)
+        return WEX_ERR_ABI;
+    out->abi_version = WEX_ABI_1_0;
+    out->desc = &pb_desc;
+    return WEX_OK;
+}

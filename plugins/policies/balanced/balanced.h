@@ -1,0 +1,64 @@
+/*
+ * The balanced policy, shared between its files.
+ *
+ * Every destination piece is cut along the boundaries of the source
+ * pieces that overlap it; each cell then has a set of holders. Cell k of
+ * a canonical tensor, needed by n destination pieces and held by h
+ * sources, goes to holder (ordinal + offset) mod h, where ordinal is the
+ * destination piece's position among the n and offset a hash of the cell:
+ * a pure function of the two layouts, so every rank derives the same
+ * answer for its own operations without the global plan. When n < h a
+ * large cell is split into h / n parts from different holders.
+ */
+#ifndef WEX_POLICY_BALANCED_H
+#define WEX_POLICY_BALANCED_H
+
+#include <wex/plugin.h>
+
+typedef struct pb_op {
+    uint64_t key[4]; /* order: canonical, destination piece, cell, part */
+    uint64_t src_rank, src_tensor, dst_rank, dst_tensor;
+    uint32_t ndim, src_nd, dst_nd, reserved0;
+    uint64_t src_off[WEX_MAX_DIMS];
+    uint64_t dst_off[WEX_MAX_DIMS];
+    uint64_t ext[WEX_MAX_DIMS]; /* ndim entries: the trailing dims */
+} pb_op;
+
+typedef struct pb_ops {
+    pb_op *v;
+    size_t count, cap;
+} pb_ops;
+
+typedef struct pb_config {
+    int prefer_local;
+    int coalesce;
+    uint64_t split_min_bytes;
+} pb_config;
+
+/* What one planning call needs. */
+typedef struct pb_job {
+    const wex_host_services *host;
+    const wex_plan_request *req;
+    pb_config cfg;
+    uint32_t side;      /* of the rank planned for */
+    uint64_t rank;
+    pb_ops *out;
+    /* scratch, reused across pieces */
+    wex_piece_view *src, *dst; /* one canonical tensor's pieces */
+    uint64_t src_cap, dst_cap;
+    uint64_t *cand;
+    uint64_t cand_cap;
+} pb_job;
+
+/* Plans destination piece `j` of canonical tensor `c` (src/dst arrays
+ * already loaded for c), adding the operations that involve the rank. */
+wex_status pb_assign_piece(pb_job *job, uint64_t c, uint64_t nsrc,
+                           uint64_t ndst, uint64_t j);
+
+/* Merges adjacent operations between the same two tensors, then sorts
+ * by key: the order both ends of each pair execute them in. */
+wex_status pb_coalesce(pb_ops *ops, int merge);
+
+wex_status pb_push(pb_ops *ops, const pb_op *op);
+
+#endif /* WEX_POLICY_BALANCED_H */
