@@ -49,26 +49,18 @@ static void give_view(const wex_layout *side, uint64_t rank, uint64_t piece,
                                                        : sizeof(full));
 }
 
-static uint64_t svc_canonical_piece_count(const wex_layout *side,
-                                          uint64_t canonical)
+static const wex_piece_view *svc_canonical_pieces(const wex_layout *side,
+                                                  uint64_t canonical,
+                                                  uint64_t *count_p)
 {
+    uint64_t first;
+
+    *count_p = 0;
     if (side == NULL || canonical >= side->model->count)
-        return 0;
-    return side->canon_start[canonical + 1] - side->canon_start[canonical];
-}
-
-static wex_status svc_canonical_piece(const wex_layout *side,
-                                      uint64_t canonical, uint64_t index,
-                                      wex_piece_view *view)
-{
-    const wex__piece_ref *ref;
-
-    if (side == NULL || view == NULL ||
-        index >= svc_canonical_piece_count(side, canonical))
-        return WEX_ERR_INVALID;
-    ref = &side->canon_refs[side->canon_start[canonical] + index];
-    give_view(side, ref->rank, ref->piece, view);
-    return WEX_OK;
+        return NULL;
+    first = side->canon_start[canonical];
+    *count_p = side->canon_start[canonical + 1] - first;
+    return *count_p ? &side->canon_views[first] : NULL;
 }
 
 static uint64_t svc_rank_piece_count(const wex_layout *side, uint64_t rank)
@@ -90,8 +82,7 @@ void wex__services_plan_init(wex_host_services *s)
     s->layout_rank_count = svc_rank_count;
     s->layout_host = svc_host;
     s->layout_tensor = svc_tensor;
-    s->layout_canonical_piece_count = svc_canonical_piece_count;
-    s->layout_canonical_piece = svc_canonical_piece;
+    s->layout_canonical_pieces = svc_canonical_pieces;
     s->layout_rank_piece_count = svc_rank_piece_count;
     s->layout_rank_piece = svc_rank_piece;
     s->plan_add_op = wex__plan_add_op;

@@ -29,12 +29,21 @@ static wex_status index_pieces(wex__side *s)
         free(fill);
         return wex__error(WEX_ERR_NOMEM, "%s layout: out of memory", s->what);
     }
+    s->canon_views = malloc((total ? total : 1) * sizeof(*s->canon_views));
+    if (s->canon_views == NULL) {
+        free(fill);
+        return wex__error(WEX_ERR_NOMEM, "%s layout: out of memory", s->what);
+    }
     memcpy(fill, s->canon_start, (count + 1) * sizeof(*fill));
     for (uint64_t r = 0; r < s->ranks; r++)
         for (size_t i = 0; i < s->layouts[r].piece_count; i++) {
             uint64_t c = s->layouts[r].pieces[i].canonical;
+            wex_piece_view *v = &s->canon_views[fill[c]];
             s->canon_refs[fill[c]].rank = (uint32_t)r;
             s->canon_refs[fill[c]++].piece = (uint32_t)i;
+            memset(v, 0, sizeof(*v));
+            v->struct_size = sizeof(*v);
+            wex__side_view(s, r, i, v);
         }
     free(fill);
     return WEX_OK;
@@ -79,6 +88,7 @@ void wex__side_close(wex__side *s)
     free(s->hosts);
     free(s->canon_start);
     free(s->canon_refs);
+    free(s->canon_views);
     wex__engine_close(s->engine);
     memset(s, 0, sizeof(*s));
 }

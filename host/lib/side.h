@@ -23,6 +23,9 @@ struct wex_layout {
     uint64_t *hosts;           /* host id per rank */
     uint64_t *canon_start;     /* model->count + 1 offsets into canon_refs */
     wex__piece_ref *canon_refs;
+    /* canon_refs as policies see them, contiguous: policies walk one
+     * canonical tensor's pieces for every piece they plan. */
+    wex_piece_view *canon_views;
 };
 typedef struct wex_layout wex__side;
 

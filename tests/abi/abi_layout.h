@@ -42,7 +42,7 @@
     FIELD(wex_piece_desc, offset, 16)                                      \
     FIELD(wex_piece_desc, extent, 24)                                      \
     FIELD(wex_piece_desc, at, 32)                                          \
-    SIZE(wex_host_services, 224)                                           \
+    SIZE(wex_host_services, 216)                                           \
     FIELD(wex_host_services, abi_version, 4)                               \
     FIELD(wex_host_services, ctx, 8)                                       \
     FIELD(wex_host_services, log, 16)                                      \
@@ -66,11 +66,10 @@
     FIELD(wex_host_services, layout_rank_count, 160)                       \
     FIELD(wex_host_services, layout_host, 168)                             \
     FIELD(wex_host_services, layout_tensor, 176)                           \
-    FIELD(wex_host_services, layout_canonical_piece_count, 184)            \
-    FIELD(wex_host_services, layout_canonical_piece, 192)                  \
-    FIELD(wex_host_services, layout_rank_piece_count, 200)                 \
-    FIELD(wex_host_services, layout_rank_piece, 208)                       \
-    FIELD(wex_host_services, plan_add_op, 216)                             \
+    FIELD(wex_host_services, layout_canonical_pieces, 184)                 \
+    FIELD(wex_host_services, layout_rank_piece_count, 192)                 \
+    FIELD(wex_host_services, layout_rank_piece, 200)                       \
+    FIELD(wex_host_services, plan_add_op, 208)                             \
     SIZE(wex_piece_view, 64)                                               \
     FIELD(wex_piece_view, ndim, 4)                                         \
     FIELD(wex_piece_view, local_ndim, 8)                                   \

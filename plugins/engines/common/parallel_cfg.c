@@ -173,9 +173,11 @@ wex_status ws_pp_split(const wex_host_services *host,
             counts[(pp - i + pp) % pp]++;
     }
     for (int64_t s = 0; s < pp; s++)
-        if (counts[s] < 0)
-            return ws_refuse(host, "parallel/pp: stage %lld would hold %lld "
-                             "layers", (long long)s, (long long)counts[s]);
+        if (counts[s] < 1)
+            return ws_refuse(host,
+                             "parallel/pp: stage %lld would hold %lld layers; "
+                             "%s needs at least one layer per stage",
+                             (long long)s, (long long)counts[s], engine);
     return WEX_OK;
 }
 

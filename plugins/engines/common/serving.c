@@ -176,39 +176,6 @@ static void qkv(ws_emit *e, const ws_model *m, int64_t tp, int64_t t,
     ws_end(e);
 }
 
-static uint64_t share(const ws_emit *e, int64_t canonical, uint32_t dim,
-                      int64_t parts)
-{
-    return ws_dim(e, canonical, dim) / (uint64_t)parts;
-}
-
-static void whole_if(ws_emit *e, int64_t canonical, const char *pre,
-                     const char *rest)
-{
-    if (canonical >= 0)
-        ws_whole(e, canonical, LAYER "%s", pre, rest);
-}
-
-static void row_part(ws_emit *e, int64_t canonical, int64_t parts, int64_t part,
-                     const char *pre, const char *rest)
-{
-    uint64_t n = share(e, canonical, 0, parts);
-
-    if (canonical >= 0)
-        ws_row_shard(e, canonical, (uint64_t)part * n, n, LAYER "%s", pre,
-                     rest);
-}
-
-static void col_part(ws_emit *e, int64_t canonical, int64_t parts, int64_t part,
-                     const char *pre, const char *rest)
-{
-    uint64_t n = share(e, canonical, 1, parts);
-
-    if (canonical >= 0)
-        ws_col_shard(e, canonical, (uint64_t)part * n, n, LAYER "%s", pre,
-                     rest);
-}
-
 static void mla(ws_emit *e, const ws_model *m, const ws_serving_flavor *f,
                 const ws_serving_sizes *s, const ws_serving_rank *r,
                 const ws_layer *l, const char *pre)
@@ -223,16 +190,16 @@ static void mla(ws_emit *e, const ws_model *m, const ws_serving_flavor *f,
         ws_rows(e, l->q_a, 0, qa, WS_NONE, 0);
         ws_rows(e, l->kv_a, 0, kva, WS_NONE, qa);
         ws_end(e);
-        whole_if(e, l->q_a_norm, pre, "self_attn.q_a_layernorm.weight");
-        row_part(e, l->q_b, s->attn_tp, r->attn_rank, pre,
+        ws_whole_if(e, l->q_a_norm, pre, "self_attn.q_a_layernorm.weight");
+        ws_row_part(e, l->q_b, s->attn_tp, r->attn_rank, pre,
                  "self_attn.q_b_proj.weight");
     } else {
-        row_part(e, l->q, s->attn_tp, r->attn_rank, pre,
+        ws_row_part(e, l->q, s->attn_tp, r->attn_rank, pre,
                  "self_attn.q_proj.weight");
-        whole_if(e, l->kv_a, pre, "self_attn.kv_a_proj_with_mqa.weight");
+        ws_whole_if(e, l->kv_a, pre, "self_attn.kv_a_proj_with_mqa.weight");
     }
-    whole_if(e, l->kv_a_norm, pre, "self_attn.kv_a_layernorm.weight");
-    row_part(e, l->kv_b, s->attn_tp, r->attn_rank, pre,
+    ws_whole_if(e, l->kv_a_norm, pre, "self_attn.kv_a_layernorm.weight");
+    ws_row_part(e, l->kv_b, s->attn_tp, r->attn_rank, pre,
              "self_attn.kv_b_proj.weight");
 }
 
@@ -247,19 +214,19 @@ static void attention(ws_emit *e, const ws_model *m, const ws_serving_flavor *f,
         if (l->q_bias >= 0)
             qkv(e, m, s->attn_tp, r->attn_rank, l->q_bias, l->k_bias,
                 l->v_bias, pre, "bias");
-        whole_if(e, l->q_norm, pre, "self_attn.q_norm.weight");
-        whole_if(e, l->k_norm, pre, "self_attn.k_norm.weight");
+        ws_whole_if(e, l->q_norm, pre, "self_attn.q_norm.weight");
+        ws_whole_if(e, l->k_norm, pre, "self_attn.k_norm.weight");
     }
-    col_part(e, l->o, s->attn_tp, r->attn_rank, pre, "self_attn.o_proj.weight");
+    ws_col_part(e, l->o, s->attn_tp, r->attn_rank, pre, "self_attn.o_proj.weight");
     /* Row-parallel biases are added once, after the reduction: whole. */
-    whole_if(e, l->o_bias, pre, "self_attn.o_proj.bias");
+    ws_whole_if(e, l->o_bias, pre, "self_attn.o_proj.bias");
 }
 
 /* gate rows of rank t, then up rows of rank t. */
 static void gate_up(ws_emit *e, int64_t gate, int64_t up, int64_t tp, int64_t t,
                     const char *pre, const char *module)
 {
-    uint64_t n = share(e, gate, 0, tp);
+    uint64_t n = ws_share(e, gate, 0, tp);
     uint64_t shape[2] = {2 * n, ws_dim(e, gate, 1)};
 
     ws_begin(e, 0, 2, shape, LAYER "%s.gate_up_proj.weight", pre, module);
@@ -274,7 +241,7 @@ static void experts(ws_emit *e, const ws_model *m, const ws_serving_sizes *s,
 {
     int64_t first, count;
     int64_t gate0 = ws_expert(e, m, l->index, 0, WS_GATE);
-    uint64_t n = share(e, gate0, 0, s->moe_tp), hidden = ws_dim(e, gate0, 1);
+    uint64_t n = ws_share(e, gate0, 0, s->moe_tp), hidden = ws_dim(e, gate0, 1);
     uint64_t lo = (uint64_t)r->moe_tp_rank * n;
 
     ws_expert_range(m->experts, s->ep, r->ep_rank, &first, &count);
@@ -308,21 +275,21 @@ static void mlp(ws_emit *e, const ws_model *m, const ws_serving_sizes *s,
 
     if (!l->moe) {
         gate_up(e, l->gate, l->up, s->tp, r->tp_rank, pre, "mlp");
-        col_part(e, l->down, s->tp, r->tp_rank, pre, "mlp.down_proj.weight");
+        ws_col_part(e, l->down, s->tp, r->tp_rank, pre, "mlp.down_proj.weight");
         return;
     }
     snprintf(rest, sizeof(rest), "%s.gate.weight", m->moe);
-    whole_if(e, l->router, pre, rest);
+    ws_whole_if(e, l->router, pre, rest);
     snprintf(rest, sizeof(rest), "%s.gate.e_score_correction_bias", m->moe);
-    whole_if(e, l->router_bias, pre, rest);
+    ws_whole_if(e, l->router_bias, pre, rest);
     experts(e, m, s, r, l, pre);
     if (l->sh[0] >= 0) {
         snprintf(rest, sizeof(rest), "mlp.%s", l->sh_name);
         gate_up(e, l->sh[WS_GATE], l->sh[WS_UP], s->tp, r->tp_rank, pre, rest);
         snprintf(rest, sizeof(rest), "mlp.%s.down_proj.weight", l->sh_name);
-        col_part(e, l->sh[WS_DOWN], s->tp, r->tp_rank, pre, rest);
+        ws_col_part(e, l->sh[WS_DOWN], s->tp, r->tp_rank, pre, rest);
     }
-    whole_if(e, l->sh_router, pre, "mlp.shared_expert_gate.weight");
+    ws_whole_if(e, l->sh_router, pre, "mlp.shared_expert_gate.weight");
 }
 
 static void decoder_layer(ws_emit *e, const ws_model *m,
@@ -333,9 +300,9 @@ static void decoder_layer(ws_emit *e, const ws_model *m,
     ws_layer l;
 
     ws_layer_probe(e, m, layer, &l);
-    whole_if(e, l.in_norm, pre, "input_layernorm.weight");
+    ws_whole_if(e, l.in_norm, pre, "input_layernorm.weight");
     attention(e, m, f, s, r, &l, pre);
-    whole_if(e, l.post_norm, pre, "post_attention_layernorm.weight");
+    ws_whole_if(e, l.post_norm, pre, "post_attention_layernorm.weight");
     mlp(e, m, s, r, &l, pre);
 }
 
@@ -359,7 +326,7 @@ static void mtp_layer(ws_emit *e, const ws_model *m, const ws_serving_flavor *f,
                     s->embed_replicated ? 0 : r->tp_rank, name);
     }
     for (size_t i = 0; i < sizeof(whole) / sizeof(whole[0]); i++)
-        whole_if(e, ws_find(e, "%s%s", pre, whole[i]), pre, whole[i]);
+        ws_whole_if(e, ws_find(e, "%s%s", pre, whole[i]), pre, whole[i]);
     if ((t = ws_find(e, "%sshared_head.head.weight", pre)) >= 0) {
         snprintf(name, sizeof(name), "%sshared_head.head.weight", pre);
         vocab_shard(e, f, t, s->tp, r->tp_rank, name);

@@ -415,3 +415,34 @@ wex_status ws_col_shard(ws_emit *e, int64_t canonical, uint64_t col,
     ws_cols(e, canonical, col, cols, WS_NONE, 0);
     return ws_end(e);
 }
+
+uint64_t ws_share(const ws_emit *e, int64_t canonical, uint32_t dim,
+                  int64_t parts)
+{
+    return ws_dim(e, canonical, dim) / (uint64_t)parts;
+}
+
+void ws_whole_if(ws_emit *e, int64_t canonical, const char *pre,
+                 const char *rest)
+{
+    if (canonical >= 0)
+        ws_whole(e, canonical, "%s%s", pre, rest);
+}
+
+void ws_row_part(ws_emit *e, int64_t canonical, int64_t parts, int64_t part,
+                 const char *pre, const char *rest)
+{
+    uint64_t n = ws_share(e, canonical, 0, parts);
+
+    if (canonical >= 0)
+        ws_row_shard(e, canonical, (uint64_t)part * n, n, "%s%s", pre, rest);
+}
+
+void ws_col_part(ws_emit *e, int64_t canonical, int64_t parts, int64_t part,
+                 const char *pre, const char *rest)
+{
+    uint64_t n = ws_share(e, canonical, 1, parts);
+
+    if (canonical >= 0)
+        ws_col_shard(e, canonical, (uint64_t)part * n, n, "%s%s", pre, rest);
+}

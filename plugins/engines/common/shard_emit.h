@@ -97,4 +97,16 @@ wex_status ws_row_shard(ws_emit *e, int64_t canonical, uint64_t row,
 wex_status ws_col_shard(ws_emit *e, int64_t canonical, uint64_t col,
                         uint64_t cols, const char *fmt, ...) WEX_PRINTF(5, 6);
 
+/* Layer-relative forms, each a no-op for an absent (-1) tensor: local
+ * name = pre + rest; part `part` of `parts` equal row (column-parallel
+ * linear) or column (row-parallel linear) shares. */
+uint64_t ws_share(const ws_emit *e, int64_t canonical, uint32_t dim,
+                  int64_t parts);
+void ws_whole_if(ws_emit *e, int64_t canonical, const char *pre,
+                 const char *rest);
+void ws_row_part(ws_emit *e, int64_t canonical, int64_t parts, int64_t part,
+                 const char *pre, const char *rest);
+void ws_col_part(ws_emit *e, int64_t canonical, int64_t parts, int64_t part,
+                 const char *pre, const char *rest);
+
 #endif /* WEX_ENGINE_COMMON_SHARD_EMIT_H */

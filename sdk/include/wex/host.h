@@ -125,6 +125,12 @@ typedef struct wex_plan_op {
     const uint64_t *extent;
 } wex_plan_op;
 
+/* Element i of a host-owned wex_piece_view array. */
+#define WEX_PIECE_VIEW_AT(base, i)                                          \
+    ((const wex_piece_view *)(const void *)((const char *)(base) +         \
+                                            (size_t)(i) *                  \
+                                                (base)->struct_size))
+
 typedef struct wex_host_services {
     uint32_t struct_size;
     uint32_t abi_version;
@@ -198,12 +204,13 @@ typedef struct wex_host_services {
     wex_status (*layout_tensor)(const wex_layout *side, uint64_t rank,
                                 uint64_t tensor, wex_local_tensor_desc *desc);
     /* The pieces of one canonical tensor on this side, every rank's, in
-     * (rank, local tensor, piece) order. */
-    uint64_t (*layout_canonical_piece_count)(const wex_layout *side,
-                                             uint64_t canonical);
-    wex_status (*layout_canonical_piece)(const wex_layout *side,
-                                         uint64_t canonical, uint64_t index,
-                                         wex_piece_view *view);
+     * (rank, local tensor, piece) order: an array the host owns, valid as
+     * long as the layout. Its elements are base->struct_size bytes apart
+     * (the host's size, never less than this header's); step through it
+     * with WEX_PIECE_VIEW_AT. NULL with *count_p = 0 when none. */
+    const wex_piece_view *(*layout_canonical_pieces)(const wex_layout *side,
+                                                     uint64_t canonical,
+                                                     uint64_t *count_p);
     /* The pieces one rank holds, in the order its engine described them. */
     uint64_t (*layout_rank_piece_count)(const wex_layout *side,
                                         uint64_t rank);
