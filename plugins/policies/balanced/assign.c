@@ -60,7 +60,7 @@ static size_t cuts_of(const pb_job *job, const wex_piece_view *d,
     cuts[n++] = lo;
     cuts[n++] = hi;
     for (size_t i = 0; i < ncand; i++) {
-        const wex_piece_view *s = &job->src[cand[i]];
+        const wex_piece_view *s = PB_SRC(job, cand[i]);
         uint64_t a = s->offset[dim], b = a + s->extent[dim];
         if (a > lo && a < hi)
             cuts[n++] = a;
@@ -119,7 +119,7 @@ static void coverage(const pb_job *job, uint64_t ndst, uint64_t j,
     uint64_t n = 0, ordinal = 0;
 
     for (uint64_t i = 0; i < ndst; i++) {
-        if (!holds(&job->dst[i], lo, ndim))
+        if (!holds(PB_DST(job, i), lo, ndim))
             continue;
         if (i == j)
             ordinal = n;
@@ -135,7 +135,7 @@ static wex_status one_cell(pb_job *job, uint64_t c, uint64_t ndst, uint64_t j,
                            const uint64_t *lo, const uint64_t *ext,
                            uint64_t ordinal_cell, uint64_t elem)
 {
-    const wex_piece_view *d = &job->dst[j];
+    const wex_piece_view *d = PB_DST(job, j);
     uint64_t holders[64], *h = holders, nh = 0, n, ordinal, offset = 0;
     uint64_t bytes = elem, parts = 1, key[4] = {c, j, ordinal_cell, 0};
     uint32_t split = 0;
@@ -144,7 +144,7 @@ static wex_status one_cell(pb_job *job, uint64_t c, uint64_t ndst, uint64_t j,
     if (ncand > 64 && (h = malloc(ncand * sizeof(*h))) == NULL)
         return WEX_ERR_NOMEM;
     for (size_t i = 0; i < ncand; i++)
-        if (holds(&job->src[cand[i]], lo, d->ndim))
+        if (holds(PB_SRC(job, cand[i]), lo, d->ndim))
             h[nh++] = cand[i];
     if (nh == 0) {
         if (h != holders)
@@ -184,7 +184,7 @@ static wex_status one_cell(pb_job *job, uint64_t c, uint64_t ndst, uint64_t j,
             pext[split] = b - a;
         }
         key[3] = p;
-        st = emit(job, &job->src[pick], d, plo, pext, key);
+        st = emit(job, PB_SRC(job, pick), d, plo, pext, key);
     }
     if (h != holders)
         free(h);
@@ -194,7 +194,7 @@ static wex_status one_cell(pb_job *job, uint64_t c, uint64_t ndst, uint64_t j,
 wex_status pb_assign_piece(pb_job *job, uint64_t c, uint64_t nsrc,
                            uint64_t ndst, uint64_t j)
 {
-    const wex_piece_view *d = &job->dst[j];
+    const wex_piece_view *d = PB_DST(job, j);
     uint64_t host = job->host->layout_host(job->req->destination, d->rank);
     uint64_t *cuts[WEX_MAX_DIMS] = {NULL};
     size_t ncuts[WEX_MAX_DIMS], ncand = 0, local = 0, idx[WEX_MAX_DIMS] = {0};
@@ -212,9 +212,8 @@ wex_status pb_assign_piece(pb_job *job, uint64_t c, uint64_t nsrc,
     /* Candidates: overlapping source pieces, only the host-local ones
      * when there are any and the config prefers them. */
     for (uint64_t i = 0; i < nsrc; i++)
-        if (overlaps(&job->src[i], d)) {
-            int same = job->host->layout_host(job->req->source,
-                                              job->src[i].rank) == host;
+        if (overlaps(PB_SRC(job, i), d)) {
+            int same = job->src_host[i] == host;
             if (job->cfg.prefer_local && same) {
                 if (local == 0)
                     ncand = 0; /* drop the remote ones seen so far */
@@ -228,7 +227,7 @@ wex_status pb_assign_piece(pb_job *job, uint64_t c, uint64_t nsrc,
     if (job->side == WEX_SIDE_SOURCE) {
         size_t mine = 0;
         for (size_t i = 0; i < ncand && !mine; i++)
-            mine = job->src[job->cand[i]].rank == job->rank;
+            mine = PB_SRC(job, job->cand[i])->rank == job->rank;
         if (!mine)
             return WEX_OK;
     }

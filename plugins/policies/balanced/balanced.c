@@ -94,40 +94,26 @@ static wex_status held(pb_job *job, const wex_layout *side, uint64_t **list_p,
     return WEX_OK;
 }
 
-static wex_status load_pieces(pb_job *job, const wex_layout *side, uint64_t c,
-                              wex_piece_view **v, uint64_t *cap,
-                              uint64_t *count_p)
-{
-    const wex_host_services *h = job->host;
-    uint64_t n = h->layout_canonical_piece_count(side, c);
-
-    if (n > *cap) {
-        wex_piece_view *grown = realloc(*v, n * sizeof(**v));
-        if (grown == NULL)
-            return WEX_ERR_NOMEM;
-        *v = grown;
-        *cap = n;
-    }
-    for (uint64_t i = 0; i < n; i++) {
-        (*v)[i].struct_size = sizeof(wex_piece_view);
-        h->layout_canonical_piece(side, c, i, &(*v)[i]);
-    }
-    *count_p = n;
-    return WEX_OK;
-}
-
 static wex_status plan_canonical(pb_job *job, uint64_t c)
 {
+    const wex_host_services *h = job->host;
     const wex_plan_request *req = job->req;
     uint64_t nsrc, ndst;
-    wex_status st;
+    wex_status st = WEX_OK;
 
-    st = load_pieces(job, req->source, c, &job->src, &job->src_cap, &nsrc);
-    if (st == WEX_OK)
-        st = load_pieces(job, req->destination, c, &job->dst, &job->dst_cap,
-                         &ndst);
+    job->src = h->layout_canonical_pieces(req->source, c, &nsrc);
+    job->dst = h->layout_canonical_pieces(req->destination, c, &ndst);
+    if (nsrc > job->host_cap) {
+        uint64_t *grown = realloc(job->src_host, nsrc * sizeof(*grown));
+        if (grown == NULL)
+            return WEX_ERR_NOMEM;
+        job->src_host = grown;
+        job->host_cap = nsrc;
+    }
+    for (uint64_t i = 0; i < nsrc; i++)
+        job->src_host[i] = h->layout_host(req->source, PB_SRC(job, i)->rank);
     for (uint64_t j = 0; st == WEX_OK && j < ndst; j++)
-        if (job->side == WEX_SIDE_SOURCE || job->dst[j].rank == job->rank)
+        if (job->side == WEX_SIDE_SOURCE || PB_DST(job, j)->rank == job->rank)
             st = pb_assign_piece(job, c, nsrc, ndst, j);
     return st;
 }
@@ -174,8 +160,7 @@ static wex_status pb_plan(wex_policy_ctx *ctx, const wex_plan_request *req,
     else if (st == WEX_ERR_NOMEM)
         ctx->host->set_error(ctx->host->ctx, st, "balanced: out of memory");
     free(list);
-    free(job.src);
-    free(job.dst);
+    free(job.src_host);
     free(job.cand);
     free(ops.v);
     return st;

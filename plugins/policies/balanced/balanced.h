@@ -43,12 +43,17 @@ typedef struct pb_job {
     uint32_t side;      /* of the rank planned for */
     uint64_t rank;
     pb_ops *out;
+    /* one canonical tensor's pieces on each side (host-owned arrays) */
+    const wex_piece_view *src, *dst;
+    uint64_t *src_host; /* host of each source piece's rank */
+    uint64_t host_cap;
     /* scratch, reused across pieces */
-    wex_piece_view *src, *dst; /* one canonical tensor's pieces */
-    uint64_t src_cap, dst_cap;
     uint64_t *cand;
     uint64_t cand_cap;
 } pb_job;
+
+#define PB_SRC(job, i) WEX_PIECE_VIEW_AT((job)->src, i)
+#define PB_DST(job, i) WEX_PIECE_VIEW_AT((job)->dst, i)
 
 /* Plans destination piece `j` of canonical tensor `c` (src/dst arrays
  * already loaded for c), adding the operations that involve the rank. */
