@@ -210,10 +210,10 @@ static void print_human(const wex__planner *p, const plan_args *a,
     const wex__plan_stats *s = &r->stats;
 
     printf("job        %s: %s (%" PRIu64 " ranks) -> %s (%" PRIu64
-           " ranks) on %" PRIu64 " hosts, policy %s\n",
+           " ranks) on %" PRIu64 " host%s, policy %s\n",
            p->job->path, p->job->source.name, p->src.ranks,
            p->job->destination.name, p->dst.ranks, p->topology.hosts,
-           p->job->policy.name);
+           p->topology.hosts == 1 ? "" : "s", p->job->policy.name);
     if (a->has_rank) {
         printf("rank       %s %" PRIu64 ": %" PRIu64 " operations, %" PRIu64
                " bytes, planned in %.3f s\n",

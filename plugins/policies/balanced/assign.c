@@ -19,19 +19,40 @@ wex_status pb_push(pb_ops *ops, const pb_op *op)
     return WEX_OK;
 }
 
-static int overlaps(const wex_piece_view *a, const wex_piece_view *b)
+wex_status pb_pack_boxes(const wex_piece_view *views, uint64_t count,
+                         uint32_t ndim, uint64_t **box, uint64_t *cap)
 {
-    for (uint32_t d = 0; d < a->ndim; d++)
-        if (a->offset[d] >= b->offset[d] + b->extent[d] ||
-            b->offset[d] >= a->offset[d] + a->extent[d])
+    uint64_t need = 2 * (uint64_t)ndim * count;
+
+    if (need > *cap) {
+        uint64_t *grown = realloc(*box, need * sizeof(*grown));
+        if (grown == NULL)
+            return WEX_ERR_NOMEM;
+        *box = grown;
+        *cap = need;
+    }
+    for (uint64_t i = 0; i < count; i++) {
+        const wex_piece_view *v = WEX_PIECE_VIEW_AT(views, i);
+        for (uint32_t d = 0; d < ndim; d++) {
+            (*box)[2 * ndim * i + 2 * d] = v->offset[d];
+            (*box)[2 * ndim * i + 2 * d + 1] = v->offset[d] + v->extent[d];
+        }
+    }
+    return WEX_OK;
+}
+
+static int overlaps(const uint64_t *a, const uint64_t *b, uint32_t ndim)
+{
+    for (uint32_t d = 0; d < ndim; d++)
+        if (a[2 * d] >= b[2 * d + 1] || b[2 * d] >= a[2 * d + 1])
             return 0;
     return 1;
 }
 
-static int holds(const wex_piece_view *p, const uint64_t *lo, uint32_t ndim)
+static int holds(const uint64_t *box, const uint64_t *lo, uint32_t ndim)
 {
     for (uint32_t d = 0; d < ndim; d++)
-        if (lo[d] < p->offset[d] || lo[d] >= p->offset[d] + p->extent[d])
+        if (lo[d] < box[2 * d] || lo[d] >= box[2 * d + 1])
             return 0;
     return 1;
 }
@@ -60,8 +81,8 @@ static size_t cuts_of(const pb_job *job, const wex_piece_view *d,
     cuts[n++] = lo;
     cuts[n++] = hi;
     for (size_t i = 0; i < ncand; i++) {
-        const wex_piece_view *s = PB_SRC(job, cand[i]);
-        uint64_t a = s->offset[dim], b = a + s->extent[dim];
+        const uint64_t *box = PB_SBOX(job, cand[i]);
+        uint64_t a = box[2 * dim], b = box[2 * dim + 1];
         if (a > lo && a < hi)
             cuts[n++] = a;
         if (b > lo && b < hi)
@@ -119,7 +140,7 @@ static void coverage(const pb_job *job, uint64_t ndst, uint64_t j,
     uint64_t n = 0, ordinal = 0;
 
     for (uint64_t i = 0; i < ndst; i++) {
-        if (!holds(PB_DST(job, i), lo, ndim))
+        if (!holds(PB_DBOX(job, i), lo, ndim))
             continue;
         if (i == j)
             ordinal = n;
@@ -144,7 +165,7 @@ static wex_status one_cell(pb_job *job, uint64_t c, uint64_t ndst, uint64_t j,
     if (ncand > 64 && (h = malloc(ncand * sizeof(*h))) == NULL)
         return WEX_ERR_NOMEM;
     for (size_t i = 0; i < ncand; i++)
-        if (holds(PB_SRC(job, cand[i]), lo, d->ndim))
+        if (holds(PB_SBOX(job, cand[i]), lo, d->ndim))
             h[nh++] = cand[i];
     if (nh == 0) {
         if (h != holders)
@@ -156,7 +177,11 @@ static wex_status one_cell(pb_job *job, uint64_t c, uint64_t ndst, uint64_t j,
                              (unsigned long long)d->rank);
         return WEX_ERR_INVALID;
     }
-    coverage(job, ndst, j, lo, d->ndim, &n, &ordinal);
+    /* Only a choice between holders needs the piece's place among the
+     * destinations; one holder serves them all. */
+    n = ordinal = 0;
+    if (nh > 1)
+        coverage(job, ndst, j, lo, d->ndim, &n, &ordinal);
     for (uint32_t k = 0; k < d->ndim; k++) {
         offset = mix(offset, lo[k]);
         bytes *= ext[k];
@@ -164,7 +189,7 @@ static wex_status one_cell(pb_job *job, uint64_t c, uint64_t ndst, uint64_t j,
     offset = mix(offset, c) % nh;
     /* Fewer destinations than holders: let several holders share a big
      * cell, along its first dimension long enough to cut. */
-    if (n < nh) {
+    if (nh > 1 && n < nh) {
         parts = nh / n;
         while (split < d->ndim && ext[split] < parts)
             split++;
@@ -212,7 +237,7 @@ wex_status pb_assign_piece(pb_job *job, uint64_t c, uint64_t nsrc,
     /* Candidates: overlapping source pieces, only the host-local ones
      * when there are any and the config prefers them. */
     for (uint64_t i = 0; i < nsrc; i++)
-        if (overlaps(PB_SRC(job, i), d)) {
+        if (overlaps(PB_SBOX(job, i), PB_DBOX(job, j), d->ndim)) {
             int same = job->src_host[i] == host;
             if (job->cfg.prefer_local && same) {
                 if (local == 0)
@@ -232,12 +257,17 @@ wex_status pb_assign_piece(pb_job *job, uint64_t c, uint64_t nsrc,
             return WEX_OK;
     }
     job->host->layout_tensor(job->req->destination, d->rank, d->tensor, &t);
-    for (uint32_t k = 0; k < d->ndim && st == WEX_OK; k++) {
-        cuts[k] = malloc((2 * ncand + 2) * sizeof(uint64_t));
-        if (cuts[k] == NULL)
-            st = WEX_ERR_NOMEM;
-        else
-            ncuts[k] = cuts_of(job, d, job->cand, ncand, k, cuts[k]);
+    if ((uint64_t)d->ndim * (2 * ncand + 2) > job->cut_cap) {
+        uint64_t cap = (uint64_t)d->ndim * (2 * ncand + 2);
+        uint64_t *grown = realloc(job->cuts, cap * sizeof(*grown));
+        if (grown == NULL)
+            return WEX_ERR_NOMEM;
+        job->cuts = grown;
+        job->cut_cap = cap;
+    }
+    for (uint32_t k = 0; k < d->ndim; k++) {
+        cuts[k] = job->cuts + k * (2 * ncand + 2);
+        ncuts[k] = cuts_of(job, d, job->cand, ncand, k, cuts[k]);
     }
     while (st == WEX_OK) {
         uint64_t lo[WEX_MAX_DIMS], ext[WEX_MAX_DIMS];
@@ -256,7 +286,5 @@ wex_status pb_assign_piece(pb_job *job, uint64_t c, uint64_t nsrc,
         if (k == UINT32_MAX)
             break;
     }
-    for (uint32_t k = 0; k < d->ndim; k++)
-        free(cuts[k]);
     return st;
 }

@@ -112,6 +112,11 @@ static wex_status plan_canonical(pb_job *job, uint64_t c)
     }
     for (uint64_t i = 0; i < nsrc; i++)
         job->src_host[i] = h->layout_host(req->source, PB_SRC(job, i)->rank);
+    job->ndim = ndst ? PB_DST(job, 0)->ndim : 0;
+    st = pb_pack_boxes(job->src, nsrc, job->ndim, &job->sbox, &job->sbox_cap);
+    if (st == WEX_OK)
+        st = pb_pack_boxes(job->dst, ndst, job->ndim, &job->dbox,
+                           &job->dbox_cap);
     for (uint64_t j = 0; st == WEX_OK && j < ndst; j++)
         if (job->side == WEX_SIDE_SOURCE || PB_DST(job, j)->rank == job->rank)
             st = pb_assign_piece(job, c, nsrc, ndst, j);
@@ -161,7 +166,10 @@ static wex_status pb_plan(wex_policy_ctx *ctx, const wex_plan_request *req,
         ctx->host->set_error(ctx->host->ctx, st, "balanced: out of memory");
     free(list);
     free(job.src_host);
+    free(job.sbox);
+    free(job.dbox);
     free(job.cand);
+    free(job.cuts);
     free(ops.v);
     return st;
 }

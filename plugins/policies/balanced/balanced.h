@@ -47,13 +47,26 @@ typedef struct pb_job {
     const wex_piece_view *src, *dst;
     uint64_t *src_host; /* host of each source piece's rank */
     uint64_t host_cap;
+    /* the same pieces' boxes, packed [lo0, hi0, lo1, hi1, ...] per piece:
+     * scanned for every cell, so kept contiguous */
+    uint32_t ndim;
+    uint64_t *sbox, *dbox;
+    uint64_t sbox_cap, dbox_cap;
     /* scratch, reused across pieces */
     uint64_t *cand;
     uint64_t cand_cap;
+    uint64_t *cuts;
+    uint64_t cut_cap;
 } pb_job;
 
 #define PB_SRC(job, i) WEX_PIECE_VIEW_AT((job)->src, i)
 #define PB_DST(job, i) WEX_PIECE_VIEW_AT((job)->dst, i)
+#define PB_SBOX(job, i) ((job)->sbox + 2 * (size_t)(job)->ndim * (i))
+#define PB_DBOX(job, i) ((job)->dbox + 2 * (size_t)(job)->ndim * (i))
+
+/* Packs the boxes of `count` host views into *box (grown as needed). */
+wex_status pb_pack_boxes(const wex_piece_view *views, uint64_t count,
+                         uint32_t ndim, uint64_t **box, uint64_t *cap);
 
 /* Plans destination piece `j` of canonical tensor `c` (src/dst arrays
  * already loaded for c), adding the operations that involve the rank. */
