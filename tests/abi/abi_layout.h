@@ -111,15 +111,22 @@
     FIELD(wex_policy_ops, ctx_create, 16)                                  \
     FIELD(wex_policy_ops, ctx_destroy, 24)                                 \
     FIELD(wex_policy_ops, plan, 32)                                        \
-    SIZE(wex_transport_args, 40)                                           \
+    SIZE(wex_transport_args, 48)                                           \
     FIELD(wex_transport_args, side, 4)                                     \
     FIELD(wex_transport_args, rank, 8)                                     \
     FIELD(wex_transport_args, source_ranks, 16)                            \
     FIELD(wex_transport_args, destination_ranks, 24)                       \
     FIELD(wex_transport_args, options, 32)                                 \
-    SIZE(wex_transport_ops, 48)                                            \
+    FIELD(wex_transport_args, job_id, 40)                                  \
+    SIZE(wex_transport_ops, 96)                                            \
     FIELD(wex_transport_ops, caps, 8)                                      \
     FIELD(wex_transport_ops, ctx_create, 16)                               \
     FIELD(wex_transport_ops, ctx_destroy, 24)                              \
-    FIELD(wex_transport_ops, mem_register, 32)                             \
-    FIELD(wex_transport_ops, mem_deregister, 40)
+    FIELD(wex_transport_ops, mem_alloc, 32)                                \
+    FIELD(wex_transport_ops, mem_register, 40)                             \
+    FIELD(wex_transport_ops, mem_deregister, 48)                           \
+    FIELD(wex_transport_ops, mem_key, 56)                                  \
+    FIELD(wex_transport_ops, peer_attach, 64)                              \
+    FIELD(wex_transport_ops, peer_detach, 72)                              \
+    FIELD(wex_transport_ops, put, 80)                                      \
+    FIELD(wex_transport_ops, flush, 88)

@@ -1,7 +1,11 @@
 /*
- * Transports: move bytes between ranks. A transport registers memory
- * once per job, exchanges addresses through the host's rendezvous, and
- * executes a rank's copy operations each step.
+ * Transports: move bytes between ranks with one-sided writes.
+ *
+ * A destination rank exposes its buffers once per job (mem_alloc or
+ * mem_register, then mem_key); the host publishes each key through the
+ * job's rendezvous. A source rank attaches each destination buffer it
+ * writes into (peer_attach) and, every step, writes with put and waits
+ * with flush. Nothing is allocated or registered during a step.
  */
 #ifndef WEX_TRANSPORT_H
 #define WEX_TRANSPORT_H
@@ -12,8 +16,9 @@
 extern "C" {
 #endif
 
-typedef struct wex_transport_ctx wex_transport_ctx; /* plugin, per job */
-typedef struct wex_transport_mem wex_transport_mem; /* plugin, per buffer */
+typedef struct wex_transport_ctx wex_transport_ctx;   /* plugin, per job */
+typedef struct wex_transport_mem wex_transport_mem;   /* a local buffer */
+typedef struct wex_transport_peer wex_transport_peer; /* a peer's buffer */
 
 /* Capability bits (wex_transport_ops.caps). */
 #define WEX_TRANSPORT_CAP_HOST_MEMORY (1ull << 0)
@@ -21,18 +26,25 @@ typedef struct wex_transport_mem wex_transport_mem; /* plugin, per buffer */
 #define WEX_TRANSPORT_CAP_ONE_SIDED (1ull << 2) /* writes into peers */
 #define WEX_TRANSPORT_CAP_SAME_HOST (1ull << 3) /* peers share a host */
 #define WEX_TRANSPORT_CAP_NETWORK (1ull << 4)   /* peers across hosts */
+#define WEX_TRANSPORT_CAP_ALLOC (1ull << 5)     /* mem_alloc works */
 
 /* Memory kinds. */
 #define WEX_MEMORY_HOST 0u
 #define WEX_MEMORY_CUDA 1u
 
+/* The most bytes a memory key may take. */
+#define WEX_TRANSPORT_KEY_MAX 512u
+
 typedef struct wex_transport_args {
     uint32_t struct_size;
-    uint32_t side;               /* WEX_SIDE_* (policy.h) */
+    uint32_t side;               /* WEX_SIDE_* */
     uint64_t rank;               /* rank within its side */
     uint64_t source_ranks;
     uint64_t destination_ranks;
     const wex_options *options; /* validated against the manifest schema */
+    /* Unique per running job (every rank gets the same): lets a transport
+     * name per-job endpoints without colliding with other jobs. */
+    const char *job_id;
 } wex_transport_args;
 
 typedef struct wex_transport_ops {
@@ -45,12 +57,35 @@ typedef struct wex_transport_ops {
                              wex_transport_ctx **ctx_p);
     void (*ctx_destroy)(wex_transport_ctx *ctx);
 
-    /* Registers a buffer once per job; the buffer stays owned by the
-     * caller and must outlive the registration. */
+    /* Allocates `bytes` of memory peers can write into directly (zeroed,
+     * page aligned); WEX_ERR_UNSUPPORTED without CAP_ALLOC. Freed by
+     * mem_deregister. */
+    wex_status (*mem_alloc)(wex_transport_ctx *ctx, uint64_t bytes,
+                            void **address_p, wex_transport_mem **mem_p);
+    /* Registers a caller-owned buffer, which must outlive the
+     * registration. */
     wex_status (*mem_register)(wex_transport_ctx *ctx, void *address,
                                uint64_t bytes, uint32_t memory_kind,
                                wex_transport_mem **mem_p);
     void (*mem_deregister)(wex_transport_ctx *ctx, wex_transport_mem *mem);
+    /* What a peer needs to attach the buffer: at most *key_len bytes
+     * (WEX_TRANSPORT_KEY_MAX suffices); *key_len receives the length. */
+    wex_status (*mem_key)(wex_transport_ctx *ctx, wex_transport_mem *mem,
+                          void *key, uint64_t *key_len);
+
+    /* Attaches destination rank `peer_rank`'s buffer from its key. */
+    wex_status (*peer_attach)(wex_transport_ctx *ctx, uint64_t peer_rank,
+                              const void *key, uint64_t key_len,
+                              wex_transport_peer **peer_p);
+    void (*peer_detach)(wex_transport_ctx *ctx, wex_transport_peer *peer);
+
+    /* Writes `bytes` from local `src` into the peer's buffer at byte
+     * `offset`. May return before the bytes land; flush waits. A failed
+     * peer is WEX_ERR_PEER with a message naming it. */
+    wex_status (*put)(wex_transport_ctx *ctx, wex_transport_peer *peer,
+                      uint64_t offset, const void *src, uint64_t bytes);
+    /* Every put issued so far has landed in the peers' memory. */
+    wex_status (*flush)(wex_transport_ctx *ctx);
 } wex_transport_ops;
 
 #ifdef __cplusplus
