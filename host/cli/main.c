@@ -14,6 +14,10 @@ static const wex_cli_command commands[] = {
      wex_cmd_layout},
     {"plan", "plan who sends which bytes to whom, and predict the step time",
      wex_cmd_plan},
+    {"run", "run a job's ranks on this machine and sync synthetic weights",
+     wex_cmd_run},
+    {"store", "serve a job's rendezvous store (where its ranks meet)",
+     wex_cmd_store},
 };
 
 #define COMMAND_COUNT (sizeof(commands) / sizeof(commands[0]))

@@ -106,16 +106,26 @@ static wex_status open_policy(wex__planner *p, wex__registry *registry)
 wex_status wex__planner_open(wex__planner *p, wex__registry *registry,
                              const char *job_path)
 {
-    wex__job_config *j;
+    wex__job_config *job;
+    wex_status st;
+
+    memset(p, 0, sizeof(*p));
+    st = wex__job_config_load(job_path, registry, WEX__JOB_PLAN_ONLY, &job,
+                              NULL);
+    if (st != WEX_OK)
+        return st;
+    return wex__planner_open_job(p, registry, job);
+}
+
+wex_status wex__planner_open_job(wex__planner *p, wex__registry *registry,
+                                 wex__job_config *job)
+{
+    wex__job_config *j = job;
     wex_status st;
     double t0;
 
     memset(p, 0, sizeof(*p));
-    st = wex__job_config_load(job_path, registry, WEX__JOB_PLAN_ONLY, &p->job,
-                              NULL);
-    if (st != WEX_OK)
-        return st;
-    j = p->job;
+    p->job = job;
     st = load_models(p);
     t0 = now();
     if (st == WEX_OK)

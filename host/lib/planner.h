@@ -23,6 +23,10 @@ typedef struct wex__planner {
 /* On failure the planner is closed and the thread's error says why. */
 wex_status wex__planner_open(wex__planner *p, wex__registry *registry,
                              const char *job_path);
+/* The same for a job already read; the planner owns `job` from here on,
+ * even on failure. */
+wex_status wex__planner_open_job(wex__planner *p, wex__registry *registry,
+                                 wex__job_config *job);
 void wex__planner_close(wex__planner *p);
 
 /* Replaces b's operations with those `rank` of `side` takes part in. */

@@ -1,0 +1,82 @@
+/* wex store: serve a job's rendezvous store until told to stop. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "error.h"
+#include "store.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: wex store --token TOKEN [--listen HOST:PORT]\n"
+            "\n"
+            "Serves the rendezvous store every rank of a job meets at (set "
+            "the job\nconfig's rendezvous address to it), until SIGINT or "
+            "SIGTERM. Prints\n\"listening on HOST:PORT\" once it is "
+            "serving.\n"
+            "\n"
+            "  --token TOKEN      the job's token; every client must "
+            "present it\n"
+            "  --listen HOST:PORT where to listen (default 127.0.0.1:0: "
+            "loopback, a\n"
+            "                     free port); an empty HOST is loopback\n");
+}
+
+int wex_cmd_store(int argc, char **argv)
+{
+    const char *listen = "127.0.0.1:0", *token = NULL;
+    wex__store_server *server;
+    sigset_t stop;
+    int sig;
+
+    if (wex_cli_wants_help(argc, argv)) {
+        usage(stdout);
+        return WEX_EXIT_OK;
+    }
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc) {
+            listen = argv[++i];
+        } else if (strcmp(argv[i], "--token") == 0 && i + 1 < argc) {
+            token = argv[++i];
+        } else if (strcmp(argv[i], "--listen") == 0 ||
+                   strcmp(argv[i], "--token") == 0) {
+            fprintf(stderr, "wex store: %s needs a value\n", argv[i]);
+            usage(stderr);
+            return WEX_EXIT_USAGE;
+        } else {
+            fprintf(stderr, "wex store: unexpected argument '%s'\n", argv[i]);
+            usage(stderr);
+            return WEX_EXIT_USAGE;
+        }
+    }
+    if (token == NULL || token[0] == '\0') {
+        fprintf(stderr, "wex store: --token TOKEN is required: clients "
+                        "present it to join\n");
+        usage(stderr);
+        return WEX_EXIT_USAGE;
+    }
+    /* Blocked before the server starts its threads, so they inherit the
+     * mask and the signals reach sigwait below. A shell starts background
+     * jobs with SIGINT ignored, and sigwait on an ignored signal is
+     * unspecified: restore the default first. */
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    wex_status st = wex__store_serve(listen, token, &server);
+    if (st != WEX_OK) {
+        fprintf(stderr, "wex store: %s\n", wex__last_error());
+        return st == WEX_ERR_INVALID ? WEX_EXIT_USAGE : WEX_EXIT_FAILED;
+    }
+    printf("listening on %s\n", wex__store_address(server));
+    fflush(stdout);
+    while (sigwait(&stop, &sig) != 0)
+        ;
+    wex__store_stop(server);
+    return WEX_EXIT_OK;
+}

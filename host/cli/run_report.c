@@ -1,0 +1,166 @@
+/* The report of `wex run`: per-step time and throughput against this
+ * machine's memcpy bandwidth, and whether every byte was verified. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "run.h"
+
+typedef struct step_total {
+    double seconds; /* the slowest destination's */
+    double bytes;   /* every destination's */
+    int ok;
+} step_total;
+
+static double number(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+    return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+/* Folds the destinations' reports into per-step totals; returns whether
+ * every destination committed and verified every step. */
+static int fold(launch *l, const run_args *a, step_total *steps,
+                cJSON *errors)
+{
+    int verified = 1;
+
+    for (uint64_t s = 0; s < a->steps; s++)
+        steps[s].ok = 1;
+    for (size_t i = 0; i < l->count; i++) {
+        cJSON *doc = wex_run_worker_report(l, l->sides[i], l->ranks[i]);
+        const cJSON *list = cJSON_GetObjectItemCaseSensitive(doc, "steps");
+        const cJSON *err = cJSON_GetObjectItemCaseSensitive(doc, "error");
+        const cJSON *one;
+        uint64_t done = 0;
+        char who[96];
+
+        snprintf(who, sizeof(who), "%s rank %llu",
+                 l->sides[i] == WEX_SIDE_SOURCE ? "source" : "destination",
+                 (unsigned long long)l->ranks[i]);
+        if (doc == NULL || cJSON_IsString(err)) {
+            char line[1200];
+            snprintf(line, sizeof(line), "%s: %s", who,
+                     cJSON_IsString(err) ? err->valuestring
+                                         : "exited without a report");
+            cJSON_AddItemToArray(errors, cJSON_CreateString(line));
+            verified = 0;
+        }
+        cJSON_ArrayForEach(one, list) {
+            uint64_t s = (uint64_t)number(one, "step");
+            if (s == 0 || s > a->steps)
+                continue;
+            done++;
+            if (l->sides[i] != WEX_SIDE_DESTINATION)
+                continue;
+            if (number(one, "seconds") > steps[s - 1].seconds)
+                steps[s - 1].seconds = number(one, "seconds");
+            steps[s - 1].bytes += number(one, "bytes");
+            if (number(one, "mismatched_elements") != 0 ||
+                (l->plan.job->verify_digest &&
+                 !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+                     one, "digests_matched"))))
+                verified = 0;
+        }
+        if (l->sides[i] == WEX_SIDE_DESTINATION)
+            for (uint64_t s = done; s < a->steps; s++)
+                steps[s].ok = 0;
+        if (done < a->steps)
+            verified = 0;
+        cJSON_Delete(doc);
+    }
+    return verified;
+}
+
+int wex_run_report(launch *l, const run_args *a, size_t failed)
+{
+    step_total *steps = calloc(a->steps, sizeof(*steps));
+    cJSON *doc = cJSON_CreateObject(), *list, *errors;
+    double memcpy_gbps, total_s = 0, total_b = 0;
+    int verified;
+    char *text;
+
+    if (steps == NULL || doc == NULL) {
+        free(steps);
+        cJSON_Delete(doc);
+        return WEX_EXIT_FAILED;
+    }
+    errors = cJSON_CreateArray();
+    verified = fold(l, a, steps, errors) && failed == 0;
+    memcpy_gbps = wex_run_memcpy_gbps();
+    cJSON_AddStringToObject(doc, "job", l->plan.job->path);
+    cJSON_AddStringToObject(doc, "source_engine", l->plan.job->source.name);
+    cJSON_AddStringToObject(doc, "destination_engine",
+                            l->plan.job->destination.name);
+    cJSON_AddNumberToObject(doc, "source_ranks", (double)l->plan.src.ranks);
+    cJSON_AddNumberToObject(doc, "destination_ranks",
+                            (double)l->plan.dst.ranks);
+    cJSON_AddStringToObject(doc, "transport", l->plan.job->transport.name);
+    cJSON_AddStringToObject(doc, "verify",
+                            l->plan.job->verify_digest ? "digest" : "none");
+    list = cJSON_AddArrayToObject(doc, "steps");
+    for (uint64_t s = 0; s < a->steps; s++) {
+        cJSON *one = cJSON_CreateObject();
+        double gbps = steps[s].seconds > 0
+                          ? steps[s].bytes / steps[s].seconds / 1e9
+                          : 0;
+        cJSON_AddNumberToObject(one, "step", (double)(s + 1));
+        cJSON_AddBoolToObject(one, "committed", steps[s].ok);
+        cJSON_AddNumberToObject(one, "seconds", steps[s].seconds);
+        cJSON_AddNumberToObject(one, "bytes", steps[s].bytes);
+        cJSON_AddNumberToObject(one, "gb_per_s", gbps);
+        cJSON_AddItemToArray(list, one);
+        if (steps[s].ok) {
+            total_s += steps[s].seconds;
+            total_b += steps[s].bytes;
+        }
+    }
+    cJSON_AddNumberToObject(doc, "gb_per_s",
+                            total_s > 0 ? total_b / total_s / 1e9 : 0);
+    cJSON_AddNumberToObject(doc, "memcpy_gb_per_s", memcpy_gbps);
+    cJSON_AddNumberToObject(doc, "ratio_to_memcpy",
+                            memcpy_gbps > 0 && total_s > 0
+                                ? total_b / total_s / 1e9 / memcpy_gbps
+                                : 0);
+    cJSON_AddBoolToObject(doc, "verified", verified);
+    cJSON_AddItemToObject(doc, "errors", errors);
+    if (a->json) {
+        text = cJSON_Print(doc);
+        if (text != NULL)
+            puts(text);
+        free(text);
+    } else {
+        printf("job        %s: %s (%llu ranks) -> %s (%llu ranks) over %s, "
+               "verify %s\n",
+               l->plan.job->path, l->plan.job->source.name,
+               (unsigned long long)l->plan.src.ranks,
+               l->plan.job->destination.name,
+               (unsigned long long)l->plan.dst.ranks,
+               l->plan.job->transport.name,
+               l->plan.job->verify_digest ? "digest" : "none");
+        for (uint64_t s = 0; s < a->steps; s++)
+            printf("step %-5llu %s %.4f s, %.0f bytes, %.2f GB/s\n",
+                   (unsigned long long)(s + 1),
+                   steps[s].ok ? "committed" : "FAILED   ", steps[s].seconds,
+                   steps[s].bytes,
+                   steps[s].seconds > 0
+                       ? steps[s].bytes / steps[s].seconds / 1e9
+                       : 0);
+        printf("throughput %.2f GB/s; memcpy on this machine %.2f GB/s "
+               "(one thread); ratio %.2f\n",
+               total_s > 0 ? total_b / total_s / 1e9 : 0, memcpy_gbps,
+               memcpy_gbps > 0 && total_s > 0
+                   ? total_b / total_s / 1e9 / memcpy_gbps
+                   : 0);
+        for (int i = 0; i < cJSON_GetArraySize(errors); i++)
+            printf("error      %s\n",
+                   cJSON_GetArrayItem(errors, i)->valuestring);
+        printf("%s\n", verified ? "verified: every element of every "
+                                  "destination matches what was sent"
+                                : "NOT verified");
+    }
+    cJSON_Delete(doc);
+    free(steps);
+    return verified ? WEX_EXIT_OK : WEX_EXIT_FAILED;
+}

@@ -1,0 +1,87 @@
+/*
+ * The rendezvous store: a small TCP key-value store that every rank of a
+ * job (sources and destinations, separate processes) meets at, to swap
+ * layout digests, transport memory keys, operation digests and step
+ * barriers. One process serves it (a rank, or `wex store`); the wire
+ * format is in store_proto.h.
+ *
+ * Every connection first presents the job's token. A client that said
+ * hello and then disconnects without a goodbye is taken for dead: every
+ * wait not yet satisfied, then and later, fails with WEX_ERR_PEER naming
+ * it, so one crashed rank stops the whole job instead of leaving the
+ * others waiting out their timeouts.
+ *
+ * A client is not thread-safe: one thread at a time may use it (each
+ * request waits for its reply on the one connection). Threads that need
+ * to wait concurrently open a client each.
+ */
+#ifndef WEX_HOST_STORE_H
+#define WEX_HOST_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <wex/abi.h>
+
+typedef struct wex__store_server wex__store_server;
+typedef struct wex__store_client wex__store_client;
+
+/* Serves on `address` ("HOST:PORT"; port 0 picks a free one; an empty
+ * HOST means loopback) in a background thread. Every connection must
+ * first present `token` (non-empty). */
+wex_status wex__store_serve(const char *address, const char *token,
+                            wex__store_server **server_p);
+/* The bound address, e.g. "127.0.0.1:PORT". */
+const char *wex__store_address(const wex__store_server *s);
+/* Closes every connection, joins every thread, frees. Clients still
+ * connected see the connection close (WEX_ERR_PEER). */
+void wex__store_stop(wex__store_server *s);
+
+/* Connects (retrying until timeout_s: the server may start after the
+ * client), presents the token and `who`, a name for messages
+ * ("source/3", "destination/0"). A wrong token is WEX_ERR_INVALID
+ * "rendezvous HOST:PORT refused the token". */
+wex_status wex__store_connect(const char *address, const char *token,
+                              const char *who, double timeout_s,
+                              wex__store_client **client_p);
+/* Sets (or replaces) `key`; wakes everyone waiting for it. */
+wex_status wex__store_set(wex__store_client *c, const char *key,
+                          const void *value, size_t len);
+/* Waits until `key` exists (up to timeout_s) and returns a malloc'd copy
+ * of its value, with a NUL byte after the last (not counted in *len_p)
+ * so a string value can be used as one. */
+wex_status wex__store_get(wex__store_client *c, const char *key,
+                          double timeout_s, void **value_p, size_t *len_p);
+/* Atomically adds `delta` to counter `key` (absent = 0); *result_p (may
+ * be NULL) gets the new value. */
+wex_status wex__store_add(wex__store_client *c, const char *key,
+                          int64_t delta, int64_t *result_p);
+/* Waits until counter `key` >= target. */
+wex_status wex__store_wait_ge(wex__store_client *c, const char *key,
+                              int64_t target, double timeout_s);
+/* Barrier: adds 1 to `key`, then waits until it reaches n. A key serves
+ * one barrier; use a new key (e.g. with the step number) for each. */
+wex_status wex__store_barrier(wex__store_client *c, const char *key,
+                              int64_t n, double timeout_s);
+/* Says goodbye (so the server does not report this client as dead),
+ * then closes and frees. NULL is allowed. */
+void wex__store_close(wex__store_client *c);
+/* Closes and frees without a goodbye: what a crash looks like to the
+ * others. For tests. */
+void wex__store_abandon(wex__store_client *c);
+
+/* ---- socket helpers shared by the client and the server -------------
+ * (in store_client.c). Deadlines are wex__store_now() seconds; a negative
+ * deadline waits forever. Failures set the last error: WEX_ERR_TIMEOUT,
+ * WEX_ERR_PEER when the other end closed, WEX_ERR_SYSTEM. */
+double wex__store_now(void);
+wex_status wex__store_read_full(int fd, void *buf, size_t n,
+                                double deadline);
+wex_status wex__store_write_full(int fd, const void *buf, size_t n,
+                                 double deadline);
+/* Splits "HOST:PORT" ("[V6]:PORT" too); an empty host becomes
+ * 127.0.0.1. */
+wex_status wex__store_split_address(const char *address, char *host,
+                                    size_t host_cap, char *port,
+                                    size_t port_cap);
+
+#endif /* WEX_HOST_STORE_H */

@@ -1,0 +1,552 @@
+/* The rendezvous store's client, and the socket helpers the server
+ * shares with it. */
+#include "store.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "store_proto.h"
+
+/* The server answers a wait that ran out itself, with a message naming
+ * the key; the client's own guard on the socket is this much later, so
+ * it only fires when the server is gone or stuck. */
+#define WEX__STORE_GRACE_S 2.0
+/* Any request other than a wait, and the rest of a reply once it has
+ * started, must complete this soon. */
+#define WEX__STORE_IO_S 30.0
+#define WEX__STORE_BYE_S 2.0 /* (plus the grace, for its reply) */
+/* Waits longer than a year are taken as "forever, in practice". */
+#define WEX__STORE_WAIT_MAX_MS (365ull * 24 * 3600 * 1000)
+
+struct wex__store_client {
+    int fd;
+    int broken; /* an I/O failure left the stream out of step */
+    char address[300];
+};
+
+/* ---- socket helpers ---------------------------------------------------- */
+
+double wex__store_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int wex__poll_ms(double deadline)
+{
+    double left;
+
+    if (deadline < 0)
+        return -1;
+    left = deadline - wex__store_now();
+    if (left <= 0)
+        return 0;
+    if (left > 1e6) /* poll takes an int; it is re-armed after waking */
+        return 1000000000;
+    return (int)(left * 1000.0) + 1;
+}
+
+/* Waits until fd is ready for `events` (or reports an error/hang-up,
+ * which the next recv/send turns into a status). */
+static wex_status wex__wait_fd(int fd, short events, double deadline)
+{
+    struct pollfd p = {fd, events, 0};
+
+    for (;;) {
+        int n = poll(&p, 1, wex__poll_ms(deadline));
+        if (n > 0)
+            return WEX_OK;
+        if (n == 0 && deadline >= 0 && wex__store_now() >= deadline)
+            return wex__error(WEX_ERR_TIMEOUT, "timed out");
+        if (n < 0 && errno != EINTR)
+            return wex__error(WEX_ERR_SYSTEM, "poll: %s", strerror(errno));
+    }
+}
+
+static wex_status wex__io_error(const char *what)
+{
+    if (errno == ECONNRESET || errno == EPIPE)
+        return wex__error(WEX_ERR_PEER, "connection reset");
+    return wex__error(WEX_ERR_SYSTEM, "%s: %s", what, strerror(errno));
+}
+
+/* MSG_DONTWAIT on every call, so the deadline holds whatever mode the
+ * socket is in. */
+wex_status wex__store_read_full(int fd, void *buf, size_t n, double deadline)
+{
+    uint8_t *p = buf;
+    size_t got = 0;
+
+    while (got < n) {
+        ssize_t r = recv(fd, p + got, n - got, MSG_DONTWAIT);
+        if (r > 0) {
+            got += (size_t)r;
+            continue;
+        }
+        if (r == 0)
+            return wex__error(WEX_ERR_PEER, "connection closed");
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            return wex__io_error("recv");
+        wex_status st = wex__wait_fd(fd, POLLIN, deadline);
+        if (st != WEX_OK)
+            return st;
+    }
+    return WEX_OK;
+}
+
+wex_status wex__store_write_full(int fd, const void *buf, size_t n,
+                                 double deadline)
+{
+    const uint8_t *p = buf;
+    size_t sent = 0;
+
+    while (sent < n) {
+        /* MSG_NOSIGNAL: a closed peer is a status, not a SIGPIPE. */
+        ssize_t r = send(fd, p + sent, n - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (r >= 0) {
+            sent += (size_t)r;
+            continue;
+        }
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            return wex__io_error("send");
+        wex_status st = wex__wait_fd(fd, POLLOUT, deadline);
+        if (st != WEX_OK)
+            return st;
+    }
+    return WEX_OK;
+}
+
+wex_status wex__store_split_address(const char *address, char *host,
+                                    size_t host_cap, char *port,
+                                    size_t port_cap)
+{
+    const char *colon, *h;
+    size_t host_len, port_len;
+    unsigned long value;
+    char *end;
+
+    if (address == NULL || address[0] == '\0')
+        return wex__error(WEX_ERR_INVALID, "rendezvous address is empty; "
+                          "expected HOST:PORT");
+    colon = strrchr(address, ':');
+    if (colon == NULL)
+        return wex__error(WEX_ERR_INVALID, "rendezvous address '%s': "
+                          "expected HOST:PORT", address);
+    h = address;
+    host_len = (size_t)(colon - address);
+    if (host_len >= 2 && h[0] == '[' && h[host_len - 1] == ']') {
+        h++;
+        host_len -= 2;
+    } else if (memchr(h, ':', host_len) != NULL) {
+        return wex__error(WEX_ERR_INVALID, "rendezvous address '%s': write "
+                          "an IPv6 host in brackets, [HOST]:PORT", address);
+    }
+    port_len = strlen(colon + 1);
+    errno = 0;
+    value = strtoul(colon + 1, &end, 10);
+    if (port_len == 0 || port_len > 5 || *end != '\0' || errno != 0 ||
+        value > 65535 || colon[1] < '0' || colon[1] > '9')
+        return wex__error(WEX_ERR_INVALID, "rendezvous address '%s': bad "
+                          "port '%s'", address, colon + 1);
+    if (host_len == 0) {
+        h = "127.0.0.1"; /* loopback unless asked otherwise */
+        host_len = strlen(h);
+    }
+    if (host_len >= host_cap || port_len >= port_cap)
+        return wex__error(WEX_ERR_INVALID, "rendezvous address '%s' is too "
+                          "long", address);
+    memcpy(host, h, host_len);
+    host[host_len] = '\0';
+    memcpy(port, colon + 1, port_len + 1);
+    return WEX_OK;
+}
+
+/* ---- connecting ------------------------------------------------------- */
+
+static wex_status wex__connect_fd(int fd, const struct addrinfo *ai,
+                                  double deadline)
+{
+    socklen_t len = sizeof(int);
+    int err = 0;
+    wex_status st;
+
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+        return WEX_OK;
+    if (errno != EINPROGRESS)
+        return wex__error(WEX_ERR_SYSTEM, "%s", strerror(errno));
+    st = wex__wait_fd(fd, POLLOUT, deadline);
+    if (st != WEX_OK)
+        return st;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+        err = errno;
+    return err ? wex__error(WEX_ERR_SYSTEM, "%s", strerror(err)) : WEX_OK;
+}
+
+/* One attempt at every address the host resolves to, each bounded by the
+ * deadline (a non-blocking connect, so an unreachable host cannot
+ * overrun it). */
+static wex_status wex__connect_once(const char *host, const char *port,
+                                    double deadline, int *fd_p)
+{
+    struct addrinfo hints = {0}, *list, *ai;
+    wex_status st;
+    int rc, one = 1;
+
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    rc = getaddrinfo(host, port, &hints, &list);
+    if (rc != 0)
+        return wex__error(WEX_ERR_SYSTEM, "cannot resolve '%s': %s", host,
+                          gai_strerror(rc));
+    st = wex__error(WEX_ERR_SYSTEM, "no address to connect to");
+    for (ai = list; ai != NULL; ai = ai->ai_next) {
+        int fd = socket(ai->ai_family,
+                        ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                        ai->ai_protocol);
+        if (fd < 0) {
+            st = wex__error(WEX_ERR_SYSTEM, "socket: %s", strerror(errno));
+            continue;
+        }
+        st = wex__connect_fd(fd, ai, deadline);
+        if (st == WEX_OK) {
+            /* Requests are small and each waits for its reply. */
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+            *fd_p = fd;
+            break;
+        }
+        close(fd);
+    }
+    freeaddrinfo(list);
+    return st;
+}
+
+static void wex__sleep(double seconds)
+{
+    struct timespec ts;
+
+    if (seconds <= 0)
+        return;
+    ts.tv_sec = (time_t)seconds;
+    ts.tv_nsec = (long)((seconds - (double)ts.tv_sec) * 1e9);
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+/* ---- requests --------------------------------------------------------- */
+
+static uint64_t wex__timeout_ms(double seconds)
+{
+    if (!(seconds > 0)) /* also NaN */
+        return 0;
+    if (seconds * 1000.0 >= (double)WEX__STORE_WAIT_MAX_MS)
+        return WEX__STORE_WAIT_MAX_MS;
+    return (uint64_t)(seconds * 1000.0 + 0.5);
+}
+
+/* Reads one reply into *msg_p (the caller frees it). `wait_s` is how long
+ * the server may legitimately take before it starts answering. */
+static wex_status wex__read_reply(int fd, double wait_s, uint8_t **msg_p,
+                                  wex__store_response *resp)
+{
+    uint8_t header[WEX__STORE_HEADER], *msg;
+    uint32_t n;
+    wex_status st;
+
+    st = wex__store_read_full(fd, header, sizeof(header),
+                              wex__store_now() + wait_s + WEX__STORE_GRACE_S);
+    if (st == WEX_OK)
+        st = wex__store_frame_length(header, WEX__STORE_RESPONSE_MIN,
+                                     WEX__STORE_RESPONSE_MAX, &n);
+    if (st != WEX_OK)
+        return st;
+    msg = malloc(WEX__STORE_HEADER + n);
+    if (msg == NULL)
+        return wex__error(WEX_ERR_NOMEM, "out of memory for a %u-byte "
+                          "reply", n);
+    memcpy(msg, header, sizeof(header));
+    st = wex__store_read_full(fd, msg + WEX__STORE_HEADER, n,
+                              wex__store_now() + WEX__STORE_IO_S);
+    if (st == WEX_OK)
+        st = wex__store_decode_response(msg, WEX__STORE_HEADER + n, resp);
+    if (st != WEX_OK) {
+        free(msg);
+        return st;
+    }
+    *msg_p = msg;
+    return WEX_OK;
+}
+
+/* Sends one request and reads its reply. On success *msg_p holds the
+ * reply that *resp points into; the status in it is the caller's to map
+ * (wex__reply_status). */
+static wex_status wex__call(wex__store_client *c, uint8_t op,
+                            const char *key, const void *value, size_t len,
+                            double wait_s, uint8_t **msg_p,
+                            wex__store_response *resp)
+{
+    uint8_t *req;
+    size_t req_len;
+    wex_status st;
+
+    if (c->broken)
+        return wex__error(WEX_ERR_PEER, "rendezvous %s: the connection "
+                          "was lost earlier", c->address);
+    st = wex__store_encode_request(op, key, strlen(key), value, len, &req,
+                                   &req_len);
+    if (st != WEX_OK)
+        return wex__error_prefix(st, "rendezvous %s", c->address);
+    st = wex__store_write_full(c->fd, req, req_len,
+                               wex__store_now() + WEX__STORE_IO_S);
+    free(req);
+    if (st == WEX_OK)
+        st = wex__read_reply(c->fd, wait_s, msg_p, resp);
+    if (st != WEX_OK) {
+        c->broken = 1;
+        return wex__error_prefix(st, "rendezvous %s: %s '%.200s'",
+                                 c->address, wex__store_op_name(op), key);
+    }
+    return WEX_OK;
+}
+
+/* The server's word on a request, as a status and last error. */
+static wex_status wex__reply_status(const wex__store_client *c,
+                                    const wex__store_response *r)
+{
+    int n = r->len > 900 ? 900 : (int)r->len;
+    const char *text = (const char *)r->payload;
+
+    switch (r->status) {
+    case WEX__STORE_R_OK:
+        return WEX_OK;
+    case WEX__STORE_R_TIMEOUT:
+        return wex__error(WEX_ERR_TIMEOUT, "%.*s", n, text);
+    case WEX__STORE_R_PEER_DEAD:
+        return wex__error(WEX_ERR_PEER, "%.*s", n, text);
+    case WEX__STORE_R_REFUSED:
+        return wex__error(WEX_ERR_INVALID, "rendezvous %s refused the token",
+                          c->address);
+    default:
+        return wex__error(WEX_ERR_INVALID, "rendezvous %s: %.*s", c->address,
+                          n, text);
+    }
+}
+
+/* A call whose OK reply carries an i64 (ADD, WAIT_GE). */
+static wex_status wex__call_i64(wex__store_client *c, uint8_t op,
+                                const char *key, const uint8_t *value,
+                                size_t len, double wait_s, int64_t *out)
+{
+    wex__store_response resp;
+    uint8_t *msg;
+    wex_status st = wex__call(c, op, key, value, len, wait_s, &msg, &resp);
+
+    if (st != WEX_OK)
+        return st;
+    st = wex__reply_status(c, &resp);
+    if (st == WEX_OK && resp.len != 8) {
+        c->broken = 1;
+        st = wex__error(WEX_ERR_PEER, "rendezvous %s: %s '%.200s': a "
+                        "%zu-byte reply, expected 8", c->address,
+                        wex__store_op_name(op), key, resp.len);
+    }
+    if (st == WEX_OK && out != NULL)
+        *out = (int64_t)wex__store_get_u64(resp.payload);
+    free(msg);
+    return st;
+}
+
+/* ---- the API ---------------------------------------------------------- */
+
+wex_status wex__store_connect(const char *address, const char *token,
+                              const char *who, double timeout_s,
+                              wex__store_client **client_p)
+{
+    char host[256], port[8];
+    double start = wex__store_now(), deadline, backoff = 0.05;
+    wex__store_client *c;
+    wex__store_response resp;
+    uint8_t *hello, *msg;
+    size_t hello_len;
+    wex_status st;
+    int fd = -1;
+
+    if (token == NULL || who == NULL || client_p == NULL)
+        return wex__error(WEX_ERR_INTERNAL, "wex__store_connect: NULL "
+                          "argument");
+    st = wex__store_split_address(address, host, sizeof(host), port,
+                                  sizeof(port));
+    if (st != WEX_OK)
+        return st;
+    if (strcmp(port, "0") == 0)
+        return wex__error(WEX_ERR_INVALID, "rendezvous address '%s': port 0 "
+                          "only makes sense for a server", address);
+    st = wex__store_encode_request(WEX__STORE_HELLO, who, strlen(who), token,
+                                   strlen(token), &hello, &hello_len);
+    if (st != WEX_OK)
+        return wex__error_prefix(st, "rendezvous %s", address);
+    deadline = start + (timeout_s > 0 ? timeout_s : 0);
+    /* The server may not be up yet: retry refused connections until the
+     * deadline, backing off so a few hundred waiting ranks stay quiet. */
+    while ((st = wex__connect_once(host, port, deadline, &fd)) != WEX_OK) {
+        double left = deadline - wex__store_now();
+        if (left <= 0) {
+            st = wex__error(WEX_ERR_TIMEOUT, "rendezvous %s: no server after "
+                            "%.1f s (%s)", address, wex__store_now() - start,
+                            wex__last_error());
+            free(hello);
+            return st;
+        }
+        wex__sleep(backoff < left ? backoff : left);
+        backoff = backoff * 2 > 0.5 ? 0.5 : backoff * 2;
+    }
+    c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        free(hello);
+        close(fd);
+        return wex__error(WEX_ERR_NOMEM, "out of memory");
+    }
+    c->fd = fd;
+    snprintf(c->address, sizeof(c->address), "%s", address);
+    st = wex__store_write_full(fd, hello, hello_len,
+                               wex__store_now() + WEX__STORE_IO_S);
+    free(hello);
+    if (st == WEX_OK)
+        st = wex__read_reply(fd, WEX__STORE_IO_S, &msg, &resp);
+    if (st != WEX_OK) {
+        st = wex__error_prefix(st, "rendezvous %s: HELLO", address);
+    } else {
+        st = wex__reply_status(c, &resp);
+        free(msg);
+    }
+    if (st != WEX_OK) {
+        close(fd);
+        free(c);
+        return st;
+    }
+    *client_p = c;
+    return WEX_OK;
+}
+
+wex_status wex__store_set(wex__store_client *c, const char *key,
+                          const void *value, size_t len)
+{
+    wex__store_response resp;
+    uint8_t *msg;
+    wex_status st;
+
+    st = wex__call(c, WEX__STORE_SET, key, value, len, WEX__STORE_IO_S, &msg,
+                   &resp);
+    if (st != WEX_OK)
+        return st;
+    st = wex__reply_status(c, &resp);
+    free(msg);
+    return st;
+}
+
+wex_status wex__store_get(wex__store_client *c, const char *key,
+                          double timeout_s, void **value_p, size_t *len_p)
+{
+    uint64_t ms = wex__timeout_ms(timeout_s);
+    uint8_t arg[8], *msg, *copy;
+    wex__store_response resp;
+    wex_status st;
+
+    wex__store_put_u64(arg, ms);
+    st = wex__call(c, WEX__STORE_GET, key, arg, sizeof(arg),
+                   (double)ms / 1000.0, &msg, &resp);
+    if (st != WEX_OK)
+        return st;
+    st = wex__reply_status(c, &resp);
+    if (st == WEX_OK) {
+        copy = malloc(resp.len + 1);
+        if (copy == NULL) {
+            st = wex__error(WEX_ERR_NOMEM, "out of memory for a %zu-byte "
+                            "value", resp.len);
+        } else {
+            if (resp.len)
+                memcpy(copy, resp.payload, resp.len);
+            copy[resp.len] = '\0';
+            *value_p = copy;
+            if (len_p != NULL)
+                *len_p = resp.len;
+        }
+    }
+    free(msg);
+    return st;
+}
+
+wex_status wex__store_add(wex__store_client *c, const char *key,
+                          int64_t delta, int64_t *result_p)
+{
+    uint8_t arg[8];
+
+    wex__store_put_u64(arg, (uint64_t)delta);
+    return wex__call_i64(c, WEX__STORE_ADD, key, arg, sizeof(arg),
+                         WEX__STORE_IO_S, result_p);
+}
+
+wex_status wex__store_wait_ge(wex__store_client *c, const char *key,
+                              int64_t target, double timeout_s)
+{
+    uint64_t ms = wex__timeout_ms(timeout_s);
+    uint8_t arg[16];
+
+    wex__store_put_u64(arg, (uint64_t)target);
+    wex__store_put_u64(arg + 8, ms);
+    return wex__call_i64(c, WEX__STORE_WAIT_GE, key, arg, sizeof(arg),
+                         (double)ms / 1000.0, NULL);
+}
+
+wex_status wex__store_barrier(wex__store_client *c, const char *key,
+                              int64_t n, double timeout_s)
+{
+    int64_t arrived;
+    wex_status st = wex__store_add(c, key, 1, &arrived);
+
+    if (st != WEX_OK || arrived >= n)
+        return st;
+    return wex__store_wait_ge(c, key, n, timeout_s);
+}
+
+void wex__store_close(wex__store_client *c)
+{
+    uint8_t *req, *msg;
+    size_t len;
+    wex__store_response resp;
+
+    if (c == NULL)
+        return;
+    /* Wait for the server's answer, so the goodbye is read before the
+     * connection closes, whatever is left unread on either side. */
+    if (!c->broken &&
+        wex__store_encode_request(WEX__STORE_BYE, "", 0, NULL, 0, &req,
+                                  &len) == WEX_OK) {
+        double deadline = wex__store_now() + WEX__STORE_BYE_S;
+        if (wex__store_write_full(c->fd, req, len, deadline) == WEX_OK &&
+            wex__read_reply(c->fd, 0, &msg, &resp) == WEX_OK)
+            free(msg);
+        free(req);
+    }
+    wex__store_abandon(c);
+}
+
+void wex__store_abandon(wex__store_client *c)
+{
+    if (c == NULL)
+        return;
+    close(c->fd);
+    free(c);
+}

@@ -1,0 +1,848 @@
+/*
+ * The rendezvous store's server: an accept thread, one thread per
+ * connection (a job has at most a few hundred ranks), and one mutex and
+ * condition variable over a hash map of keys. Waits (GET, WAIT_GE) block
+ * here, server-side, so a waiting rank costs no traffic.
+ */
+#include "store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "log.h"
+#include "store_proto.h"
+
+#define WEX__HELLO_S 10.0   /* a new connection must say HELLO this soon */
+#define WEX__MESSAGE_S 30.0 /* a message, once started, must arrive whole */
+/* How often a waiting connection checks its own client is still there:
+ * a rank killed in the middle of a barrier must be reported as dead to
+ * the others waiting in it. */
+#define WEX__SLICE_S 0.1
+#define WEX__MAX_CONNS 4096
+#define WEX__WHO_MAX 128
+#define WEX__STACK (256u << 10)
+
+typedef struct wex__entry {
+    struct wex__entry *next;
+    uint8_t *value;
+    size_t len;
+    char key[];
+} wex__entry;
+
+typedef struct wex__conn {
+    struct wex__store_server *server;
+    struct wex__conn *next;
+    pthread_t thread;
+    int fd;
+    int done;  /* the thread has finished (under server->mu) */
+    int hello; /* said HELLO with the right token */
+    int bye;   /* said BYE */
+    char who[WEX__WHO_MAX];
+} wex__conn;
+
+struct wex__store_server {
+    int listen_fd;
+    int wake[2]; /* written by stop, to wake the accept thread */
+    char address[300];
+    char *token;
+    size_t token_len;
+    pthread_t acceptor;
+    pthread_mutex_t mu;
+    pthread_cond_t changed; /* any key changed, a client died, or stop */
+    int stopping;
+    wex__entry **buckets;
+    size_t bucket_count, entry_count;
+    char **dead;
+    size_t dead_count;
+    wex__conn *conns;
+    size_t conn_count;
+};
+
+/* ---- the map ---------------------------------------------------------- */
+
+static size_t wex__hash(const char *key)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+
+    for (; *key; key++)
+        h = (h ^ (uint8_t)*key) * 1099511628211ull;
+    return (size_t)h;
+}
+
+static wex__entry *wex__map_find(const wex__store_server *s, const char *key)
+{
+    wex__entry *e = s->buckets[wex__hash(key) & (s->bucket_count - 1)];
+
+    while (e != NULL && strcmp(e->key, key) != 0)
+        e = e->next;
+    return e;
+}
+
+static void wex__map_grow(wex__store_server *s)
+{
+    size_t count = s->bucket_count * 2;
+    wex__entry **b = calloc(count, sizeof(*b));
+
+    if (b == NULL)
+        return; /* longer chains, still correct */
+    for (size_t i = 0; i < s->bucket_count; i++) {
+        while (s->buckets[i] != NULL) {
+            wex__entry *e = s->buckets[i];
+            size_t j = wex__hash(e->key) & (count - 1);
+            s->buckets[i] = e->next;
+            e->next = b[j];
+            b[j] = e;
+        }
+    }
+    free(s->buckets);
+    s->buckets = b;
+    s->bucket_count = count;
+}
+
+/* Stores `value` (malloc'd; the map takes it) under `key`. */
+static wex_status wex__map_put(wex__store_server *s, const char *key,
+                               uint8_t *value, size_t len)
+{
+    wex__entry *e = wex__map_find(s, key);
+    size_t key_len = strlen(key), i;
+
+    if (e == NULL) {
+        e = malloc(sizeof(*e) + key_len + 1);
+        if (e == NULL) {
+            free(value);
+            return wex__error(WEX_ERR_NOMEM, "out of memory for key '%s'",
+                              key);
+        }
+        memcpy(e->key, key, key_len + 1);
+        e->value = NULL;
+        if (s->entry_count >= 2 * s->bucket_count)
+            wex__map_grow(s);
+        i = wex__hash(key) & (s->bucket_count - 1);
+        e->next = s->buckets[i];
+        s->buckets[i] = e;
+        s->entry_count++;
+    }
+    free(e->value);
+    e->value = value;
+    e->len = len;
+    return WEX_OK;
+}
+
+/* ---- helpers ---------------------------------------------------------- */
+
+/* Keys and names go into one-line messages: no control characters. */
+static void wex__printable(const char *in, char *out, size_t cap)
+{
+    size_t i = 0;
+
+    for (; in[i] != '\0' && i + 1 < cap; i++)
+        out[i] = ((unsigned char)in[i] < 0x20 || in[i] == 0x7f) ? '?' : in[i];
+    out[i] = '\0';
+}
+
+/* Time taken depends only on the real token's length, never on how much
+ * of a guess is right. */
+static int wex__token_matches(const wex__store_server *s,
+                              const uint8_t *given, size_t len)
+{
+    volatile uint8_t diff = (uint8_t)(len != s->token_len);
+
+    for (size_t i = 0; i < s->token_len; i++)
+        diff |= (uint8_t)((uint8_t)s->token[i] ^ (i < len ? given[i] : 0));
+    return diff == 0;
+}
+
+static int wex__reply(wex__conn *c, uint8_t status, const void *payload,
+                      size_t len)
+{
+    uint8_t *msg;
+    size_t n;
+    wex_status st = wex__store_encode_response(status, payload, len, &msg, &n);
+
+    if (st == WEX_OK) {
+        st = wex__store_write_full(c->fd, msg, n,
+                                   wex__store_now() + WEX__MESSAGE_S);
+        free(msg);
+    }
+    return st == WEX_OK;
+}
+
+static int wex__replyf(wex__conn *c, uint8_t status, const char *fmt, ...)
+    WEX_PRINTF(3, 4);
+static int wex__replyf(wex__conn *c, uint8_t status, const char *fmt, ...)
+{
+    char text[WEX__ERROR_MAX];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    return wex__reply(c, status, text, strlen(text));
+}
+
+static int wex__reply_i64(wex__conn *c, int64_t v)
+{
+    uint8_t b[8];
+
+    wex__store_put_u64(b, (uint64_t)v);
+    return wex__reply(c, WEX__STORE_R_OK, b, sizeof(b));
+}
+
+/* With s->mu held: "rendezvous: a, b disconnected without saying
+ * goodbye", cut short if there are many. */
+static void wex__dead_message(const wex__store_server *s, char *buf,
+                              size_t cap)
+{
+    const char *tail = " disconnected without saying goodbye";
+    size_t n = (size_t)snprintf(buf, cap, "rendezvous: ");
+
+    for (size_t i = 0; i < s->dead_count; i++) {
+        if (n + strlen(s->dead[i]) + strlen(tail) + 32 > cap) {
+            n += (size_t)snprintf(buf + n, cap - n, " and %zu more",
+                                  s->dead_count - i);
+            break;
+        }
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "",
+                              s->dead[i]);
+    }
+    snprintf(buf + n, cap - n, "%s", tail);
+}
+
+/* With s->mu held. The key "dead/<who>" lets anyone ask who died. */
+static void wex__record_death(wex__store_server *s, const char *who)
+{
+    char key[WEX__WHO_MAX + 8], **dead;
+    char *name, *value;
+
+    /* Each name once in the message, however often it reconnected;
+     * waiters were woken the first time. */
+    for (size_t i = 0; i < s->dead_count; i++)
+        if (strcmp(s->dead[i], who) == 0)
+            return;
+    name = strdup(who);
+    value = strdup(who);
+    dead = realloc(s->dead, (s->dead_count + 1) * sizeof(*dead));
+    if (dead != NULL)
+        s->dead = dead;
+    if (dead == NULL || name == NULL || value == NULL) {
+        /* Still wake everyone: a waiter sees no death and waits on, but
+         * the waits are bounded, and memory is gone anyway. */
+        free(name);
+        free(value);
+    } else {
+        s->dead[s->dead_count++] = name;
+        snprintf(key, sizeof(key), "dead/%s", who);
+        wex__map_put(s, key, (uint8_t *)value, strlen(value));
+    }
+    wex__log(WEX_LOG_WARN, "rendezvous", "%s disconnected without saying "
+             "goodbye", who);
+    pthread_cond_broadcast(&s->changed);
+}
+
+/* Whether the client at the other end of fd has gone (closed or reset),
+ * without reading anything it may have sent. */
+static int wex__client_gone(int fd)
+{
+    struct pollfd p = {fd, POLLIN | POLLRDHUP, 0};
+    char byte;
+
+    if (poll(&p, 1, 0) <= 0)
+        return 0;
+    if (p.revents & (POLLERR | POLLHUP | POLLRDHUP))
+        return 1;
+    return recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+enum { WEX__WAIT_MORE, WEX__WAIT_DEAD, WEX__WAIT_TIMEOUT, WEX__WAIT_GONE };
+
+/* With s->mu held, for a wait not yet satisfied: says why it ends, or
+ * sleeps for a change (at most one slice) and says to look again.
+ * *next_check (start at 0) spaces out the look at the client's socket:
+ * every change wakes every waiter, and a barrier of N ranks makes N
+ * changes. */
+static int wex__wait_step(wex__conn *c, double deadline, double *next_check)
+{
+    wex__store_server *s = c->server;
+    double now = wex__store_now(), until;
+    struct timespec ts;
+
+    if (s->stopping)
+        return WEX__WAIT_GONE;
+    if (now >= *next_check) {
+        if (wex__client_gone(c->fd))
+            return WEX__WAIT_GONE;
+        *next_check = now + WEX__SLICE_S;
+    }
+    if (s->dead_count > 0)
+        return WEX__WAIT_DEAD;
+    if (now >= deadline)
+        return WEX__WAIT_TIMEOUT;
+    until = deadline < now + WEX__SLICE_S ? deadline : now + WEX__SLICE_S;
+    ts.tv_sec = (time_t)until;
+    ts.tv_nsec = (long)((until - (double)ts.tv_sec) * 1e9);
+    pthread_cond_timedwait(&s->changed, &s->mu, &ts);
+    return WEX__WAIT_MORE;
+}
+
+/* Ends a wait that wex__wait_step ended; s->mu is held on entry and
+ * released. Returns whether to keep the connection. */
+static int wex__end_wait(wex__conn *c, int why, const char *timeout_text)
+{
+    char text[WEX__ERROR_MAX];
+
+    if (why == WEX__WAIT_DEAD)
+        wex__dead_message(c->server, text, sizeof(text));
+    pthread_mutex_unlock(&c->server->mu);
+    if (why == WEX__WAIT_DEAD)
+        return wex__reply(c, WEX__STORE_R_PEER_DEAD, text, strlen(text));
+    if (why == WEX__WAIT_TIMEOUT)
+        return wex__reply(c, WEX__STORE_R_TIMEOUT, timeout_text,
+                          strlen(timeout_text));
+    return 0;
+}
+
+static double wex__deadline(const uint8_t *ms)
+{
+    return wex__store_now() + (double)wex__store_get_u64(ms) / 1000.0;
+}
+
+/* ---- requests --------------------------------------------------------- */
+
+static int wex__on_hello(wex__conn *c, const char *who,
+                         const wex__store_request *req)
+{
+    char name[WEX__WHO_MAX];
+
+    wex__printable(who, name, sizeof(name));
+    if (c->hello) {
+        wex__replyf(c, WEX__STORE_R_ERROR, "HELLO twice");
+        return 0;
+    }
+    if (!wex__token_matches(c->server, req->value, req->value_len)) {
+        wex__log(WEX_LOG_WARN, "rendezvous", "refused %s: wrong token",
+                 name);
+        wex__replyf(c, WEX__STORE_R_REFUSED, "wrong token");
+        return 0;
+    }
+    memcpy(c->who, name, sizeof(name));
+    c->hello = 1;
+    wex__log(WEX_LOG_DEBUG, "rendezvous", "%s connected", name);
+    return wex__reply(c, WEX__STORE_R_OK, NULL, 0);
+}
+
+static int wex__on_set(wex__conn *c, const char *key,
+                       const wex__store_request *req)
+{
+    wex__store_server *s = c->server;
+    uint8_t *value = malloc(req->value_len ? req->value_len : 1);
+    wex_status st;
+
+    if (value == NULL)
+        return wex__replyf(c, WEX__STORE_R_ERROR, "out of memory for %zu "
+                           "bytes", req->value_len);
+    if (req->value_len)
+        memcpy(value, req->value, req->value_len);
+    pthread_mutex_lock(&s->mu);
+    st = wex__map_put(s, key, value, req->value_len);
+    pthread_cond_broadcast(&s->changed);
+    pthread_mutex_unlock(&s->mu);
+    if (st != WEX_OK)
+        return wex__replyf(c, WEX__STORE_R_ERROR, "%s", wex__last_error());
+    return wex__reply(c, WEX__STORE_R_OK, NULL, 0);
+}
+
+static int wex__on_get(wex__conn *c, const char *key, const char *shown,
+                       const wex__store_request *req)
+{
+    wex__store_server *s = c->server;
+    double deadline = wex__deadline(req->value);
+    double wait = (double)wex__store_get_u64(req->value) / 1000.0;
+    double next_check = 0;
+    char text[WEX__ERROR_MAX];
+    wex__entry *e;
+    int why;
+
+    pthread_mutex_lock(&s->mu);
+    /* Satisfied before a death or a timeout is looked at: a value that is
+     * there is always returned. */
+    while ((e = wex__map_find(s, key)) == NULL) {
+        why = wex__wait_step(c, deadline, &next_check);
+        if (why == WEX__WAIT_MORE)
+            continue;
+        snprintf(text, sizeof(text), "rendezvous: key '%s' not set within "
+                 "%.1f s", shown, wait);
+        return wex__end_wait(c, why, text);
+    }
+    uint8_t *copy = malloc(e->len ? e->len : 1);
+    size_t len = e->len;
+    if (copy != NULL && len)
+        memcpy(copy, e->value, len);
+    pthread_mutex_unlock(&s->mu);
+    if (copy == NULL)
+        return wex__replyf(c, WEX__STORE_R_ERROR, "out of memory for %zu "
+                           "bytes", len);
+    int keep = wex__reply(c, WEX__STORE_R_OK, copy, len);
+    free(copy);
+    return keep;
+}
+
+/* With s->mu held: the counter's value (absent = 0), or -1 when the key
+ * holds something else. */
+static int wex__counter(wex__store_server *s, const char *key, int64_t *v,
+                        wex__entry **e_p)
+{
+    wex__entry *e = wex__map_find(s, key);
+
+    *e_p = e;
+    *v = 0;
+    if (e == NULL)
+        return 0;
+    if (e->len != 8)
+        return -1;
+    *v = (int64_t)wex__store_get_u64(e->value);
+    return 0;
+}
+
+static int wex__on_add(wex__conn *c, const char *key, const char *shown,
+                       const wex__store_request *req)
+{
+    wex__store_server *s = c->server;
+    int64_t delta = (int64_t)wex__store_get_u64(req->value), v, sum;
+    wex__entry *e;
+
+    pthread_mutex_lock(&s->mu);
+    if (wex__counter(s, key, &v, &e) < 0) {
+        size_t len = e->len;
+        pthread_mutex_unlock(&s->mu);
+        return wex__replyf(c, WEX__STORE_R_ERROR, "key '%s' holds %zu "
+                           "bytes, not a counter", shown, len);
+    }
+    if (__builtin_add_overflow(v, delta, &sum)) {
+        pthread_mutex_unlock(&s->mu);
+        return wex__replyf(c, WEX__STORE_R_ERROR, "counter '%s': %lld + "
+                           "%lld overflows", shown, (long long)v,
+                           (long long)delta);
+    }
+    if (e != NULL) {
+        wex__store_put_u64(e->value, (uint64_t)sum);
+    } else {
+        uint8_t *value = malloc(8);
+        if (value != NULL)
+            wex__store_put_u64(value, (uint64_t)sum);
+        if (value == NULL || wex__map_put(s, key, value, 8) != WEX_OK) {
+            pthread_mutex_unlock(&s->mu);
+            return wex__replyf(c, WEX__STORE_R_ERROR, "out of memory");
+        }
+    }
+    pthread_cond_broadcast(&s->changed);
+    pthread_mutex_unlock(&s->mu);
+    return wex__reply_i64(c, sum);
+}
+
+static int wex__on_wait_ge(wex__conn *c, const char *key, const char *shown,
+                           const wex__store_request *req)
+{
+    wex__store_server *s = c->server;
+    int64_t target = (int64_t)wex__store_get_u64(req->value), v;
+    double deadline = wex__deadline(req->value + 8);
+    double wait = (double)wex__store_get_u64(req->value + 8) / 1000.0;
+    double next_check = 0;
+    char text[WEX__ERROR_MAX];
+    wex__entry *e;
+    int why;
+
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        if (wex__counter(s, key, &v, &e) < 0) {
+            size_t len = e->len;
+            pthread_mutex_unlock(&s->mu);
+            return wex__replyf(c, WEX__STORE_R_ERROR, "key '%s' holds %zu "
+                               "bytes, not a counter", shown, len);
+        }
+        if (v >= target)
+            break;
+        why = wex__wait_step(c, deadline, &next_check);
+        if (why == WEX__WAIT_MORE)
+            continue;
+        snprintf(text, sizeof(text), "rendezvous: counter '%s' is %lld, "
+                 "not %lld, after %.1f s", shown, (long long)v,
+                 (long long)target, wait);
+        return wex__end_wait(c, why, text);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return wex__reply_i64(c, v);
+}
+
+/* Serves one decoded request; returns whether to keep the connection. */
+static int wex__serve_request(wex__conn *c, const wex__store_request *req)
+{
+    char key[WEX__STORE_KEY_MAX + 1], shown[256];
+
+    memcpy(key, req->key, req->key_len);
+    key[req->key_len] = '\0';
+    wex__printable(key, shown, sizeof(shown));
+    if (!c->hello && req->op != WEX__STORE_HELLO) {
+        wex__replyf(c, WEX__STORE_R_ERROR, "expected HELLO first, got %s",
+                    wex__store_op_name(req->op));
+        return 0;
+    }
+    switch (req->op) {
+    case WEX__STORE_HELLO: return wex__on_hello(c, key, req);
+    case WEX__STORE_SET: return wex__on_set(c, key, req);
+    case WEX__STORE_GET: return wex__on_get(c, key, shown, req);
+    case WEX__STORE_ADD: return wex__on_add(c, key, shown, req);
+    case WEX__STORE_WAIT_GE: return wex__on_wait_ge(c, key, shown, req);
+    default: /* BYE: the decoder lets nothing else through */
+        c->bye = 1;
+        wex__reply(c, WEX__STORE_R_OK, NULL, 0);
+        return 0;
+    }
+}
+
+/* ---- connections ------------------------------------------------------ */
+
+/* Reads one whole request into *msg_p. A malformed or oversized length
+ * is WEX_ERR_INVALID (the caller says why, then closes); a client that
+ * starts a message and stalls is dropped after WEX__MESSAGE_S. */
+static wex_status wex__read_request(wex__conn *c, uint8_t **msg_p,
+                                    size_t *len_p, double idle_deadline)
+{
+    uint8_t header[WEX__STORE_HEADER], *msg;
+    uint32_t n, max = c->hello ? WEX__STORE_REQUEST_MAX : WEX__STORE_HELLO_MAX;
+    wex_status st;
+
+    st = wex__store_read_full(c->fd, header, 1, idle_deadline);
+    if (st == WEX_OK)
+        st = wex__store_read_full(c->fd, header + 1, sizeof(header) - 1,
+                                  wex__store_now() + WEX__MESSAGE_S);
+    if (st == WEX_OK)
+        st = wex__store_frame_length(header, WEX__STORE_REQUEST_MIN, max, &n);
+    if (st != WEX_OK)
+        return st;
+    msg = malloc(WEX__STORE_HEADER + n);
+    if (msg == NULL) /* INVALID, so the client is told why it is dropped */
+        return wex__error(WEX_ERR_INVALID, "out of memory for a %u-byte "
+                          "message", n);
+    memcpy(msg, header, sizeof(header));
+    st = wex__store_read_full(c->fd, msg + WEX__STORE_HEADER, n,
+                              wex__store_now() + WEX__MESSAGE_S);
+    if (st != WEX_OK) {
+        free(msg);
+        return st;
+    }
+    *msg_p = msg;
+    *len_p = WEX__STORE_HEADER + n;
+    return WEX_OK;
+}
+
+static void *wex__conn_main(void *arg)
+{
+    wex__conn *c = arg;
+    wex__store_server *s = c->server;
+    double hello_deadline = wex__store_now() + WEX__HELLO_S;
+
+    for (;;) {
+        wex__store_request req;
+        uint8_t *msg = NULL;
+        size_t len = 0;
+        wex_status st;
+        int keep;
+
+        /* Idle between requests for as long as the client likes, once it
+         * has said who it is. */
+        st = wex__read_request(c, &msg, &len, c->hello ? -1 : hello_deadline);
+        if (st == WEX_OK) {
+            st = wex__store_decode_request(msg, len, &req);
+            keep = st == WEX_OK && wex__serve_request(c, &req);
+            free(msg);
+        } else {
+            keep = 0;
+        }
+        if (st == WEX_ERR_INVALID) {
+            wex__log(WEX_LOG_DEBUG, "rendezvous", "%s: %s",
+                     c->hello ? c->who : "a client", wex__last_error());
+            wex__replyf(c, WEX__STORE_R_ERROR, "%s", wex__last_error());
+        }
+        if (!keep)
+            break;
+    }
+    /* The client sees the close now; the descriptor itself stays open
+     * until the thread is joined, so stop can never shut down a reused
+     * one. */
+    shutdown(c->fd, SHUT_RDWR);
+    pthread_mutex_lock(&s->mu);
+    if (c->hello && !c->bye && !s->stopping)
+        wex__record_death(s, c->who);
+    c->done = 1;
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* Joins and frees connections whose thread has finished. Only the
+ * accept thread calls this, so the list it walks is its own. */
+static void wex__reap(wex__store_server *s)
+{
+    wex__conn *done = NULL, **pp, *c;
+
+    pthread_mutex_lock(&s->mu);
+    for (pp = &s->conns; (c = *pp) != NULL;) {
+        if (c->done) {
+            *pp = c->next;
+            c->next = done;
+            done = c;
+            s->conn_count--;
+        } else {
+            pp = &c->next;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    while ((c = done) != NULL) {
+        done = c->next;
+        pthread_join(c->thread, NULL);
+        close(c->fd);
+        free(c);
+    }
+}
+
+static void wex__start_conn(wex__store_server *s, int fd)
+{
+    wex__conn *c;
+    pthread_attr_t attr;
+    int one = 1, rc;
+
+    if (s->conn_count >= WEX__MAX_CONNS) {
+        wex__log(WEX_LOG_WARN, "rendezvous", "%d connections already; "
+                 "refusing another", WEX__MAX_CONNS);
+        close(fd);
+        return;
+    }
+    c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        close(fd);
+        return;
+    }
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    c->server = s;
+    c->fd = fd;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, WEX__STACK);
+    rc = pthread_create(&c->thread, &attr, wex__conn_main, c);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        wex__log(WEX_LOG_WARN, "rendezvous", "cannot start a thread for a "
+                 "connection: %s", strerror(rc));
+        close(fd);
+        free(c);
+        return;
+    }
+    pthread_mutex_lock(&s->mu);
+    c->next = s->conns;
+    s->conns = c;
+    s->conn_count++;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void *wex__accept_main(void *arg)
+{
+    wex__store_server *s = arg;
+
+    for (;;) {
+        struct pollfd p[2] = {{s->listen_fd, POLLIN, 0},
+                              {s->wake[0], POLLIN, 0}};
+        int fd;
+
+        if (poll(p, 2, -1) < 0 && errno != EINTR)
+            break;
+        if (p[1].revents != 0)
+            break;
+        if (p[0].revents == 0)
+            continue;
+        fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) {
+            /* Out of descriptors or memory: pause rather than spin, but
+             * still answer stop at once. */
+            if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED)
+                poll(&p[1], 1, 100);
+            continue;
+        }
+        wex__reap(s);
+        wex__start_conn(s, fd);
+    }
+    return NULL;
+}
+
+/* ---- serve / stop ----------------------------------------------------- */
+
+static void wex__server_free(wex__store_server *s)
+{
+    if (s->listen_fd >= 0)
+        close(s->listen_fd);
+    for (int i = 0; i < 2; i++)
+        if (s->wake[i] >= 0)
+            close(s->wake[i]);
+    for (size_t i = 0; s->buckets != NULL && i < s->bucket_count; i++) {
+        while (s->buckets[i] != NULL) {
+            wex__entry *e = s->buckets[i];
+            s->buckets[i] = e->next;
+            free(e->value);
+            free(e);
+        }
+    }
+    free(s->buckets);
+    for (size_t i = 0; i < s->dead_count; i++)
+        free(s->dead[i]);
+    free(s->dead);
+    free(s->token);
+    pthread_cond_destroy(&s->changed);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+/* Binds and listens on the first address `host` resolves to that works,
+ * and writes the bound address into s->address. */
+static wex_status wex__listen(wex__store_server *s, const char *address,
+                              const char *host, const char *port)
+{
+    struct addrinfo hints = {0}, *list, *ai;
+    struct sockaddr_storage bound;
+    socklen_t len = sizeof(bound);
+    char h[NI_MAXHOST], p[NI_MAXSERV];
+    int rc, one = 1, err = 0;
+
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    rc = getaddrinfo(host, port, &hints, &list);
+    if (rc != 0)
+        return wex__error(WEX_ERR_INVALID, "rendezvous address '%s': %s",
+                          address, gai_strerror(rc));
+    for (ai = list; ai != NULL && s->listen_fd < 0; ai = ai->ai_next) {
+        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
+                        ai->ai_protocol);
+        if (fd < 0) {
+            err = errno;
+            continue;
+        }
+        /* A restarted server must not wait out TIME_WAIT on its port. */
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
+            listen(fd, 1024) == 0)
+            s->listen_fd = fd;
+        else {
+            err = errno;
+            close(fd);
+        }
+    }
+    freeaddrinfo(list);
+    if (s->listen_fd < 0)
+        return wex__error(WEX_ERR_SYSTEM, "rendezvous: cannot listen on %s: "
+                          "%s", address, strerror(err));
+    if (getsockname(s->listen_fd, (struct sockaddr *)&bound, &len) < 0 ||
+        getnameinfo((struct sockaddr *)&bound, len, h, sizeof(h), p,
+                    sizeof(p), NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+        return wex__error(WEX_ERR_SYSTEM, "rendezvous: cannot read the "
+                          "address bound for %s", address);
+    snprintf(s->address, sizeof(s->address),
+             bound.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", h, p);
+    return WEX_OK;
+}
+
+wex_status wex__store_serve(const char *address, const char *token,
+                            wex__store_server **server_p)
+{
+    char host[256], port[8];
+    pthread_condattr_t attr;
+    wex__store_server *s;
+    wex_status st;
+    int rc;
+
+    if (token == NULL || token[0] == '\0')
+        return wex__error(WEX_ERR_INVALID, "rendezvous: a token is "
+                          "required; every client must present it");
+    if (strlen(token) > WEX__STORE_TOKEN_MAX)
+        return wex__error(WEX_ERR_INVALID, "rendezvous: token of %zu bytes "
+                          "is over the %u-byte limit", strlen(token),
+                          WEX__STORE_TOKEN_MAX);
+    st = wex__store_split_address(address, host, sizeof(host), port,
+                                  sizeof(port));
+    if (st != WEX_OK)
+        return st;
+    s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return wex__error(WEX_ERR_NOMEM, "out of memory");
+    s->listen_fd = s->wake[0] = s->wake[1] = -1;
+    pthread_mutex_init(&s->mu, NULL);
+    /* Waits are measured on the monotonic clock, like every deadline. */
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->changed, &attr);
+    pthread_condattr_destroy(&attr);
+    s->token = strdup(token);
+    s->token_len = strlen(token);
+    s->bucket_count = 64;
+    s->buckets = calloc(s->bucket_count, sizeof(*s->buckets));
+    if (s->token == NULL || s->buckets == NULL) {
+        wex__server_free(s);
+        return wex__error(WEX_ERR_NOMEM, "out of memory");
+    }
+    st = wex__listen(s, address, host, port);
+    if (st == WEX_OK && pipe2(s->wake, O_CLOEXEC) < 0)
+        st = wex__error(WEX_ERR_SYSTEM, "pipe: %s", strerror(errno));
+    if (st == WEX_OK &&
+        (rc = pthread_create(&s->acceptor, NULL, wex__accept_main, s)) != 0)
+        st = wex__error(WEX_ERR_SYSTEM, "rendezvous: cannot start a "
+                        "thread: %s", strerror(rc));
+    if (st != WEX_OK) {
+        wex__server_free(s);
+        return st;
+    }
+    wex__log(WEX_LOG_INFO, "rendezvous", "listening on %s", s->address);
+    *server_p = s;
+    return WEX_OK;
+}
+
+const char *wex__store_address(const wex__store_server *s)
+{
+    return s->address;
+}
+
+void wex__store_stop(wex__store_server *s)
+{
+    wex__conn *c, *next;
+
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->stopping = 1;
+    pthread_cond_broadcast(&s->changed);
+    pthread_mutex_unlock(&s->mu);
+    if (write(s->wake[1], "x", 1) < 0)
+        wex__log(WEX_LOG_WARN, "rendezvous", "waking the accept thread: %s",
+                 strerror(errno));
+    pthread_join(s->acceptor, NULL);
+    /* Wakes every connection thread blocked reading or writing; waiting
+     * ones see `stopping` within a slice. */
+    pthread_mutex_lock(&s->mu);
+    for (c = s->conns; c != NULL; c = c->next)
+        shutdown(c->fd, SHUT_RDWR);
+    pthread_mutex_unlock(&s->mu);
+    for (c = s->conns; c != NULL; c = next) {
+        next = c->next;
+        pthread_join(c->thread, NULL);
+        close(c->fd);
+        free(c);
+    }
+    wex__server_free(s);
+}

@@ -1,0 +1,106 @@
+/*
+ * The engine-facing API: what a trainer or an inference rank calls to
+ * take part in weight syncs. Link against libwex (pkg-config wex).
+ *
+ *   wex_job *job;
+ *   wex_job_open("job.json", WEX_SIDE_DESTINATION, rank, NULL, &job);
+ *   for (i = 0; i < wex_job_tensor_count(job); i++)
+ *       wex_job_alloc(job, i, &weights[i]);   // or wex_job_bind(...)
+ *   wex_job_connect(job);                      // once; optional
+ *   for (step = 1;; step++)
+ *       wex_sync(job, step, &report);          // every rank, both sides
+ *   wex_job_close(job);
+ *
+ * Every call returns a wex_status; wex_last_error() says why in one
+ * line. A job is used by one thread at a time; different jobs may be
+ * used from different threads.
+ */
+#ifndef WEX_WEX_H
+#define WEX_WEX_H
+
+#include <wex/host.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct wex_job wex_job;
+
+typedef struct wex_job_options {
+    uint32_t struct_size;
+    uint32_t reserved0;
+    /* Override the job's rendezvous address and token ("HOST:PORT");
+     * NULL keeps the config's (or $WEX_RENDEZVOUS / $WEX_TOKEN). */
+    const char *rendezvous;
+    const char *token;
+    /* Identifies one running job to every rank (for transports' private
+     * endpoints); NULL derives it from the rendezvous address. */
+    const char *job_id;
+} wex_job_options;
+
+/* One local tensor of this rank, as its engine holds it. */
+typedef struct wex_tensor {
+    uint32_t struct_size;
+    uint32_t dtype; /* WEX_DTYPE_* */
+    uint32_t ndim;
+    uint32_t reserved0;
+    const char *name;
+    const uint64_t *shape;
+    uint64_t bytes;
+} wex_tensor;
+
+typedef struct wex_sync_report {
+    uint32_t struct_size;
+    int32_t verified;       /* 1 digests matched, 0 not checked (verify none) */
+    uint64_t step;
+    uint64_t committed_step; /* this rank's after the call (destinations) */
+    uint64_t operations;    /* this rank's */
+    uint64_t bytes;         /* sent (source) or received (destination) */
+    uint64_t peers;
+    double seconds;         /* from the step's start barrier to commit */
+} wex_sync_report;
+
+/* `config` is a job file's path, or the job's JSON text itself when it
+ * starts with '{' (paths inside are then relative to the working
+ * directory). `side` is WEX_SIDE_SOURCE or WEX_SIDE_DESTINATION. Lays
+ * out both sides and plans this rank's operations. */
+WEX_EXPORT wex_status wex_job_open(const char *config, uint32_t side,
+                                uint64_t rank, const wex_job_options *options,
+                                wex_job **job_p);
+WEX_EXPORT void wex_job_close(wex_job *job);
+
+WEX_EXPORT uint64_t wex_job_tensor_count(const wex_job *job);
+WEX_EXPORT wex_status wex_job_tensor(const wex_job *job, uint64_t index,
+                                  wex_tensor *tensor);
+
+/* Binds local tensor `index` to the application's memory (`bytes` must
+ * be the tensor's size), or lets wex allocate it in memory peers can write
+ * into directly (freed by wex_job_close). Every tensor must be bound or
+ * allocated before wex_job_connect. */
+WEX_EXPORT wex_status wex_job_bind(wex_job *job, uint64_t index, void *address,
+                                uint64_t bytes);
+WEX_EXPORT wex_status wex_job_alloc(wex_job *job, uint64_t index,
+                                 void **address_p);
+
+/* Meets every other rank: checks both sides agree on the layouts,
+ * registers memory, exchanges keys, attaches peers. wex_sync calls it
+ * if the application did not. */
+WEX_EXPORT wex_status wex_job_connect(wex_job *job);
+
+/* One step, on every rank of both sides: sources write their operations
+ * into the destinations' memory; a destination commits `step` only when
+ * every operation landed (and, with verify "digest", matched). On error
+ * nothing is committed and the message names the peers at fault. */
+WEX_EXPORT wex_status wex_sync(wex_job *job, uint64_t step,
+                            wex_sync_report *report);
+/* The last step this destination rank committed (0: none yet). */
+WEX_EXPORT uint64_t wex_job_committed_step(const wex_job *job);
+
+/* This thread's last error, one line ("" when none). */
+WEX_EXPORT const char *wex_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEX_WEX_H */

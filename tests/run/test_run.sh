@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# wex run and the sync runtime end to end: real processes, real sockets,
+# real shared memory. Usage: test_run.sh WEX SAMPLES_DIR SCHEMAS_DIR
+set -uo pipefail
+WEX=$1
+SAMPLES=$(cd "$2" && pwd)
+SCHEMAS=$(cd "$3" && pwd)
+JOB=$SAMPLES/jobs/qwen3-0.6b-megatron-to-vllm-colocated.json
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"; [ -n "${STORE_PID:-}" ] && kill "$STORE_PID" 2>/dev/null' EXIT
+fails=0
+pass() { echo "ok   $1"; }
+fail() { echo "FAIL $1"; fails=$((fails + 1)); }
+shm_before=$(ls /dev/shm | sort)
+shm_clean() {
+    if [ "$(ls /dev/shm | sort)" == "$shm_before" ]; then pass "$1: /dev/shm clean"
+    else fail "$1: /dev/shm has new entries: $(comm -13 <(echo "$shm_before") <(ls /dev/shm | sort) | tr '\n' ' ')"; fi
+}
+
+# A job file beside the samples' models, with its own timeouts.
+make_job() { # name, extra top-level JSON members
+    sed -e 's|"../models/|"'"$SAMPLES"'/models/|' "$JOB" | /usr/bin/python3 -c '
+import json, sys
+job = json.load(sys.stdin)
+job.update(json.loads(sys.argv[1]))
+print(json.dumps(job))' "$2" >"$TMP/$1.json"
+}
+
+# 1. The default sample syncs, verifies and reports against the schema.
+if "$WEX" run "$JOB" --steps 2 --json >"$TMP/report.json" 2>"$TMP/err"; then
+    pass "default sample: exit 0"
+else
+    fail "default sample: exit $? ($(tail -3 "$TMP/err"))"
+fi
+"$WEX" plan "$JOB" --json >"$TMP/plan.json"
+/usr/bin/python3 - "$TMP/report.json" "$SCHEMAS/run-report.schema.json" "$TMP/plan.json" <<'PY' && pass "report valid, verified, 2 steps committed, every planned byte moved" || fail "report"
+import json, sys, jsonschema
+r = json.load(open(sys.argv[1])); s = json.load(open(sys.argv[2]))
+plan = json.load(open(sys.argv[3]))
+jsonschema.Draft202012Validator(s).validate(r)
+assert r["verified"] is True, r
+assert [x["committed"] for x in r["steps"]] == [True, True], r
+assert r["memcpy_gb_per_s"] > 0 and r["gb_per_s"] > 0, r
+assert all(x["bytes"] == plan["bytes_needed"] for x in r["steps"]), (r["steps"], plan)
+PY
+shm_clean "default sample"
+
+# 2. A destination that dies: the step is not committed anywhere, and
+#    every surviving rank says who died, within the timeout.
+make_job fast '{"timeouts": {"connect_seconds": 20, "step_seconds": 20}}'
+start=$(date +%s)
+WEX_RUN_FAULT=die:source:1:2 "$WEX" run "$TMP/fast.json" --steps 3 --json >"$TMP/dead.json" 2>"$TMP/dead.err"
+code=$?
+elapsed=$(( $(date +%s) - start ))
+[ "$code" -eq 1 ] && pass "dead peer: exit 1" || fail "dead peer: exit $code"
+# Seen as a disconnection at once, not as a 20 s timeout.
+grep -q "disconnected" "$TMP/dead.err" && ! grep -q "not set within" "$TMP/dead.err" \
+    && pass "dead peer: detected by its disconnection (run took ${elapsed}s)" \
+    || fail "dead peer: not detected as a disconnection: $(head -3 "$TMP/dead.err")"
+/usr/bin/python3 - "$TMP/dead.json" <<'PY' && pass "dead peer: step 1 committed, steps 2-3 not, errors name source/1" || fail "dead peer report"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert [x["committed"] for x in r["steps"]] == [True, False, False], r["steps"]
+assert r["verified"] is False
+errs = " | ".join(r["errors"])
+assert "source/1" in errs, errs
+assert sum("destination rank" in e for e in r["errors"]) == 4, errs
+PY
+shm_clean "dead peer"
+
+# 3. Wrong token, and a rank that never shows up: one clear error each,
+#    within the connect timeout.
+: >"$TMP/store.out"
+"$WEX" store --listen 127.0.0.1:0 --token right-token-123 >"$TMP/store.out" 2>&1 &
+STORE_PID=$!
+for _ in $(seq 50); do grep -q listening "$TMP/store.out" && break; sleep 0.1; done
+ADDR=$(sed -n 's/^listening on //p' "$TMP/store.out")
+make_job short '{"timeouts": {"connect_seconds": 3, "step_seconds": 3}}'
+WEX_RENDEZVOUS=$ADDR WEX_TOKEN=wrong-token-456 WEX_JOB_ID=t3 \
+    "$WEX" run --worker destination 0 "$TMP/short.json" --steps 1 2>"$TMP/token.err"
+code=$?
+[ "$code" -ne 0 ] && grep -q "refused the token" "$TMP/token.err" \
+    && pass "wrong token refused: $(head -1 "$TMP/token.err")" || fail "wrong token: exit $code, $(cat "$TMP/token.err")"
+start=$(date +%s)
+WEX_RENDEZVOUS=$ADDR WEX_TOKEN=right-token-123 WEX_JOB_ID=t4 \
+    "$WEX" run --worker destination 1 "$TMP/short.json" --steps 1 2>"$TMP/alone.err"
+code=$?
+elapsed=$(( $(date +%s) - start ))
+[ "$code" -ne 0 ] && [ "$elapsed" -le 10 ] && grep -q "within 3.0 s" "$TMP/alone.err" \
+    && pass "missing ranks: timeout after ${elapsed}s: $(head -1 "$TMP/alone.err")" \
+    || fail "missing ranks: exit $code after ${elapsed}s: $(cat "$TMP/alone.err")"
+kill "$STORE_PID" 2>/dev/null; wait "$STORE_PID" 2>/dev/null; STORE_PID=
+
+# 4. Two ranks started with different job configs (another policy
+#    option changes the plan): the layout digests disagree.
+: >"$TMP/store2.out"
+"$WEX" store --listen 127.0.0.1:0 --token right-token-123 >"$TMP/store2.out" 2>&1 &
+STORE_PID=$!
+for _ in $(seq 50); do grep -q listening "$TMP/store2.out" && break; sleep 0.1; done
+ADDR=$(sed -n 's/^listening on //p' "$TMP/store2.out")
+make_job other '{"timeouts": {"connect_seconds": 5, "step_seconds": 5}, "policy": {"name": "balanced", "options": {"coalesce": false}}}'
+make_job same '{"timeouts": {"connect_seconds": 5, "step_seconds": 5}}'
+export WEX_RENDEZVOUS=$ADDR WEX_TOKEN=right-token-123 WEX_JOB_ID=t5
+"$WEX" run --worker source 0 "$TMP/same.json" --steps 1 2>"$TMP/src0.err" &
+SRC0=$!
+"$WEX" run --worker destination 0 "$TMP/other.json" --steps 1 2>"$TMP/digest.err"
+code=$?
+kill "$SRC0" 2>/dev/null; wait "$SRC0" 2>/dev/null
+unset WEX_RENDEZVOUS WEX_TOKEN WEX_JOB_ID
+[ "$code" -ne 0 ] && grep -q "layout digest differs" "$TMP/digest.err" \
+    && pass "layout digests disagree: $(head -1 "$TMP/digest.err")" || fail "digest mismatch: exit $code, $(cat "$TMP/digest.err")"
+kill "$STORE_PID" 2>/dev/null; wait "$STORE_PID" 2>/dev/null; STORE_PID=
+shm_clean "faults"
+
+# 5. Bad arguments.
+"$WEX" run >/dev/null 2>"$TMP/noargs.err"; code=$?
+[ "$code" -eq 2 ] && grep -q "no job file" "$TMP/noargs.err" && pass "no job: exit 2" || fail "no job: exit $code"
+"$WEX" run "$JOB" --steps 0 >/dev/null 2>"$TMP/steps.err"; code=$?
+[ "$code" -eq 2 ] && pass "--steps 0 refused" || fail "--steps 0: exit $code"
+
+echo "$fails failures"
+[ "$fails" -eq 0 ]
