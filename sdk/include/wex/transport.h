@@ -33,7 +33,7 @@ typedef struct wex_transport_peer wex_transport_peer; /* a peer's buffer */
 #define WEX_MEMORY_CUDA 1u
 
 /* The most bytes a memory key may take. */
-#define WEX_TRANSPORT_KEY_MAX 512u
+#define WEX_TRANSPORT_KEY_MAX 4096u
 
 typedef struct wex_transport_args {
     uint32_t struct_size;
