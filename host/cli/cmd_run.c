@@ -24,7 +24,10 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: wex run JOB.json [--steps N] [--json]\n"
+            "usage: wex run JOB.json [--steps N] [--verify digest|none] "
+            "[--json]\n"
+            "               [--host H --rendezvous HOST:PORT --token T "
+            "--job-id ID]\n"
             "\n"
             "Runs the job on this machine: every source and destination "
             "rank as its own\nprocess, meeting at a rendezvous this command "
@@ -36,6 +39,11 @@ static void usage(FILE *out)
             "  --steps N   steps to sync (default 3)\n"
             "  --verify digest|none\n"
             "              override the job's verify setting\n"
+            "  --host H    only the ranks the job's topology places on host H "
+            "(one\n"
+            "              `wex run --host` per host, all meeting at the same\n"
+            "              --rendezvous, which `wex store` serves; --token and\n"
+            "              --job-id must match on every host)\n"
             "  --json      a report valid against "
             "schemas/run-report.schema.json\n"
             "\n"
@@ -51,6 +59,7 @@ static int parse_args(int argc, char **argv, run_args *a)
     memset(a, 0, sizeof(*a));
     a->steps = 3;
     a->verify = -1;
+    a->host = -1;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         char *end;
@@ -73,6 +82,20 @@ static int parse_args(int argc, char **argv, run_args *a)
                 return -1;
             }
             a->verify = strcmp(argv[i], "digest") == 0;
+        } else if (strcmp(arg, "--host") == 0 && i + 1 < argc) {
+            errno = 0;
+            a->host = (int64_t)strtoll(argv[++i], &end, 10);
+            if (*end != '\0' || errno != 0 || a->host < 0) {
+                fprintf(stderr, "wex run: --host: expected a host number, "
+                                "got '%s'\n", argv[i]);
+                return -1;
+            }
+        } else if (strcmp(arg, "--rendezvous") == 0 && i + 1 < argc) {
+            a->rendezvous = argv[++i];
+        } else if (strcmp(arg, "--token") == 0 && i + 1 < argc) {
+            a->token = argv[++i];
+        } else if (strcmp(arg, "--job-id") == 0 && i + 1 < argc) {
+            a->job_id = argv[++i];
         } else if (strcmp(arg, "--worker") == 0 && i + 2 < argc) {
             /* internal: how the launcher starts each rank */
             a->worker = 1;
@@ -91,6 +114,12 @@ static int parse_args(int argc, char **argv, run_args *a)
     }
     if (a->job == NULL) {
         fprintf(stderr, "wex run: no job file (see wex run --help)\n");
+        return -1;
+    }
+    if (a->host >= 0 && (a->rendezvous == NULL || a->token == NULL ||
+                         a->job_id == NULL)) {
+        fprintf(stderr, "wex run: --host needs --rendezvous, --token and "
+                        "--job-id shared by every host\n");
         return -1;
     }
     return 0;
@@ -190,20 +219,26 @@ static wex_status start(launch *l, const run_args *a)
     addr = cJSON_GetObjectItemCaseSensitive(rdv, "address");
     tok = cJSON_GetObjectItemCaseSensitive(rdv, "token");
     random_hex(token, 16);
-    st = wex__store_serve(cJSON_IsString(addr) ? addr->valuestring
-                                               : "127.0.0.1:0",
-                          cJSON_IsString(tok) ? tok->valuestring : token,
-                          &l->server);
-    if (st != WEX_OK)
-        return st;
+    if (a->token != NULL)
+        snprintf(token, sizeof(token), "%s", a->token);
+    else if (cJSON_IsString(tok))
+        snprintf(token, sizeof(token), "%s", tok->valuestring);
+    if (a->rendezvous == NULL) {
+        st = wex__store_serve(cJSON_IsString(addr) ? addr->valuestring
+                                                   : "127.0.0.1:0",
+                              token, &l->server);
+        if (st != WEX_OK)
+            return st;
+    }
     snprintf(job_id, sizeof(job_id), "run%ld-%llx", (long)getpid(),
              (unsigned long long)time(NULL));
-    setenv("WEX_RENDEZVOUS", wex__store_address(l->server), 1);
-    setenv("WEX_TOKEN", cJSON_IsString(tok) ? tok->valuestring : token, 1);
-    setenv("WEX_JOB_ID", job_id, 1);
-    st = wex__store_connect(wex__store_address(l->server),
-                            getenv("WEX_TOKEN"), "launcher", 10,
-                            &l->client);
+    setenv("WEX_RENDEZVOUS",
+           a->rendezvous ? a->rendezvous : wex__store_address(l->server), 1);
+    setenv("WEX_TOKEN", token, 1);
+    setenv("WEX_JOB_ID", a->job_id ? a->job_id : job_id, 1);
+    st = wex__store_connect(getenv("WEX_RENDEZVOUS"), token,
+                            a->host >= 0 ? "launcher/host" : "launcher",
+                            l->plan.job->connect_seconds, &l->client);
     if (st != WEX_OK)
         return st;
     n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -216,13 +251,26 @@ static wex_status start(launch *l, const run_args *a)
     l->ranks = calloc(l->count, sizeof(uint64_t));
     if (l->pids == NULL || l->sides == NULL || l->ranks == NULL)
         return wex__error(WEX_ERR_NOMEM, "run: out of memory");
-    for (size_t i = 0; i < l->count; i++) {
-        int src = i < l->plan.src.ranks;
-        l->sides[i] = src ? WEX_SIDE_SOURCE : WEX_SIDE_DESTINATION;
-        l->ranks[i] = src ? i : i - l->plan.src.ranks;
-        l->pids[i] = spawn(self, a, l->sides[i], l->ranks[i]);
-        if (l->pids[i] < 0)
-            return wex__error(WEX_ERR_SYSTEM, "fork: %s", strerror(errno));
+    {
+        size_t all = l->count, k = 0;
+        for (size_t i = 0; i < all; i++) {
+            int src = i < l->plan.src.ranks;
+            uint64_t rank = src ? i : i - l->plan.src.ranks;
+            const wex__side *side = src ? &l->plan.src : &l->plan.dst;
+            if (a->host >= 0 && side->hosts[rank] != (uint64_t)a->host)
+                continue;
+            l->sides[k] = src ? WEX_SIDE_SOURCE : WEX_SIDE_DESTINATION;
+            l->ranks[k] = rank;
+            l->pids[k] = spawn(self, a, l->sides[k], rank);
+            if (l->pids[k] < 0)
+                return wex__error(WEX_ERR_SYSTEM, "fork: %s", strerror(errno));
+            l->count = ++k;
+        }
+        l->count = k;
+        if (k == 0)
+            return wex__error(WEX_ERR_INVALID, "%s: the topology places no "
+                              "rank on host %lld", a->job,
+                              (long long)a->host);
     }
     return WEX_OK;
 }

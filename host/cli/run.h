@@ -20,6 +20,10 @@ typedef struct run_args {
     uint32_t side;
     uint64_t rank;
     int verify; /* -1: the job's; 0: none; 1: digest */
+    int64_t host;           /* -1: every rank; else only this host's */
+    const char *rendezvous; /* meet there instead of serving one */
+    const char *token;
+    const char *job_id;
 } run_args;
 
 /* The launcher's state: the job's plan, the rendezvous it serves, and

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Two hosts on one machine: two network namespaces joined by a veth pair.
+# Sources run in one, destinations and the rendezvous in the other; a full
+# sync with verification over UCX's TCP transport. Needs root (CI runs as
+# root); the namespaces are removed even when the test fails.
+# Usage: test_netns.sh WEX SAMPLES_DIR
+set -uo pipefail
+WEX=$(readlink -f "$1")
+SAMPLES=$(cd "$2" && pwd)
+JOB=$SAMPLES/jobs/qwen3-0.6b-megatron-to-vllm-disaggregated.json
+if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then
+    echo "SKIP: needs root and iproute2 to create network namespaces" >&2
+    exit 77
+fi
+tag=wex$$
+A=${tag}a B=${tag}b
+TMP=$(mktemp -d)
+cleanup() {
+    [ -n "${STORE_PID:-}" ] && kill "$STORE_PID" 2>/dev/null
+    ip netns del "$A" 2>/dev/null
+    ip netns del "$B" 2>/dev/null
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+set -e
+ip netns add "$A"
+ip netns add "$B"
+ip link add "${tag}x" type veth peer name "${tag}y"
+ip link set "${tag}x" netns "$A"
+ip link set "${tag}y" netns "$B"
+ip -n "$A" addr add 10.77.0.1/24 dev "${tag}x"
+ip -n "$B" addr add 10.77.0.2/24 dev "${tag}y"
+for ns in "$A" "$B"; do
+    ip -n "$ns" link set lo up
+done
+ip -n "$A" link set "${tag}x" up
+ip -n "$B" link set "${tag}y" up
+set +e
+export UCX_TLS=tcp UCX_NET_DEVICES="${tag}x,${tag}y,lo" UCX_WARN_UNUSED_ENV_VARS=n
+: >"$TMP/store.out"
+ip netns exec "$B" "$WEX" store --listen 10.77.0.2:0 --token netns-token-1 >"$TMP/store.out" 2>&1 &
+STORE_PID=$!
+for _ in $(seq 100); do grep -q listening "$TMP/store.out" && break; sleep 0.1; done
+ADDR=$(sed -n 's/^listening on //p' "$TMP/store.out")
+[ -n "$ADDR" ] || { echo "FAIL: no rendezvous: $(cat "$TMP/store.out")"; exit 1; }
+common=(--steps 2 --rendezvous "$ADDR" --token netns-token-1 --job-id "$tag" --json)
+ip netns exec "$A" "$WEX" run "$JOB" --host 0 "${common[@]}" >"$TMP/a.json" 2>"$TMP/a.err" &
+SRC=$!
+ip netns exec "$B" "$WEX" run "$JOB" --host 1 "${common[@]}" >"$TMP/b.json" 2>"$TMP/b.err"
+code_b=$?
+wait "$SRC"
+code_a=$?
+fails=0
+if [ "$code_a" -eq 0 ] && [ "$code_b" -eq 0 ]; then
+    echo "ok   both hosts exit 0"
+else
+    echo "FAIL host 0 exit $code_a: $(tail -3 "$TMP/a.err"); host 1 exit $code_b: $(tail -3 "$TMP/b.err")"
+    fails=1
+fi
+/usr/bin/python3 - "$TMP/b.json" <<'PY' || fails=1
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["transport"] == "ucx", r
+assert r["verified"] is True, r
+assert all(s["committed"] for s in r["steps"]) and len(r["steps"]) == 2, r["steps"]
+print("ok   destinations on host 1 verified 2 steps over UCX/TCP across namespaces: %.2f GB/s" % r["gb_per_s"])
+PY
+exit "$fails"
