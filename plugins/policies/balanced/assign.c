@@ -157,7 +157,9 @@ static wex_status one_cell(pb_job *job, uint64_t c, uint64_t ndst, uint64_t j,
                            uint64_t ordinal_cell, uint64_t elem)
 {
     const wex_piece_view *d = PB_DST(job, j);
+    uint64_t host = job->host->layout_host(job->req->destination, d->rank);
     uint64_t holders[64], *h = holders, nh = 0, n, ordinal, offset = 0;
+    size_t local = 0;
     uint64_t bytes = elem, parts = 1, key[4] = {c, j, ordinal_cell, 0};
     uint32_t split = 0;
     wex_status st = WEX_OK;
@@ -165,8 +167,14 @@ static wex_status one_cell(pb_job *job, uint64_t c, uint64_t ndst, uint64_t j,
     if (ncand > 64 && (h = malloc(ncand * sizeof(*h))) == NULL)
         return WEX_ERR_NOMEM;
     for (size_t i = 0; i < ncand; i++)
-        if (holds(PB_SBOX(job, cand[i]), lo, d->ndim))
-            h[nh++] = cand[i];
+        if (holds(PB_SBOX(job, cand[i]), lo, d->ndim)) {
+            int same = job->src_host[cand[i]] == host;
+            if (job->cfg.prefer_local && same && local == 0)
+                nh = 0; /* drop the remote holders seen so far */
+            local += same;
+            if (!job->cfg.prefer_local || same || local == 0)
+                h[nh++] = cand[i];
+        }
     if (nh == 0) {
         if (h != holders)
             free(h);
@@ -220,9 +228,8 @@ wex_status pb_assign_piece(pb_job *job, uint64_t c, uint64_t nsrc,
                            uint64_t ndst, uint64_t j)
 {
     const wex_piece_view *d = PB_DST(job, j);
-    uint64_t host = job->host->layout_host(job->req->destination, d->rank);
     uint64_t *cuts[WEX_MAX_DIMS] = {NULL};
-    size_t ncuts[WEX_MAX_DIMS], ncand = 0, local = 0, idx[WEX_MAX_DIMS] = {0};
+    size_t ncuts[WEX_MAX_DIMS], ncand = 0, idx[WEX_MAX_DIMS] = {0};
     wex_local_tensor_desc t = {sizeof(t), 0, 0, 0, NULL, NULL};
     wex_status st = WEX_OK;
     uint64_t cell = 0;
@@ -234,20 +241,11 @@ wex_status pb_assign_piece(pb_job *job, uint64_t c, uint64_t nsrc,
         job->cand = grown;
         job->cand_cap = nsrc;
     }
-    /* Candidates: overlapping source pieces, only the host-local ones
-     * when there are any and the config prefers them. */
+    /* Candidates: every overlapping source piece; each cell then keeps
+     * the ones on the destination's host when any holds it. */
     for (uint64_t i = 0; i < nsrc; i++)
-        if (overlaps(PB_SBOX(job, i), PB_DBOX(job, j), d->ndim)) {
-            int same = job->src_host[i] == host;
-            if (job->cfg.prefer_local && same) {
-                if (local == 0)
-                    ncand = 0; /* drop the remote ones seen so far */
-                local++;
-                job->cand[ncand++] = i;
-            } else if (!(job->cfg.prefer_local && local > 0)) {
-                job->cand[ncand++] = i;
-            }
-        }
+        if (overlaps(PB_SBOX(job, i), PB_DBOX(job, j), d->ndim))
+            job->cand[ncand++] = i;
     /* A rank planning as a source skips pieces it has no part in. */
     if (job->side == WEX_SIDE_SOURCE) {
         size_t mine = 0;
