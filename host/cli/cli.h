@@ -21,6 +21,7 @@ int wex_cmd_layout(int argc, char **argv);
 int wex_cmd_plan(int argc, char **argv);
 int wex_cmd_store(int argc, char **argv);
 int wex_cmd_run(int argc, char **argv);
+int wex_cmd_conformance(int argc, char **argv);
 
 /* True when argv holds -h or --help. */
 int wex_cli_wants_help(int argc, char **argv);

@@ -18,6 +18,8 @@ static const wex_cli_command commands[] = {
      wex_cmd_run},
     {"store", "serve a job's rendezvous store (where its ranks meet)",
      wex_cmd_store},
+    {"conformance", "check a plugin against the plugin contract",
+     wex_cmd_conformance},
 };
 
 #define COMMAND_COUNT (sizeof(commands) / sizeof(commands[0]))
@@ -32,7 +34,7 @@ static void usage(FILE *out)
             "\n"
             "Commands:\n");
     for (size_t i = 0; i < COMMAND_COUNT; i++)
-        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+        fprintf(out, "  %-11s %s\n", commands[i].name, commands[i].summary);
     fprintf(out,
             "\n"
             "Run 'wex COMMAND --help' for what a command takes.\n"

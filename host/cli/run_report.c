@@ -81,7 +81,7 @@ int wex_run_report(launch *l, const run_args *a, size_t failed)
 {
     step_total *steps = calloc(a->steps, sizeof(*steps));
     cJSON *doc = cJSON_CreateObject(), *list, *errors;
-    double memcpy_gbps, total_s = 0, total_b = 0;
+    double memcpy_gbps, total_s = 0, total_b = 0, warm_s = 0, warm_b = 0;
     int verified;
     char *text;
 
@@ -118,6 +118,10 @@ int wex_run_report(launch *l, const run_args *a, size_t failed)
         if (steps[s].ok) {
             total_s += steps[s].seconds;
             total_b += steps[s].bytes;
+            if (s > 0) { /* the first step also maps peers' memory */
+                warm_s += steps[s].seconds;
+                warm_b += steps[s].bytes;
+            }
         }
     }
     cJSON_AddNumberToObject(doc, "gb_per_s",
@@ -127,6 +131,13 @@ int wex_run_report(launch *l, const run_args *a, size_t failed)
                             memcpy_gbps > 0 && total_s > 0
                                 ? total_b / total_s / 1e9 / memcpy_gbps
                                 : 0);
+    if (warm_s > 0) {
+        cJSON_AddNumberToObject(doc, "steady_gb_per_s", warm_b / warm_s / 1e9);
+        cJSON_AddNumberToObject(doc, "steady_ratio_to_memcpy",
+                                memcpy_gbps > 0
+                                    ? warm_b / warm_s / 1e9 / memcpy_gbps
+                                    : 0);
+    }
     cJSON_AddBoolToObject(doc, "verified", verified);
     cJSON_AddItemToObject(doc, "errors", errors);
     if (a->json) {
@@ -157,6 +168,11 @@ int wex_run_report(launch *l, const run_args *a, size_t failed)
                memcpy_gbps > 0 && total_s > 0
                    ? total_b / total_s / 1e9 / memcpy_gbps
                    : 0);
+        if (warm_s > 0)
+            printf("steady     %.2f GB/s over the steps after the first "
+                   "(ratio %.2f)\n",
+                   warm_b / warm_s / 1e9,
+                   memcpy_gbps > 0 ? warm_b / warm_s / 1e9 / memcpy_gbps : 0);
         for (int i = 0; i < cJSON_GetArraySize(errors); i++)
             printf("error      %s\n",
                    cJSON_GetArrayItem(errors, i)->valuestring);

@@ -46,7 +46,7 @@ static wex_status get_memory(wex_job *job)
     return WEX_OK;
 }
 
-static void report(wex_job *job, cJSON *doc)
+static void report(wex_job *job, const cJSON *doc)
 {
     char key[96], *text = cJSON_PrintUnformatted(doc);
 
@@ -87,6 +87,9 @@ static int run_steps(wex_job *job, uint64_t steps, cJSON *doc)
         cJSON_AddBoolToObject(one, "digests_matched", r.verified == 1);
         cJSON_AddNumberToObject(one, "mismatched_elements", (double)bad);
         cJSON_AddItemToArray(list, one);
+        /* Posted after every step, so a rank that dies later still
+         * leaves what it did. */
+        report(job, doc);
         snprintf(key, sizeof(key), "progress/%llu", (unsigned long long)s);
         if (job->side == WEX_SIDE_DESTINATION)
             wex__store_add(job->store, key, 1, NULL);

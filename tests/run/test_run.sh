@@ -112,7 +112,45 @@ unset WEX_RENDEZVOUS WEX_TOKEN WEX_JOB_ID
 kill "$STORE_PID" 2>/dev/null; wait "$STORE_PID" 2>/dev/null; STORE_PID=
 shm_clean "faults"
 
-# 5. Bad arguments.
+# 5. The same faults over ucx (every rank on this host): a destination
+#    that dies between steps and a source killed before its puts; an
+#    unreachable rendezvous.
+UCXJOB=$SAMPLES/jobs/qwen3-0.6b-megatron-to-vllm-disaggregated.json
+if [ -e "$(dirname "$WEX")/../lib/wex/plugins/transport-ucx.json" ]; then
+    export UCX_LOG_LEVEL=error UCX_WARN_UNUSED_ENV_VARS=n
+    sed -e 's|"../models/|"'"$SAMPLES"'/models/|' "$UCXJOB" | /usr/bin/python3 -c '
+import json, sys
+job = json.load(sys.stdin)
+job["timeouts"] = {"connect_seconds": 30, "step_seconds": 30}
+print(json.dumps(job))' >"$TMP/ucx.json"
+    for fault in die:destination:1:2 die:source:2:2; do
+        WEX_RUN_FAULT=$fault "$WEX" run "$TMP/ucx.json" --steps 3 --json >"$TMP/ucxdead.json" 2>"$TMP/ucxdead.err"
+        code=$?
+        who=$(echo "$fault" | cut -d: -f2,3 | tr : /)
+        /usr/bin/python3 - "$TMP/ucxdead.json" "$who" <<'PY' && [ "$code" -eq 1 ] \
+            && pass "ucx, $fault: step 1 committed, steps 2-3 not, every surviving rank names $who" \
+            || fail "ucx, $fault: exit $code: $(head -3 "$TMP/ucxdead.err")"
+import json, sys
+r = json.load(open(sys.argv[1])); who = sys.argv[2]
+assert [x["committed"] for x in r["steps"]] == [True, False, False], r["steps"]
+assert len(r["errors"]) == 7, r["errors"]  # every survivor
+assert all(who in e for e in r["errors"] if "exited without a report" not in e), r["errors"]
+PY
+    done
+    start=$(date +%s)
+    WEX_RENDEZVOUS=127.0.0.1:9 WEX_TOKEN=whatever-token WEX_JOB_ID=t6 \
+        "$WEX" run --worker destination 0 "$TMP/short.json" --steps 1 2>"$TMP/unreach.err"
+    code=$?
+    elapsed=$(( $(date +%s) - start ))
+    [ "$code" -ne 0 ] && [ "$elapsed" -le 10 ] && grep -q "127.0.0.1:9" "$TMP/unreach.err" \
+        && pass "unreachable rendezvous: $(head -1 "$TMP/unreach.err") (${elapsed}s)" \
+        || fail "unreachable rendezvous: exit $code after ${elapsed}s: $(cat "$TMP/unreach.err")"
+    shm_clean "ucx faults"
+else
+    fail "the ucx transport is not built"
+fi
+
+# 6. Bad arguments.
 "$WEX" run >/dev/null 2>"$TMP/noargs.err"; code=$?
 [ "$code" -eq 2 ] && grep -q "no job file" "$TMP/noargs.err" && pass "no job: exit 2" || fail "no job: exit $code"
 "$WEX" run "$JOB" --steps 0 >/dev/null 2>"$TMP/steps.err"; code=$?

@@ -762,10 +762,11 @@ static wex_status ucx_mem_alloc(wex_transport_ctx *ctx, uint64_t bytes,
         *address_p = (*mem_p)->address;
         return WEX_OK;
     }
-    /* Fresh anonymous pages: zeroed, page aligned, faulted in on first
-     * write (UCX pins them itself where a transport needs it). */
+    /* Fresh anonymous pages: zeroed, page aligned, faulted in now so the
+     * first step does not pay for it (UCX pins them itself where a
+     * transport needs it). */
     address = mmap(NULL, (size_t)map_bytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (address == MAP_FAILED)
         return FAIL(h, errno == ENOMEM ? WEX_ERR_NOMEM : WEX_ERR_SYSTEM,
                     "mmap of %llu bytes: %s", (unsigned long long)map_bytes,

@@ -1,0 +1,286 @@
+/*
+ * Policies (C17, C18): plan a small job, Qwen3-0.6B from an hf source
+ * rank to an hf destination rank, and check that the destination's
+ * operations write every byte it holds exactly once and nothing else,
+ * and that both ends list the same operations in the same order, every
+ * time.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conformance.h"
+#include "error.h"
+#include "planner.h"
+
+/* A piece in its local tensor's coordinates. */
+static void piece_box(const wex__piece *p, uint32_t lnd, conf_box *b)
+{
+    uint32_t lead = lnd - p->ndim;
+
+    for (uint32_t k = 0; k < lnd; k++) {
+        b->lo[k] = p->at[k];
+        b->hi[k] = p->at[k] + (k < lead ? 1 : p->extent[k - lead]);
+    }
+}
+
+/* An operation in its destination tensor's coordinates. */
+static void op_box(const wex__op *o, conf_box *b)
+{
+    uint32_t lead = o->dst_ndim - o->ndim;
+
+    for (uint32_t k = 0; k < o->dst_ndim; k++) {
+        b->lo[k] = o->dst_off[k];
+        b->hi[k] = o->dst_off[k] + (k < lead ? 1 : o->extent[k - lead]);
+    }
+}
+
+typedef struct tensor_tally {
+    uint64_t need, written, written_sum, both;
+} tensor_tally;
+
+static int tally(const wex__rank_layout *l, size_t t, const wex__op *ops,
+                 size_t count, tensor_tally *out)
+{
+    uint32_t lnd = l->tensors[t].ndim;
+    size_t np = 0, no = 0, n = 0;
+    conf_box *boxes;
+    int rc = -1;
+
+    for (size_t i = 0; i < l->piece_count; i++)
+        np += l->pieces[i].tensor == t;
+    for (size_t i = 0; i < count; i++)
+        no += ops[i].dst_tensor == t;
+    boxes = calloc(2 * (np + no) + 1, sizeof(*boxes));
+    if (boxes == NULL)
+        return -1;
+    memset(out, 0, sizeof(*out));
+    /* [pieces][ops] then a copy of both for the union */
+    for (size_t i = 0; i < l->piece_count; i++)
+        if (l->pieces[i].tensor == t)
+            piece_box(&l->pieces[i], lnd, &boxes[n++]);
+    for (size_t i = 0; i < count; i++)
+        if (ops[i].dst_tensor == t) {
+            op_box(&ops[i], &boxes[n]);
+            out->written_sum += conf_box_volume(&boxes[n], lnd);
+            n++;
+        }
+    memcpy(boxes + n, boxes, n * sizeof(*boxes));
+    if (conf_union_volume(boxes + n, n, lnd, &out->both) == 0 &&
+        conf_union_volume(boxes + np, no, lnd, &out->written) == 0 &&
+        conf_union_volume(boxes, np, lnd, &out->need) == 0)
+        rc = 0;
+    free(boxes);
+    return rc;
+}
+
+/* C17: destination rank 0's operations against its layout. */
+static void check_destination(const wex__side *dst, const wex__op *ops,
+                              size_t count)
+{
+    const wex__rank_layout *l = &dst->layouts[0];
+    uint64_t bad = 0, moved = 0;
+    char first[CONF_REASON_MAX - 96] = "";
+
+    for (size_t t = 0; t < l->tensor_count; t++) {
+        const char *name = l->tensors[t].name;
+        tensor_tally c;
+
+        if (tally(l, t, ops, count, &c) != 0) {
+            conf_report(CONF_POLICY_COVERAGE, CONF_FAIL, "kit: out of memory");
+            return;
+        }
+        moved += c.written_sum;
+        if (c.both == c.need && c.written == c.need &&
+            c.written_sum == c.written)
+            continue;
+        if (bad++ > 0)
+            continue;
+        if (c.both > c.need)
+            snprintf(first, sizeof(first),
+                     "%s: %llu elements written outside its pieces", name,
+                     (unsigned long long)(c.both - c.need));
+        else if (c.written < c.need)
+            snprintf(first, sizeof(first),
+                     "%s: %llu of its %llu elements never written", name,
+                     (unsigned long long)(c.need - c.written),
+                     (unsigned long long)c.need);
+        else
+            snprintf(first, sizeof(first),
+                     "%s: %llu elements written more than once", name,
+                     (unsigned long long)(c.written_sum - c.written));
+    }
+    if (bad > 0)
+        conf_report(CONF_POLICY_COVERAGE, CONF_FAIL,
+                    "destination rank 0 (%zu operations): %llu of %zu local "
+                    "tensors not written exactly once; first %s",
+                    count, (unsigned long long)bad, l->tensor_count, first);
+    else
+        conf_report(CONF_POLICY_COVERAGE, CONF_PASS,
+                    "%zu operations write each of the destination's %llu "
+                    "elements exactly once",
+                    count, (unsigned long long)moved);
+}
+
+static int same_op(const wex__op *a, const wex__op *b)
+{
+    return a->src_rank == b->src_rank && a->src_tensor == b->src_tensor &&
+           a->dst_rank == b->dst_rank && a->dst_tensor == b->dst_tensor &&
+           a->ndim == b->ndim && a->src_ndim == b->src_ndim &&
+           a->dst_ndim == b->dst_ndim &&
+           memcmp(a->src_off, b->src_off, a->src_ndim * sizeof(uint64_t)) ==
+               0 &&
+           memcmp(a->dst_off, b->dst_off, a->dst_ndim * sizeof(uint64_t)) ==
+               0 &&
+           memcmp(a->extent, b->extent, a->ndim * sizeof(uint64_t)) == 0;
+}
+
+/* C18: the pair (source 0, destination 0) seen from both ends, and the
+ * destination's list planned twice. */
+static void check_agreement(const wex_plan_builder *src,
+                            const wex_plan_builder *dst,
+                            const wex_plan_builder *again)
+{
+    size_t i = 0, j = 0, k = 0;
+
+    if (again->count != dst->count) {
+        conf_report(CONF_POLICY_AGREE, CONF_FAIL,
+                    "planning destination rank 0 twice gave %zu, then %zu "
+                    "operations",
+                    dst->count, again->count);
+        return;
+    }
+    for (k = 0; k < dst->count; k++)
+        if (!same_op(&dst->ops[k], &again->ops[k])) {
+            conf_report(CONF_POLICY_AGREE, CONF_FAIL,
+                        "planning destination rank 0 twice: operation %zu "
+                        "differs",
+                        k);
+            return;
+        }
+    for (k = 0;; k++) {
+        while (i < src->count && src->ops[i].dst_rank != 0)
+            i++;
+        while (j < dst->count && dst->ops[j].src_rank != 0)
+            j++;
+        if (i == src->count || j == dst->count)
+            break;
+        if (!same_op(&src->ops[i], &dst->ops[j])) {
+            conf_report(CONF_POLICY_AGREE, CONF_FAIL,
+                        "operation %zu between source rank 0 and destination "
+                        "rank 0 differs between the two ends' plans (both "
+                        "must list the same operations in the same order)",
+                        k);
+            return;
+        }
+        i++;
+        j++;
+    }
+    if (i != src->count || j != dst->count) {
+        conf_report(CONF_POLICY_AGREE, CONF_FAIL,
+                    "source rank 0 and destination rank 0 list different "
+                    "numbers of operations with each other (%zu and %zu "
+                    "in all)",
+                    src->count, dst->count);
+        return;
+    }
+    conf_report(CONF_POLICY_AGREE, CONF_PASS,
+                "both ends list the same %zu operations in the same order, "
+                "every time",
+                k);
+}
+
+static char *job_text(const conf_ctx *ctx)
+{
+    cJSON *job = cJSON_CreateObject(), *side, *policy;
+    char *text;
+
+    cJSON_AddStringToObject(job, "name", "wex conformance");
+    cJSON_AddStringToObject(job, "model", ctx->model_path);
+    side = cJSON_AddObjectToObject(job, "source");
+    cJSON_AddStringToObject(side, "engine", "hf");
+    side = cJSON_AddObjectToObject(job, "destination");
+    cJSON_AddStringToObject(side, "engine", "hf");
+    policy = cJSON_AddObjectToObject(job, "policy");
+    cJSON_AddStringToObject(policy, "name", ctx->manifest.name);
+    if (ctx->options != NULL)
+        cJSON_AddItemToObject(policy, "options",
+                              cJSON_Duplicate(ctx->options, 1));
+    cJSON_AddStringToObject(job, "transport", "shm");
+    text = cJSON_PrintUnformatted(job);
+    cJSON_Delete(job);
+    return text;
+}
+
+static void policy_child(conf_ctx *ctx, void *arg)
+{
+    wex_plan_builder dst, src, again;
+    wex__job_config *job = NULL;
+    wex__registry *r = NULL;
+    wex__planner planner;
+    char *manifests, *text;
+    wex__plugin *p;
+
+    (void)arg;
+    conf_begin(CONF_POLICY_COVERAGE);
+    if (ctx->hf_manifest == NULL) {
+        conf_report(CONF_POLICY_COVERAGE, CONF_FAIL,
+                    "kit: no hf engine on the plugin search path to lay "
+                    "the job out (set WEX_PLUGIN_PATH)");
+        conf_report(CONF_POLICY_AGREE, CONF_SKIP, "needs C17");
+        return;
+    }
+    manifests = malloc(strlen(ctx->manifest_path) +
+                       strlen(ctx->hf_manifest) + 2);
+    sprintf(manifests, "%s:%s", ctx->manifest_path, ctx->hf_manifest);
+    p = conf_load_plugin(ctx, manifests, &r);
+    if (p == NULL) {
+        conf_report(CONF_POLICY_COVERAGE, CONF_FAIL, "the host's loader: %s",
+                    wex__last_error());
+        conf_report(CONF_POLICY_AGREE, CONF_SKIP, "needs C17");
+        return;
+    }
+    text = job_text(ctx);
+    if (wex__job_config_parse("conformance job", text, NULL, r,
+                              WEX__JOB_PLAN_ONLY, &job, NULL) != WEX_OK ||
+        wex__planner_open_job(&planner, r, job) != WEX_OK) {
+        conf_report(CONF_POLICY_COVERAGE, CONF_FAIL,
+                    "opening an hf -> hf job on %s: %s", CONF_MODEL_FILE,
+                    wex__last_error());
+        conf_report(CONF_POLICY_AGREE, CONF_SKIP, "needs C17");
+        return;
+    }
+    wex__plan_builder_init(&dst, &planner.src, &planner.dst);
+    wex__plan_builder_init(&src, &planner.src, &planner.dst);
+    wex__plan_builder_init(&again, &planner.src, &planner.dst);
+    if (wex__planner_rank(&planner, WEX_SIDE_DESTINATION, 0, &dst) !=
+        WEX_OK) {
+        conf_report(CONF_POLICY_COVERAGE, CONF_FAIL,
+                    "planning destination rank 0: %s", wex__last_error());
+        conf_report(CONF_POLICY_AGREE, CONF_SKIP, "needs C17");
+        return;
+    }
+    check_destination(&planner.dst, dst.ops, dst.count);
+    conf_begin(CONF_POLICY_AGREE);
+    if (wex__planner_rank(&planner, WEX_SIDE_SOURCE, 0, &src) != WEX_OK) {
+        conf_report(CONF_POLICY_AGREE, CONF_FAIL,
+                    "planning source rank 0: %s", wex__last_error());
+        return;
+    }
+    if (wex__planner_rank(&planner, WEX_SIDE_DESTINATION, 0, &again) !=
+        WEX_OK) {
+        conf_report(CONF_POLICY_AGREE, CONF_FAIL,
+                    "planning destination rank 0 a second time: %s",
+                    wex__last_error());
+        return;
+    }
+    check_agreement(&src, &dst, &again);
+    /* the child exits now and takes everything with it */
+}
+
+void conf_check_policy(conf_ctx *ctx)
+{
+    static const int ids[] = {CONF_POLICY_COVERAGE, CONF_POLICY_AGREE};
+
+    conf_run_child(ctx, "policy", ids, 2, policy_child, NULL);
+}
