@@ -150,7 +150,32 @@ else
     fail "the ucx transport is not built"
 fi
 
-# 6. Bad arguments.
+# 6. The rendezvous server killed mid-run: every rank errors out, none
+#    hangs (the ranks' waits fail as their connection drops).
+: >"$TMP/store3.out"
+"$WEX" store --listen 127.0.0.1:0 --token right-token-123 >"$TMP/store3.out" 2>&1 &
+STORE_PID=$!
+for _ in $(seq 50); do grep -q listening "$TMP/store3.out" && break; sleep 0.1; done
+ADDR=$(sed -n 's/^listening on //p' "$TMP/store3.out")
+make_job long '{"timeouts": {"connect_seconds": 20, "step_seconds": 20}}'
+"$WEX" run "$TMP/long.json" --host 0 --rendezvous "$ADDR" --token right-token-123 \
+    --job-id t7 --steps 1000 --verify none >"$TMP/killed.out" 2>"$TMP/killed.err" &
+RUN_PID=$!
+sleep 6
+kill -9 "$STORE_PID"; wait "$STORE_PID" 2>/dev/null; STORE_PID=
+start=$(date +%s)
+wait "$RUN_PID"
+code=$?
+elapsed=$(( $(date +%s) - start ))
+[ "$code" -ne 0 ] && [ "$elapsed" -le 25 ] \
+    && pass "rendezvous killed: every rank stopped within ${elapsed}s: $(grep -m1 'rank' "$TMP/killed.err")" \
+    || fail "rendezvous killed: exit $code after ${elapsed}s"
+[ "$(grep -c 'wex run: .* rank' "$TMP/killed.err")" -eq 8 ] \
+    && pass "rendezvous killed: all 8 ranks report an error" \
+    || fail "rendezvous killed: $(grep -c 'wex run: .* rank' "$TMP/killed.err") of 8 ranks reported: $(head -3 "$TMP/killed.err")"
+shm_clean "rendezvous killed"
+
+# 7. Bad arguments.
 "$WEX" run >/dev/null 2>"$TMP/noargs.err"; code=$?
 [ "$code" -eq 2 ] && grep -q "no job file" "$TMP/noargs.err" && pass "no job: exit 2" || fail "no job: exit $code"
 "$WEX" run "$JOB" --steps 0 >/dev/null 2>"$TMP/steps.err"; code=$?
