@@ -600,6 +600,50 @@ START_TEST(garbage_does_not_stop_the_server)
 }
 END_TEST
 
+START_TEST(unknown_message_types_are_refused)
+{
+    uint8_t msg[4 + 5 + 1];
+    char text[256];
+    int fd = raw_connect();
+
+    raw_hello(fd);
+    /* Built by hand: the encoder itself refuses unknown opcodes. */
+    wex__store_put_u32(msg, 5 + 1);
+    msg[4] = 99;
+    wex__store_put_u32(msg + 5, 1);
+    msg[9] = 'k';
+    raw_send(fd, msg, sizeof(msg));
+    ck_assert_int_eq(raw_reply(fd, text, sizeof(text)), WEX__STORE_R_ERROR);
+    ck_assert_msg(strstr(text, "99") != NULL, "reply '%s' names no opcode", text);
+    ck_closed(fd);
+    close(fd);
+}
+END_TEST
+
+/* A connection that never says HELLO, and one that stops half-way through
+ * a message, are dropped on their deadlines while others are served. */
+START_TEST(stalled_connections_are_dropped)
+{
+    uint8_t hdr[4];
+    wex__store_client *c;
+    double t0 = wex__store_now();
+    int silent = raw_connect(), half = raw_connect();
+    char byte;
+
+    raw_hello(half);
+    wex__store_put_u32(hdr, 64);
+    raw_send(half, hdr, 4); /* promises 64 bytes, sends none */
+    c = join("source/0");
+    ck_assert_int_eq(wex__store_set(c, "served", "yes", 3), WEX_OK);
+    ck_assert_int_eq(wex__store_read_full(silent, &byte, 1, t0 + 15.0),
+                     WEX_ERR_PEER);
+    ck_assert_double_ge(wex__store_now() - t0, 9.0);
+    wex__store_close(c);
+    close(silent);
+    close(half);
+}
+END_TEST
+
 /* ---- dead peers ------------------------------------------------------------ */
 
 START_TEST(abandoned_client_fails_pending_waits)
@@ -823,6 +867,7 @@ int main(void)
     tcase_add_test(net, wrong_token_is_refused);
     tcase_add_test(net, oversized_keys_and_values_are_refused);
     tcase_add_test(net, garbage_does_not_stop_the_server);
+    tcase_add_test(net, unknown_message_types_are_refused);
     tcase_add_test(net, abandoned_client_fails_pending_waits);
     tcase_add_test(net, killed_process_fails_the_others_waits);
     tcase_add_test(net, clean_close_is_not_a_death);
@@ -830,6 +875,14 @@ int main(void)
     suite_add_tcase(s, net);
 
     tcase_set_timeout(life, 10);
+    {
+        /* the server's HELLO deadline is 10 s */
+        TCase *stall = tcase_create("stalls");
+        tcase_add_checked_fixture(stall, setup, teardown);
+        tcase_set_timeout(stall, 30);
+        tcase_add_test(stall, stalled_connections_are_dropped);
+        suite_add_tcase(s, stall);
+    }
     tcase_add_test(life, connect_retries_until_the_server_starts);
     tcase_add_test(life, bad_arguments_are_refused);
     suite_add_tcase(s, life);
