@@ -118,6 +118,9 @@ wex_status pb_coalesce(pb_ops *ops, int merge)
 {
     uint32_t max_nd = 0;
 
+    if (ops->count == 0)
+        return WEX_OK; /* (qsort of a NULL array is undefined) */
+
     for (size_t i = 0; merge && i < ops->count; i++) {
         uint32_t k = ops->v[i].src_nd < ops->v[i].dst_nd ? ops->v[i].src_nd
                                                          : ops->v[i].dst_nd;
