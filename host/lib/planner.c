@@ -1,5 +1,6 @@
 #include "planner.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -56,6 +57,21 @@ wex_status wex__models_match(const wex_model *src, const char *src_path,
                           a->name, sa, src_path, sb, dst_path);
     }
     return WEX_OK;
+}
+
+/* An engine's refusal of its parallel config ("parallel/tp: ...") said
+ * as every other job error is: FILE: /SIDE/parallel/tp: ... */
+static wex_status name_the_field(wex_status st, const char *file,
+                                 const char *side, const char *engine)
+{
+    char msg[WEX__ERROR_MAX];
+    const char *at;
+
+    snprintf(msg, sizeof(msg), "%s", wex__last_error());
+    at = strstr(msg, "parallel/");
+    if (at == NULL)
+        return st;
+    return wex__error(st, "%s: /%s/%s (engine %s)", file, side, at, engine);
 }
 
 static wex_status load_models(wex__planner *p)
@@ -128,14 +144,17 @@ wex_status wex__planner_open_job(wex__planner *p, wex__registry *registry,
     p->job = job;
     st = load_models(p);
     t0 = now();
-    if (st == WEX_OK)
-        st = wex__side_open(&p->src, "source", registry, j->source.name,
-                            p->src_model, j->source_parallel,
-                            j->source.options);
-    if (st == WEX_OK)
-        st = wex__side_open(&p->dst, "destination", registry,
-                            j->destination.name, p->dst_model,
-                            j->destination_parallel, j->destination.options);
+    if (st == WEX_OK &&
+        (st = wex__side_open(&p->src, "source", registry, j->source.name,
+                             p->src_model, j->source_parallel,
+                             j->source.options)) != WEX_OK)
+        st = name_the_field(st, j->path, "source", j->source.name);
+    if (st == WEX_OK &&
+        (st = wex__side_open(&p->dst, "destination", registry,
+                             j->destination.name, p->dst_model,
+                             j->destination_parallel,
+                             j->destination.options)) != WEX_OK)
+        st = name_the_field(st, j->path, "destination", j->destination.name);
     p->layout_seconds = now() - t0;
     if (st == WEX_OK)
         st = wex__topology_place(j->topology, j->path, &p->src, &p->dst,
