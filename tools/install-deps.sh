@@ -9,5 +9,6 @@ $sudo apt-get install -y -qq --no-install-recommends \
     build-essential cmake pkg-config \
     libcjson-dev check libsubunit-dev \
     libucx-dev ucx-utils libxxhash-dev \
-    python3 python3-jsonschema iproute2 >/dev/null
+    python3 python3-jsonschema iproute2 \
+    clang libclang-rt-14-dev >/dev/null
 echo "dependencies installed"

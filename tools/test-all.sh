@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds wex and runs every test: the suite (warnings as errors), the
 # install + an out-of-tree plugin built against the installed SDK and
-# loaded by the installed wex, then the suite again under ASan + UBSan.
+# loaded by the installed wex, then the suite again under ASan + UBSan,
+# then every libFuzzer target for 60 s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -32,4 +33,7 @@ cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     LSAN_OPTIONS=suppressions="$PWD/tests/lsan.supp" \
     ctest --test-dir build-asan --output-on-failure -j "$jobs"
+
+echo "== fuzz targets (libFuzzer, ASan + UBSan), 60 s each"
+bash tools/fuzz.sh 60
 echo "all tests passed"

@@ -16,7 +16,7 @@
  * of exhausting memory. The largest real model we know of (Kimi-K2, fp8
  * with scales) has ~140k tensors; this leaves room for 30x that. It also
  * keeps tensor indices within the uint32_t hash slots. */
-#define MAX_TENSORS (UINT64_C(1) << 22)
+#define MAX_TENSORS WEX__CATALOG_MAX_TENSORS
 
 /* Longest name prefix ("model.layers.60.mlp.experts.383."). */
 #define PREFIX_MAX 256

@@ -41,6 +41,10 @@
 /* The model                                                           */
 /* ------------------------------------------------------------------ */
 
+/* The most tensors one catalog holds: far above any real model, low
+ * enough that a hostile config cannot make wex allocate without bound. */
+#define WEX__CATALOG_MAX_TENSORS (UINT64_C(1) << 22)
+
 typedef struct wex__tensor {
     char *name;     /* points into the model's name arena */
     uint32_t dtype; /* WEX_DTYPE_* */

@@ -265,6 +265,16 @@ wex_status wex__family_qwen3_moe(wex__catalog *cat, const wex__cfg *cfg)
         (st = wex__cfg_uint(cfg, "/moe_intermediate_size", 1, &inter)) !=
             WEX_OK)
         goto out;
+    /* Every layer adds tensors: a layer count past the catalog's limit is
+     * refused before anything is allocated for it. */
+    if (m.layers > WEX__CATALOG_MAX_TENSORS) {
+        st = wex__error(WEX_ERR_INVALID,
+                        "%s: /num_hidden_layers: %" PRIu64 " layers is more "
+                        "than a catalog of at most %" PRIu64 " tensors holds",
+                        cfg->source, m.layers,
+                        (uint64_t)WEX__CATALOG_MAX_TENSORS);
+        goto out;
+    }
     dense = calloc(m.layers, 1);
     if (dense == NULL) {
         st = wex__error(WEX_ERR_NOMEM, "%s: out of memory", cfg->source);

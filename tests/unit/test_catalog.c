@@ -949,6 +949,21 @@ END_TEST
 /* Errors                                                              */
 /* ------------------------------------------------------------------ */
 
+/* A hostile layer count is refused before wex allocates anything for it
+ * (found by the catalog fuzzer: a 2 GiB calloc for Qwen3-MoE). */
+START_TEST(test_error_absurd_layer_count)
+{
+    cJSON *doc = load_json("Qwen3-30B-A3B.config.json");
+
+    set_number(doc, "num_hidden_layers", 2147483647.0);
+    expect_error(doc, WEX_ERR_INVALID,
+                 "test.json: /num_hidden_layers: 2147483647 layers is more "
+                 "than a catalog of at most 4194304 tensors holds",
+                 1);
+    cJSON_Delete(doc);
+}
+END_TEST
+
 START_TEST(test_error_unknown_architecture)
 {
     cJSON *doc = small_llama();
@@ -1296,6 +1311,7 @@ static Suite *catalog_suite(void)
     tc = tcase_create("errors");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_error_unknown_architecture);
+    tcase_add_test(tc, test_error_absurd_layer_count);
     tcase_add_test(tc, test_every_listed_architecture_dispatches);
     tcase_add_test(tc, test_error_fields);
     tcase_add_test(tc, test_error_heads_do_not_divide_hidden);
