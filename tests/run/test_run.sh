@@ -47,7 +47,7 @@ shm_clean "default sample"
 
 # 2. A destination that dies: the step is not committed anywhere, and
 #    every surviving rank says who died, within the timeout.
-make_job fast '{"timeouts": {"connect_seconds": 20, "step_seconds": 20}}'
+make_job fast '{"timeouts": {"connect_seconds": 120, "step_seconds": 120}}'
 start=$(date +%s)
 WEX_RUN_FAULT=die:source:1:2 "$WEX" run "$TMP/fast.json" --steps 3 --json >"$TMP/dead.json" 2>"$TMP/dead.err"
 code=$?
@@ -98,8 +98,8 @@ kill "$STORE_PID" 2>/dev/null; wait "$STORE_PID" 2>/dev/null; STORE_PID=
 STORE_PID=$!
 for _ in $(seq 50); do grep -q listening "$TMP/store2.out" && break; sleep 0.1; done
 ADDR=$(sed -n 's/^listening on //p' "$TMP/store2.out")
-make_job other '{"timeouts": {"connect_seconds": 5, "step_seconds": 5}, "policy": {"name": "balanced", "options": {"coalesce": false}}}'
-make_job same '{"timeouts": {"connect_seconds": 5, "step_seconds": 5}}'
+make_job other '{"timeouts": {"connect_seconds": 60, "step_seconds": 60}, "policy": {"name": "balanced", "options": {"coalesce": false}}}'
+make_job same '{"timeouts": {"connect_seconds": 60, "step_seconds": 60}}'
 export WEX_RENDEZVOUS=$ADDR WEX_TOKEN=right-token-123 WEX_JOB_ID=t5
 "$WEX" run --worker source 0 "$TMP/same.json" --steps 1 2>"$TMP/src0.err" &
 SRC0=$!
@@ -121,7 +121,7 @@ if [ -e "$(dirname "$WEX")/../lib/wex/plugins/transport-ucx.json" ]; then
     sed -e 's|"../models/|"'"$SAMPLES"'/models/|' "$UCXJOB" | /usr/bin/python3 -c '
 import json, sys
 job = json.load(sys.stdin)
-job["timeouts"] = {"connect_seconds": 30, "step_seconds": 30}
+job["timeouts"] = {"connect_seconds": 120, "step_seconds": 120}
 print(json.dumps(job))' >"$TMP/ucx.json"
     for fault in die:destination:1:2 die:source:2:2; do
         WEX_RUN_FAULT=$fault "$WEX" run "$TMP/ucx.json" --steps 3 --json >"$TMP/ucxdead.json" 2>"$TMP/ucxdead.err"
@@ -157,7 +157,7 @@ fi
 STORE_PID=$!
 for _ in $(seq 50); do grep -q listening "$TMP/store3.out" && break; sleep 0.1; done
 ADDR=$(sed -n 's/^listening on //p' "$TMP/store3.out")
-make_job long '{"timeouts": {"connect_seconds": 20, "step_seconds": 20}}'
+make_job long '{"timeouts": {"connect_seconds": 120, "step_seconds": 120}}'
 "$WEX" run "$TMP/long.json" --host 0 --rendezvous "$ADDR" --token right-token-123 \
     --job-id t7 --steps 1000 --verify none >"$TMP/killed.out" 2>"$TMP/killed.err" &
 RUN_PID=$!
