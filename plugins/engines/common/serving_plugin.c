@@ -1,0 +1,103 @@
+#include "serving_plugin.h"
+
+#include <stdlib.h>
+
+#include "parallel_cfg.h"
+
+wex_status ws_plugin_init(const wex_host_services *host,
+                          wex_plugin_state **state_p)
+{
+    wex_plugin_state *state = calloc(1, sizeof(*state));
+
+    if (state == NULL)
+        return WEX_ERR_NOMEM;
+    state->host = host;
+    *state_p = state;
+    return WEX_OK;
+}
+
+void ws_plugin_fini(wex_plugin_state *state)
+{
+    free(state);
+}
+
+void ws_serving_ctx_destroy(wex_engine_ctx *ctx)
+{
+    if (ctx == NULL)
+        return;
+    free(ctx->stage_first);
+    free(ctx);
+}
+
+static wex_status configure(wex_engine_ctx *ctx, const wex_options *parallel)
+{
+    const ws_serving_engine *en = ctx->engine;
+    const char *name = en->flavor->engine;
+    const wex_host_services *h = ctx->host;
+    ws_emit e;
+    wex_status st;
+
+    st = ws_parallel_read(h, parallel, name, en->keys, en->extra, ctx->p);
+    if (st == WEX_OK)
+        st = en->sizes(ctx);
+    if (st != WEX_OK)
+        return st;
+    ws_emit_init(&e, h, ctx->model, NULL);
+    if (ws_model_read(&e, &ctx->view) != WEX_OK ||
+        ws_serving_check(&e, &ctx->view, en->flavor, &ctx->sizes) != WEX_OK)
+        return e.status;
+    return ws_stage_table(h, parallel, name, ctx->view.layers,
+                          ctx->p[WS_P_PP], 0, &ctx->stage_first);
+}
+
+wex_status ws_serving_ctx_create(const ws_serving_engine *engine,
+                                 wex_plugin_state *state,
+                                 const wex_engine_args *args,
+                                 wex_engine_ctx **ctx_p)
+{
+    wex_engine_ctx *ctx = calloc(1, sizeof(*ctx));
+    wex_status st;
+
+    if (ctx == NULL)
+        return WEX_ERR_NOMEM;
+    ctx->host = state->host;
+    ctx->model = args->model;
+    ctx->engine = engine;
+    st = configure(ctx, args->parallel);
+    if (st != WEX_OK) {
+        ws_serving_ctx_destroy(ctx);
+        return st;
+    }
+    *ctx_p = ctx;
+    return WEX_OK;
+}
+
+wex_status ws_serving_rank_count(wex_engine_ctx *ctx, uint64_t *count_p)
+{
+    *count_p = (uint64_t)(ctx->p[WS_P_DP] * ctx->p[WS_P_PP] * ctx->p[WS_P_TP]);
+    return WEX_OK;
+}
+
+wex_status ws_serving_describe_rank(wex_engine_ctx *ctx, uint64_t rank,
+                                    wex_layout_builder *b)
+{
+    const int64_t sizes[3] = {ctx->p[WS_P_DP], ctx->p[WS_P_PP],
+                              ctx->p[WS_P_TP]};
+    int64_t c[3]; /* dp, pp, tp */
+    ws_serving_rank r = {0};
+    ws_emit e;
+
+    ws_unrank(rank, sizes, 3, c);
+    r.layer_lo = ctx->stage_first[c[1]];
+    r.layer_hi = ctx->stage_first[c[1] + 1];
+    r.first_stage = c[1] == 0;
+    r.last_stage = c[1] == ctx->p[WS_P_PP] - 1;
+    ws_emit_init(&e, ctx->host, ctx->model, b);
+    ws_coord(&e, "dp", c[0]);
+    ws_coord(&e, "pp", c[1]);
+    ws_coord(&e, "tp", c[2]);
+    ctx->engine->rank(ctx, c, &r, &e);
+    ws_serving_describe(&e, &ctx->view, ctx->engine->flavor, &ctx->sizes, &r);
+    ws_emit_fini(&e);
+    return e.status;
+}
