@@ -4,23 +4,6 @@
 
 #include "parallel_cfg.h"
 
-wex_status ws_plugin_init(const wex_host_services *host,
-                          wex_plugin_state **state_p)
-{
-    wex_plugin_state *state = calloc(1, sizeof(*state));
-
-    if (state == NULL)
-        return WEX_ERR_NOMEM;
-    state->host = host;
-    *state_p = state;
-    return WEX_OK;
-}
-
-void ws_plugin_fini(wex_plugin_state *state)
-{
-    free(state);
-}
-
 void ws_serving_ctx_destroy(wex_engine_ctx *ctx)
 {
     if (ctx == NULL)

@@ -8,15 +8,12 @@
 #ifndef WEX_ENGINE_COMMON_SERVING_PLUGIN_H
 #define WEX_ENGINE_COMMON_SERVING_PLUGIN_H
 
+#include "plugin_state.h"
 #include "serving.h"
 
 /* Index of each size in wex_engine_ctx.p: every serving engine has tp,
  * pp and dp first; the rest are the engine's own. */
 enum { WS_P_TP, WS_P_PP, WS_P_DP, WS_P_MAX = 8 };
-
-struct wex_plugin_state {
-    const wex_host_services *host;
-};
 
 struct wex_engine_ctx {
     const wex_host_services *host;
@@ -39,10 +36,6 @@ typedef struct ws_serving_engine {
     void (*rank)(const wex_engine_ctx *ctx, const int64_t *c,
                  ws_serving_rank *r, ws_emit *e);
 } ws_serving_engine;
-
-wex_status ws_plugin_init(const wex_host_services *host,
-                          wex_plugin_state **state_p);
-void ws_plugin_fini(wex_plugin_state *state);
 
 wex_status ws_serving_ctx_create(const ws_serving_engine *engine,
                                  wex_plugin_state *state,

@@ -19,33 +19,13 @@
 #include <wex/plugin.h>
 
 #include "parallel_cfg.h"
-
-struct wex_plugin_state {
-    const wex_host_services *host;
-};
+#include "plugin_state.h"
 
 struct wex_engine_ctx {
     const wex_host_services *host;
     const wex_model *model;
     int64_t dp;
 };
-
-static wex_status fsdp_init(const wex_host_services *host,
-                            wex_plugin_state **state_p)
-{
-    wex_plugin_state *state = calloc(1, sizeof(*state));
-
-    if (state == NULL)
-        return WEX_ERR_NOMEM;
-    state->host = host;
-    *state_p = state;
-    return WEX_OK;
-}
-
-static void fsdp_fini(wex_plugin_state *state)
-{
-    free(state);
-}
 
 static wex_status fsdp_ctx_create(wex_plugin_state *state,
                                   const wex_engine_args *args,
@@ -134,7 +114,8 @@ static const wex_engine_ops fsdp_ops = {
 
 static const wex_plugin_desc fsdp_desc = {
     sizeof(wex_plugin_desc), WEX_ABI_1_0, WEX_KIND_ENGINE,
-    WEX_PLUGIN_THREAD_PER_CTX, "fsdp", "0.1.0", fsdp_init, fsdp_fini,
+    WEX_PLUGIN_THREAD_PER_CTX, "fsdp", "0.1.0", ws_plugin_init,
+    ws_plugin_fini,
     &fsdp_ops,
 };
 

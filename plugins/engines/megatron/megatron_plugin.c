@@ -13,27 +13,7 @@
 
 #include "megatron.h"
 #include "parallel_cfg.h"
-
-struct wex_plugin_state {
-    const wex_host_services *host;
-};
-
-static wex_status mg_init(const wex_host_services *host,
-                          wex_plugin_state **state_p)
-{
-    wex_plugin_state *state = calloc(1, sizeof(*state));
-
-    if (state == NULL)
-        return WEX_ERR_NOMEM;
-    state->host = host;
-    *state_p = state;
-    return WEX_OK;
-}
-
-static void mg_fini(wex_plugin_state *state)
-{
-    free(state);
-}
+#include "plugin_state.h"
 
 static void mg_ctx_destroy(wex_engine_ctx *ctx)
 {
@@ -112,8 +92,8 @@ static const wex_engine_ops mg_ops = {
 
 static const wex_plugin_desc mg_desc = {
     sizeof(wex_plugin_desc), WEX_ABI_1_0, WEX_KIND_ENGINE,
-    WEX_PLUGIN_THREAD_PER_CTX, "megatron", "0.1.0", mg_init, mg_fini,
-    &mg_ops,
+    WEX_PLUGIN_THREAD_PER_CTX, "megatron", "0.1.0", ws_plugin_init,
+    ws_plugin_fini, &mg_ops,
 };
 
 WEX_PLUGIN_EXPORT wex_status wex_plugin_negotiate(const wex_negotiate_in *in,
