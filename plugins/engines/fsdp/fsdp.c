@@ -115,8 +115,7 @@ static const wex_engine_ops fsdp_ops = {
 static const wex_plugin_desc fsdp_desc = {
     sizeof(wex_plugin_desc), WEX_ABI_1_0, WEX_KIND_ENGINE,
     WEX_PLUGIN_THREAD_PER_CTX, "fsdp", "0.1.0", ws_plugin_init,
-    ws_plugin_fini,
-    &fsdp_ops,
+    ws_plugin_fini, &fsdp_ops,
 };
 
 WEX_PLUGIN_EXPORT wex_status wex_plugin_negotiate(const wex_negotiate_in *in,
