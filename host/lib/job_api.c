@@ -94,7 +94,11 @@ static wex_status plan_rank(wex_job *job)
         return st;
     job->peers = malloc((job->op_count ? job->op_count : 1) * sizeof(uint64_t));
     job->digests = calloc(job->op_count ? job->op_count : 1, sizeof(uint64_t));
-    if (job->peers == NULL || job->digests == NULL)
+    job->pair_digests = calloc(job->op_count ? job->op_count : 1,
+                               sizeof(uint64_t));
+    job->hash = XXH3_createState();
+    if (job->peers == NULL || job->digests == NULL ||
+        job->pair_digests == NULL || job->hash == NULL)
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
     for (size_t i = 0; i < job->op_count; i++) {
         uint64_t peer = job->side == WEX_SIDE_SOURCE ? job->ops[i].dst_rank
@@ -212,6 +216,8 @@ void wex_job_close(wex_job *job)
     free(job->ops);
     free(job->peers);
     free(job->digests);
+    free(job->pair_digests);
+    XXH3_freeState(job->hash);
     free(job->address);
     free(job->token);
     free(job->job_id);

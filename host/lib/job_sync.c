@@ -49,12 +49,9 @@ static uint64_t tensors_touched(const wex_job *job, uint64_t peer)
 
 static wex_status post_digests(wex_job *job, uint64_t step, int verify)
 {
-    uint64_t *mine = malloc((job->op_count ? job->op_count : 1) *
-                            sizeof(uint64_t));
+    uint64_t *mine = job->pair_digests;
     wex_status st = WEX_OK;
 
-    if (mine == NULL)
-        return wex__error(WEX_ERR_NOMEM, "step: out of memory");
     for (size_t p = 0; p < job->peer_count && st == WEX_OK; p++) {
         size_t n = 0;
         char key[128];
@@ -66,7 +63,6 @@ static wex_status post_digests(wex_job *job, uint64_t step, int verify)
                  (unsigned long long)job->peers[p]);
         st = wex__store_set(job->store, key, mine, n * sizeof(uint64_t));
     }
-    free(mine);
     return st;
 }
 

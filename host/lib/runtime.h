@@ -7,6 +7,7 @@
 #define WEX_HOST_RUNTIME_H
 
 #include <wex/wex.h>
+#include <xxhash.h>
 
 #include "planner.h"
 #include "store.h"
@@ -44,7 +45,10 @@ struct wex_job {
     uint64_t layout_digest;
     int connected;
     uint64_t committed;
-    uint64_t *digests; /* per op, reused every step */
+    /* Per-job scratch, so a step allocates nothing: */
+    uint64_t *digests;      /* per op */
+    uint64_t *pair_digests; /* one peer's ops, as posted */
+    XXH3_state_t *hash;
 };
 
 /* job_connect.c */
@@ -54,6 +58,6 @@ wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r);
 /* executor.c: sources write every op (and digest it when `digests`);
  * destinations digest what landed, op by op. */
 wex_status wex__execute_ops(wex_job *job, uint64_t *digests);
-uint64_t wex__digest_landed(const wex_job *job, const wex__op *op);
+uint64_t wex__digest_landed(wex_job *job, const wex__op *op);
 
 #endif /* WEX_HOST_RUNTIME_H */
