@@ -3,20 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static void put_le(uint8_t *p, uint64_t v, unsigned bytes)
-{
-    for (unsigned i = 0; i < bytes; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, unsigned bytes)
-{
-    uint64_t v = 0;
-
-    for (unsigned i = 0; i < bytes; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
+#include <wex/bytes.h>
 
 size_t shm_key_encode(const shm_key *key, void *out, size_t cap)
 {
@@ -25,16 +12,16 @@ size_t shm_key_encode(const shm_key *key, void *out, size_t cap)
 
     if (key->name_len == 0 || key->name_len > SHM_NAME_MAX || len > cap)
         return 0;
-    put_le(p + 0, SHM_KEY_MAGIC, 4);
-    put_le(p + 4, SHM_KEY_VERSION, 2);
-    put_le(p + 6, key->kind, 1);
-    put_le(p + 7, key->name_len, 1);
-    put_le(p + 8, key->pid, 4);
-    put_le(p + 12, 0, 4);
-    put_le(p + 16, key->rank, 8);
-    put_le(p + 24, key->buffer_id, 8);
-    put_le(p + 32, key->size, 8);
-    put_le(p + 40, key->address, 8);
+    wex_put_le(p + 0, SHM_KEY_MAGIC, 4);
+    wex_put_le(p + 4, SHM_KEY_VERSION, 2);
+    wex_put_le(p + 6, key->kind, 1);
+    wex_put_le(p + 7, key->name_len, 1);
+    wex_put_le(p + 8, key->pid, 4);
+    wex_put_le(p + 12, 0, 4);
+    wex_put_le(p + 16, key->rank, 8);
+    wex_put_le(p + 24, key->buffer_id, 8);
+    wex_put_le(p + 32, key->size, 8);
+    wex_put_le(p + 40, key->address, 8);
     memcpy(p + SHM_KEY_HEADER, key->name, key->name_len);
     return len;
 }
@@ -51,31 +38,31 @@ int shm_key_decode(const void *data, size_t len, shm_key *key, char *why,
     if (data == NULL || len < SHM_KEY_HEADER)
         return WHY("%zu bytes, shorter than the %u-byte header", len,
                    SHM_KEY_HEADER);
-    if ((v = get_le(p, 4)) != SHM_KEY_MAGIC)
+    if ((v = wex_get_le(p, 4)) != SHM_KEY_MAGIC)
         return WHY("bad magic 0x%08llx (not an shm key)",
                    (unsigned long long)v);
-    if ((v = get_le(p + 4, 2)) != SHM_KEY_VERSION)
+    if ((v = wex_get_le(p + 4, 2)) != SHM_KEY_VERSION)
         return WHY("key version %llu, this plugin reads %u",
                    (unsigned long long)v, SHM_KEY_VERSION);
-    key->kind = (uint32_t)get_le(p + 6, 1);
+    key->kind = (uint32_t)wex_get_le(p + 6, 1);
     if (key->kind != SHM_KIND_MEMFD && key->kind != SHM_KIND_PRIVATE)
         return WHY("unknown buffer kind %u", key->kind);
-    key->name_len = (uint32_t)get_le(p + 7, 1);
+    key->name_len = (uint32_t)wex_get_le(p + 7, 1);
     if (key->name_len == 0 || key->name_len > SHM_NAME_MAX)
         return WHY("socket name length %u outside 1..%u", key->name_len,
                    SHM_NAME_MAX);
     if (len != SHM_KEY_HEADER + key->name_len)
         return WHY("%zu bytes, expected %u for a %u-byte socket name", len,
                    SHM_KEY_HEADER + key->name_len, key->name_len);
-    key->pid = (uint32_t)get_le(p + 8, 4);
+    key->pid = (uint32_t)wex_get_le(p + 8, 4);
     if (key->pid == 0 || key->pid > INT32_MAX)
         return WHY("bad destination pid %u", key->pid);
-    if (get_le(p + 12, 4) != 0)
+    if (wex_get_le(p + 12, 4) != 0)
         return WHY("reserved field is not zero");
-    key->rank = get_le(p + 16, 8);
-    key->buffer_id = get_le(p + 24, 8);
-    key->size = get_le(p + 32, 8);
-    key->address = get_le(p + 40, 8);
+    key->rank = wex_get_le(p + 16, 8);
+    key->buffer_id = wex_get_le(p + 24, 8);
+    key->size = wex_get_le(p + 32, 8);
+    key->address = wex_get_le(p + 40, 8);
     if (key->buffer_id == 0)
         return WHY("buffer id 0");
     if (key->size == 0)

@@ -3,20 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static void put_le(uint8_t *p, uint64_t v, unsigned bytes)
-{
-    for (unsigned i = 0; i < bytes; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, unsigned bytes)
-{
-    uint64_t v = 0;
-
-    for (unsigned i = 0; i < bytes; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
+#include <wex/bytes.h>
 
 /* FNV-1a over the key with the checksum field read as zero: every step
  * is a bijection of the state, so any one altered byte changes it. */
@@ -45,24 +32,24 @@ size_t ucx_key_encode(const ucx_key *key, void *out, size_t cap)
     if (key->worker_address_len == 0 || key->rkey_len == 0 ||
         key->host_len > UCX_HOST_MAX || len > cap)
         return 0;
-    put_le(p + 0, UCX_KEY_MAGIC, 4);
-    put_le(p + 4, UCX_KEY_VERSION, 2);
-    put_le(p + 6, key->host_len, 1);
-    put_le(p + 7, 0, 1);
-    put_le(p + 8, key->pid, 4);
-    put_le(p + 12, key->worker_address_len, 4);
-    put_le(p + 16, key->rkey_len, 4);
-    put_le(p + 20, 0, 4);
-    put_le(p + 24, key->rank, 8);
-    put_le(p + 32, key->address, 8);
-    put_le(p + 40, key->size, 8);
+    wex_put_le(p + 0, UCX_KEY_MAGIC, 4);
+    wex_put_le(p + 4, UCX_KEY_VERSION, 2);
+    wex_put_le(p + 6, key->host_len, 1);
+    wex_put_le(p + 7, 0, 1);
+    wex_put_le(p + 8, key->pid, 4);
+    wex_put_le(p + 12, key->worker_address_len, 4);
+    wex_put_le(p + 16, key->rkey_len, 4);
+    wex_put_le(p + 20, 0, 4);
+    wex_put_le(p + 24, key->rank, 8);
+    wex_put_le(p + 32, key->address, 8);
+    wex_put_le(p + 40, key->size, 8);
     p += UCX_KEY_HEADER;
     memcpy(p, key->worker_address, key->worker_address_len);
     p += key->worker_address_len;
     memcpy(p, key->rkey, key->rkey_len);
     p += key->rkey_len;
     memcpy(p, key->host, key->host_len);
-    put_le((uint8_t *)out + 48, checksum(out, len), 8);
+    wex_put_le((uint8_t *)out + 48, checksum(out, len), 8);
     return len;
 }
 
@@ -78,16 +65,16 @@ int ucx_key_decode(const void *data, size_t len, ucx_key *key, char *why,
     if (data == NULL || len < UCX_KEY_HEADER)
         return WHY("%zu bytes, shorter than the %u-byte header", len,
                    UCX_KEY_HEADER);
-    if ((v = get_le(p, 4)) != UCX_KEY_MAGIC)
+    if ((v = wex_get_le(p, 4)) != UCX_KEY_MAGIC)
         return WHY("bad magic 0x%08llx (not a ucx key)",
                    (unsigned long long)v);
-    if ((v = get_le(p + 4, 2)) != UCX_KEY_VERSION)
+    if ((v = wex_get_le(p + 4, 2)) != UCX_KEY_VERSION)
         return WHY("key version %llu, this plugin reads %u",
                    (unsigned long long)v, UCX_KEY_VERSION);
-    key->host_len = (uint32_t)get_le(p + 6, 1);
-    key->pid = (uint32_t)get_le(p + 8, 4);
-    key->worker_address_len = (uint32_t)get_le(p + 12, 4);
-    key->rkey_len = (uint32_t)get_le(p + 16, 4);
+    key->host_len = (uint32_t)wex_get_le(p + 6, 1);
+    key->pid = (uint32_t)wex_get_le(p + 8, 4);
+    key->worker_address_len = (uint32_t)wex_get_le(p + 12, 4);
+    key->rkey_len = (uint32_t)wex_get_le(p + 16, 4);
     if (key->host_len > UCX_HOST_MAX)
         return WHY("host name length %u, more than %u", key->host_len,
                    UCX_HOST_MAX);
@@ -100,15 +87,15 @@ int ucx_key_decode(const void *data, size_t len, ucx_key *key, char *why,
                    "a %u-byte rkey and a %u-byte host name",
                    len, ucx_key_length(key), key->worker_address_len,
                    key->rkey_len, key->host_len);
-    if ((v = get_le(p + 48, 8)) != (want = checksum(p, len)))
+    if ((v = wex_get_le(p + 48, 8)) != (want = checksum(p, len)))
         return WHY("checksum 0x%016llx, expected 0x%016llx: the key was "
                    "altered in transit", (unsigned long long)v,
                    (unsigned long long)want);
-    if (get_le(p + 7, 1) != 0 || get_le(p + 20, 4) != 0)
+    if (wex_get_le(p + 7, 1) != 0 || wex_get_le(p + 20, 4) != 0)
         return WHY("reserved field is not zero");
-    key->rank = get_le(p + 24, 8);
-    key->address = get_le(p + 32, 8);
-    key->size = get_le(p + 40, 8);
+    key->rank = wex_get_le(p + 24, 8);
+    key->address = wex_get_le(p + 32, 8);
+    key->size = wex_get_le(p + 40, 8);
     if (key->pid == 0 || key->pid > INT32_MAX)
         return WHY("bad destination pid %u", key->pid);
     if (key->size == 0)

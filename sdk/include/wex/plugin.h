@@ -7,5 +7,6 @@
 #include <wex/engine.h>
 #include <wex/policy.h>
 #include <wex/transport.h>
+#include <wex/bytes.h>
 
 #endif /* WEX_PLUGIN_H */
