@@ -213,6 +213,18 @@ static wex_status start(launch *l, const run_args *a)
         st = wex__planner_open(&l->plan, registry, a->job);
     if (st != WEX_OK)
         return st;
+    /* Planning needs no transport, running does: refuse a missing one
+     * here, once, rather than in every rank's process. */
+    if (wex__registry_find(registry, WEX_KIND_TRANSPORT,
+                           l->plan.job->transport.name) == NULL) {
+        char *names = wex__registry_names(registry, WEX_KIND_TRANSPORT);
+        st = wex__error(WEX_ERR_INVALID, "%s: /transport: no transport "
+                        "plugin named \"%s\" (available: %s)",
+                        l->plan.job->path, l->plan.job->transport.name,
+                        names && names[0] ? names : "none");
+        free(names);
+        return st;
+    }
     if (a->verify >= 0)
         l->plan.job->verify_digest = a->verify;
     rdv = cJSON_GetObjectItemCaseSensitive(l->plan.job->doc, "rendezvous");

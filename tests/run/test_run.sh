@@ -175,7 +175,13 @@ elapsed=$(( $(date +%s) - start ))
     || fail "rendezvous killed: $(grep -c 'wex run: .* rank' "$TMP/killed.err") of 8 ranks reported: $(head -3 "$TMP/killed.err")"
 shm_clean "rendezvous killed"
 
-# 7. Bad arguments.
+# 7. Bad arguments, and a job naming a transport that is not installed
+#    (refused once, before any rank starts).
+sed -e 's|"transport": "shm"|"transport": "nope"|' -e 's|"../models/|"'"$SAMPLES"'/models/|' "$JOB" >"$TMP/nope.json"
+"$WEX" run "$TMP/nope.json" --steps 1 >/dev/null 2>"$TMP/nope.err"; code=$?
+[ "$code" -eq 2 ] && [ "$(wc -l <"$TMP/nope.err")" -eq 1 ] \
+    && grep -q '/transport: no transport plugin named "nope"' "$TMP/nope.err" \
+    && pass "missing transport: $(cat "$TMP/nope.err")" || fail "missing transport: exit $code: $(cat "$TMP/nope.err")"
 "$WEX" run >/dev/null 2>"$TMP/noargs.err"; code=$?
 [ "$code" -eq 2 ] && grep -q "no job file" "$TMP/noargs.err" && pass "no job: exit 2" || fail "no job: exit $code"
 "$WEX" run "$JOB" --steps 0 >/dev/null 2>"$TMP/steps.err"; code=$?
