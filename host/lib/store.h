@@ -9,7 +9,9 @@
  * hello and then disconnects without a goodbye is taken for dead: every
  * wait not yet satisfied, then and later, fails with WEX_ERR_PEER naming
  * it, so one crashed rank stops the whole job instead of leaving the
- * others waiting out their timeouts.
+ * others waiting out their timeouts, until a step barrier (ARRIVE)
+ * acknowledges the death: then the dead rank may rejoin, or the step go
+ * on without it.
  *
  * A client is not thread-safe: one thread at a time may use it (each
  * request waits for its reply on the one connection). Threads that need
@@ -62,6 +64,35 @@ wex_status wex__store_wait_ge(wex__store_client *c, const char *key,
  * one barrier; use a new key (e.g. with the step number) for each. */
 wex_status wex__store_barrier(wex__store_client *c, const char *key,
                               int64_t n, double timeout_s);
+/* A step barrier for a job's ranks, named "source/i" and
+ * "destination/i" (i below `sources` and `destinations`); this client
+ * must be one of them. It returns once every member has arrived alive,
+ * except the sources marked in `optional` (bit i of byte i/8) that are
+ * dead: those are left out, listed in *dead_p (malloc'd; ascending),
+ * the same list for every member. A member that died and came back
+ * counts once its new connection arrives. Without `fail_fast` a dead
+ * member that is not optional is waited for until the timeout (it may
+ * rejoin); with it the barrier fails at once, for every member, with
+ * WEX_ERR_PEER naming it. Passing the barrier acknowledges every death
+ * before it: later waits fail only on deaths after it. */
+wex_status wex__store_arrive(wex__store_client *c, const char *key,
+                             int fail_fast, uint64_t sources,
+                             uint64_t destinations, const uint8_t *optional,
+                             double timeout_s, uint64_t **dead_p,
+                             uint64_t *dead_count_p);
+/* One value per owner: waits until, for each i < n, key PREFIX+i is set,
+ * or the client named OWNER+i has died since this client's last
+ * barrier (then .present = 0: it never will be). Deaths do not end the
+ * wait; only the timeout does. *items_p is one malloc'd block (free it
+ * once); each value is NUL-terminated. */
+typedef struct wex__gathered {
+    int present;
+    const char *value;
+    size_t len;
+} wex__gathered;
+wex_status wex__store_gather(wex__store_client *c, const char *prefix,
+                             uint64_t n, const char *owner_prefix,
+                             double timeout_s, wex__gathered **items_p);
 /* Says goodbye (so the server does not report this client as dead),
  * then closes and frees. NULL is allowed. */
 void wex__store_close(wex__store_client *c);

@@ -521,6 +521,110 @@ wex_status wex__store_barrier(wex__store_client *c, const char *key,
     return wex__store_wait_ge(c, key, n, timeout_s);
 }
 
+wex_status wex__store_arrive(wex__store_client *c, const char *key,
+                             int fail_fast, uint64_t sources,
+                             uint64_t destinations, const uint8_t *optional,
+                             double timeout_s, uint64_t **dead_p,
+                             uint64_t *dead_count_p)
+{
+    uint64_t ms = wex__timeout_ms(timeout_s), n = 0;
+    size_t bitmap = (size_t)(sources + 7) / 8;
+    uint8_t *arg = calloc(1, 32 + bitmap), *msg = NULL;
+    uint64_t *dead = NULL;
+    wex__store_response resp;
+    wex_status st;
+
+    if (arg == NULL)
+        return wex__error(WEX_ERR_NOMEM, "out of memory");
+    wex__store_put_u64(arg, ms);
+    wex__store_put_u64(arg + 8, fail_fast ? WEX__ARRIVE_FAIL_FAST : 0);
+    wex__store_put_u64(arg + 16, sources);
+    wex__store_put_u64(arg + 24, destinations);
+    if (optional != NULL && bitmap)
+        memcpy(arg + 32, optional, bitmap);
+    st = wex__call(c, WEX__STORE_ARRIVE, key, arg, 32 + bitmap,
+                   (double)ms / 1000.0, &msg, &resp);
+    free(arg);
+    if (st != WEX_OK)
+        return st;
+    st = wex__reply_status(c, &resp);
+    if (st == WEX_OK) {
+        n = resp.len >= 16 ? wex__store_get_u64(resp.payload + 8) : 0;
+        if (resp.len < 16 || n > sources || resp.len != 16 + 8 * n) {
+            c->broken = 1;
+            st = wex__error(WEX_ERR_PEER, "rendezvous %s: ARRIVE '%.200s': "
+                            "a malformed %zu-byte reply", c->address, key,
+                            resp.len);
+        }
+    }
+    if (st == WEX_OK && (dead = malloc(n ? n * 8 : 1)) == NULL)
+        st = wex__error(WEX_ERR_NOMEM, "out of memory");
+    for (uint64_t i = 0; st == WEX_OK && i < n; i++)
+        dead[i] = wex__store_get_u64(resp.payload + 16 + 8 * i);
+    free(msg);
+    if (st != WEX_OK) {
+        free(dead);
+        return st;
+    }
+    *dead_p = dead;
+    *dead_count_p = n;
+    return WEX_OK;
+}
+
+wex_status wex__store_gather(wex__store_client *c, const char *prefix,
+                             uint64_t n, const char *owner_prefix,
+                             double timeout_s, wex__gathered **items_p)
+{
+    uint64_t ms = wex__timeout_ms(timeout_s);
+    size_t owner_len = strlen(owner_prefix), at = 0;
+    uint8_t *arg = malloc(16 + owner_len), *msg = NULL, *bytes;
+    wex__gathered *items = NULL;
+    wex__store_response resp;
+    wex_status st;
+
+    if (arg == NULL)
+        return wex__error(WEX_ERR_NOMEM, "out of memory");
+    wex__store_put_u64(arg, ms);
+    wex__store_put_u64(arg + 8, n);
+    memcpy(arg + 16, owner_prefix, owner_len);
+    st = wex__call(c, WEX__STORE_GATHER, prefix, arg, 16 + owner_len,
+                   (double)ms / 1000.0, &msg, &resp);
+    free(arg);
+    if (st != WEX_OK)
+        return st;
+    st = wex__reply_status(c, &resp);
+    /* One block: the records, then every value, each NUL-terminated. */
+    if (st == WEX_OK &&
+        (items = malloc(n * sizeof(*items) + resp.len + n + 1)) == NULL)
+        st = wex__error(WEX_ERR_NOMEM, "out of memory");
+    bytes = items != NULL ? (uint8_t *)(items + n) : NULL;
+    for (uint64_t i = 0; st == WEX_OK && i < n; i++) {
+        size_t len;
+        if (resp.len - at < 5 ||
+            (len = wex__store_get_u32(resp.payload + at + 1)) >
+                resp.len - at - 5) {
+            c->broken = 1;
+            st = wex__error(WEX_ERR_PEER, "rendezvous %s: GATHER '%.200s': "
+                            "a malformed reply", c->address, prefix);
+            break;
+        }
+        items[i].present = resp.payload[at] != 0;
+        items[i].len = len;
+        items[i].value = (const char *)bytes;
+        memcpy(bytes, resp.payload + at + 5, len);
+        bytes[len] = '\0';
+        bytes += len + 1;
+        at += 5 + len;
+    }
+    free(msg);
+    if (st != WEX_OK) {
+        free(items);
+        return st;
+    }
+    *items_p = items;
+    return WEX_OK;
+}
+
 void wex__store_close(wex__store_client *c)
 {
     uint8_t *req, *msg;

@@ -14,6 +14,8 @@ const char *wex__store_op_name(uint8_t op)
     case WEX__STORE_ADD: return "ADD";
     case WEX__STORE_WAIT_GE: return "WAIT_GE";
     case WEX__STORE_BYE: return "BYE";
+    case WEX__STORE_ARRIVE: return "ARRIVE";
+    case WEX__STORE_GATHER: return "GATHER";
     default: return NULL;
     }
 }
@@ -51,7 +53,8 @@ uint64_t wex__store_get_u64(const uint8_t *p)
 /* The one set of rules both the encoder and the decoder apply, so a
  * client can never send what the server would refuse. */
 static wex_status wex__check_request(uint8_t op, const char *key,
-                                     size_t key_len, size_t value_len)
+                                     size_t key_len, const uint8_t *value,
+                                     size_t value_len)
 {
     const char *name = wex__store_op_name(op);
     size_t want = SIZE_MAX; /* the value length the opcode needs, if fixed */
@@ -78,6 +81,30 @@ static wex_status wex__check_request(uint8_t op, const char *key,
     case WEX__STORE_ADD: want = 8; break;
     case WEX__STORE_WAIT_GE: want = 16; break;
     case WEX__STORE_BYE: want = 0; break;
+    case WEX__STORE_ARRIVE: {
+        uint64_t ns = 0, nd = 0;
+        if (value_len >= 32) {
+            ns = wex__store_get_u64(value + 16);
+            nd = wex__store_get_u64(value + 24);
+        }
+        if (value_len < 32 || ns > WEX__STORE_MEMBERS_MAX ||
+            nd > WEX__STORE_MEMBERS_MAX)
+            return wex__error(WEX_ERR_INVALID, "%s: expected a timeout, "
+                              "flags and at most %u sources and "
+                              "destinations", name, WEX__STORE_MEMBERS_MAX);
+        want = 32 + (size_t)(ns + 7) / 8;
+        break;
+    }
+    case WEX__STORE_GATHER:
+        if (value_len <= 16 ||
+            wex__store_get_u64(value + 8) > WEX__STORE_MEMBERS_MAX ||
+            value_len - 16 > WEX__STORE_KEY_MAX ||
+            memchr(value + 16, '\0', value_len - 16) != NULL)
+            return wex__error(WEX_ERR_INVALID, "%s: expected a timeout, a "
+                              "count of at most %u and an owner prefix "
+                              "without NUL bytes", name,
+                              WEX__STORE_MEMBERS_MAX);
+        break;
     default: break;
     }
     if (op == WEX__STORE_BYE ? key_len != 0 : key_len == 0)
@@ -95,7 +122,8 @@ wex_status wex__store_encode_request(uint8_t op, const char *key,
                                      size_t value_len, uint8_t **msg_p,
                                      size_t *len_p)
 {
-    wex_status st = wex__check_request(op, key, key_len, value_len);
+    wex_status st = wex__check_request(op, key, key_len,
+                                       (const uint8_t *)value, value_len);
     size_t body = 5 + key_len + value_len;
     uint8_t *msg;
 
@@ -193,7 +221,7 @@ wex_status wex__store_decode_request(const uint8_t *msg, size_t len,
         return wex__error(WEX_ERR_INVALID, "key length %zu runs past the "
                           "%zu-byte message", key_len, body);
     st = wex__check_request(msg[0], (const char *)msg + 5, key_len,
-                            body - 5 - key_len);
+                            msg + 5 + key_len, body - 5 - key_len);
     if (st != WEX_OK)
         return st;
     req->op = msg[0];

@@ -15,6 +15,20 @@
  *   ADD      key, value = i64 delta; replies the new i64 (absent = 0)
  *   WAIT_GE  key, value = i64 target then u64 timeout in ms; replies the
  *            counter's i64 once it is >= target
+ *   ARRIVE   key = a step barrier, value = u64 timeout in ms, u64 flags
+ *            (WEX__ARRIVE_*), u64 source count S, u64 destination count
+ *            D, then a bitmap of S bits (ceil(S/8) bytes, bit i of byte
+ *            i/8): the sources the barrier may go on without when they
+ *            are dead. Members are the clients named "source/i" and
+ *            "destination/i". Replies, once every member has arrived
+ *            alive (or, for the optional sources, is dead): u64 death
+ *            count acknowledged, u64 N, then N u64 dead source ranks.
+ *            The first reply is kept: every member gets the same one.
+ *   GATHER   key = a key prefix, value = u64 timeout in ms, u64 N, then
+ *            an owner prefix (no NUL): waits until, for each i < N, key
+ *            PREFIX+i is set or its owner OWNER+i has died since this
+ *            connection's last barrier; replies N records of u8 present,
+ *            u32 length, the value (empty when its owner died)
  *   BYE      empty key and value: a clean goodbye
  * Keys are non-empty strings without NUL bytes. Counters are stored as
  * 8-byte little-endian i64 values.
@@ -47,7 +61,13 @@ enum {
     WEX__STORE_ADD = 4,
     WEX__STORE_WAIT_GE = 5,
     WEX__STORE_BYE = 6,
+    WEX__STORE_ARRIVE = 7,
+    WEX__STORE_GATHER = 8,
 };
+
+/* ARRIVE flags */
+#define WEX__ARRIVE_FAIL_FAST 1u /* a dead required member fails it now */
+#define WEX__STORE_MEMBERS_MAX (1u << 20) /* sources, destinations, N */
 
 enum {
     WEX__STORE_R_OK = 0,

@@ -24,52 +24,7 @@
 #include "error.h"
 #include "log.h"
 #include "store_proto.h"
-
-#define WEX__HELLO_S 10.0   /* a new connection must say HELLO this soon */
-#define WEX__MESSAGE_S 30.0 /* a message, once started, must arrive whole */
-/* How often a waiting connection checks its own client is still there:
- * a rank killed in the middle of a barrier must be reported as dead to
- * the others waiting in it. */
-#define WEX__SLICE_S 0.1
-#define WEX__MAX_CONNS 4096
-#define WEX__WHO_MAX 128
-#define WEX__STACK (256u << 10)
-
-typedef struct wex__entry {
-    struct wex__entry *next;
-    uint8_t *value;
-    size_t len;
-    char key[];
-} wex__entry;
-
-typedef struct wex__conn {
-    struct wex__store_server *server;
-    struct wex__conn *next;
-    pthread_t thread;
-    int fd;
-    int done;  /* the thread has finished (under server->mu) */
-    int hello; /* said HELLO with the right token */
-    int bye;   /* said BYE */
-    char who[WEX__WHO_MAX];
-} wex__conn;
-
-struct wex__store_server {
-    int listen_fd;
-    int wake[2]; /* written by stop, to wake the accept thread */
-    char address[300];
-    char *token;
-    size_t token_len;
-    pthread_t acceptor;
-    pthread_mutex_t mu;
-    pthread_cond_t changed; /* any key changed, a client died, or stop */
-    int stopping;
-    wex__entry **buckets;
-    size_t bucket_count, entry_count;
-    char **dead;
-    size_t dead_count;
-    wex__conn *conns;
-    size_t conn_count;
-};
+#include "store_server.h"
 
 /* ---- the map ---------------------------------------------------------- */
 
@@ -82,7 +37,7 @@ static size_t wex__hash(const char *key)
     return (size_t)h;
 }
 
-static wex__entry *wex__map_find(const wex__store_server *s, const char *key)
+wex__entry *wex__map_find(const wex__store_server *s, const char *key)
 {
     wex__entry *e = s->buckets[wex__hash(key) & (s->bucket_count - 1)];
 
@@ -113,7 +68,7 @@ static void wex__map_grow(wex__store_server *s)
 }
 
 /* Stores `value` (malloc'd; the map takes it) under `key`. */
-static wex_status wex__map_put(wex__store_server *s, const char *key,
+wex_status wex__map_put(wex__store_server *s, const char *key,
                                uint8_t *value, size_t len)
 {
     wex__entry *e = wex__map_find(s, key);
@@ -144,7 +99,7 @@ static wex_status wex__map_put(wex__store_server *s, const char *key,
 /* ---- helpers ---------------------------------------------------------- */
 
 /* Keys and names go into one-line messages: no control characters. */
-static void wex__printable(const char *in, char *out, size_t cap)
+void wex__printable(const char *in, char *out, size_t cap)
 {
     size_t i = 0;
 
@@ -165,7 +120,7 @@ static int wex__token_matches(const wex__store_server *s,
     return diff == 0;
 }
 
-static int wex__reply(wex__conn *c, uint8_t status, const void *payload,
+int wex__reply(wex__conn *c, uint8_t status, const void *payload,
                       size_t len)
 {
     uint8_t *msg;
@@ -180,9 +135,9 @@ static int wex__reply(wex__conn *c, uint8_t status, const void *payload,
     return st == WEX_OK;
 }
 
-static int wex__replyf(wex__conn *c, uint8_t status, const char *fmt, ...)
+int wex__replyf(wex__conn *c, uint8_t status, const char *fmt, ...)
     WEX_PRINTF(3, 4);
-static int wex__replyf(wex__conn *c, uint8_t status, const char *fmt, ...)
+int wex__replyf(wex__conn *c, uint8_t status, const char *fmt, ...)
 {
     char text[WEX__ERROR_MAX];
     va_list ap;
@@ -201,21 +156,24 @@ static int wex__reply_i64(wex__conn *c, int64_t v)
     return wex__reply(c, WEX__STORE_R_OK, b, sizeof(b));
 }
 
-/* With s->mu held: "rendezvous: a, b disconnected without saying
- * goodbye", cut short if there are many. */
-static void wex__dead_message(const wex__store_server *s, char *buf,
-                              size_t cap)
+void wex__dead_message(const wex__store_server *s, size_t from, char *buf,
+                       size_t cap)
 {
     const char *tail = " disconnected without saying goodbye";
-    size_t n = (size_t)snprintf(buf, cap, "rendezvous: ");
+    size_t n = (size_t)snprintf(buf, cap, "rendezvous: "), shown = 0;
 
-    for (size_t i = 0; i < s->dead_count; i++) {
+    for (size_t i = from; i < s->dead_count; i++) {
+        int again = 0;
+        /* Each name once, however often it died. */
+        for (size_t j = from; j < i && !again; j++)
+            again = strcmp(s->dead[j], s->dead[i]) == 0;
+        if (again)
+            continue;
         if (n + strlen(s->dead[i]) + strlen(tail) + 32 > cap) {
-            n += (size_t)snprintf(buf + n, cap - n, " and %zu more",
-                                  s->dead_count - i);
+            n += (size_t)snprintf(buf + n, cap - n, " and more");
             break;
         }
-        n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "",
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s", shown++ ? ", " : "",
                               s->dead[i]);
     }
     snprintf(buf + n, cap - n, "%s", tail);
@@ -224,19 +182,16 @@ static void wex__dead_message(const wex__store_server *s, char *buf,
 /* With s->mu held. The key "dead/<who>" lets anyone ask who died. */
 static void wex__record_death(wex__store_server *s, const char *who)
 {
-    char key[WEX__WHO_MAX + 8], **dead;
-    char *name, *value;
+    char key[WEX__WHO_MAX + 8], **dead = NULL;
+    char *name = NULL, *value = NULL;
 
-    /* Each name once in the message, however often it reconnected;
-     * waiters were woken the first time. */
-    for (size_t i = 0; i < s->dead_count; i++)
-        if (strcmp(s->dead[i], who) == 0)
-            return;
-    name = strdup(who);
-    value = strdup(who);
-    dead = realloc(s->dead, (s->dead_count + 1) * sizeof(*dead));
-    if (dead != NULL)
-        s->dead = dead;
+    if (s->dead_count < WEX__MAX_DEATHS) {
+        name = strdup(who);
+        value = strdup(who);
+        dead = realloc(s->dead, (s->dead_count + 1) * sizeof(*dead));
+        if (dead != NULL)
+            s->dead = dead;
+    }
     if (dead == NULL || name == NULL || value == NULL) {
         /* Still wake everyone: a waiter sees no death and waits on, but
          * the waits are bounded, and memory is gone anyway. */
@@ -266,14 +221,11 @@ static int wex__client_gone(int fd)
     return recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 }
 
-enum { WEX__WAIT_MORE, WEX__WAIT_DEAD, WEX__WAIT_TIMEOUT, WEX__WAIT_GONE };
-
-/* With s->mu held, for a wait not yet satisfied: says why it ends, or
- * sleeps for a change (at most one slice) and says to look again.
- * *next_check (start at 0) spaces out the look at the client's socket:
+/* *next_check (start at 0) spaces out the look at the client's socket:
  * every change wakes every waiter, and a barrier of N ranks makes N
  * changes. */
-static int wex__wait_step(wex__conn *c, double deadline, double *next_check)
+int wex__wait_step(wex__conn *c, double deadline, double *next_check,
+                   int watch_deaths)
 {
     wex__store_server *s = c->server;
     double now = wex__store_now(), until;
@@ -286,7 +238,7 @@ static int wex__wait_step(wex__conn *c, double deadline, double *next_check)
             return WEX__WAIT_GONE;
         *next_check = now + WEX__SLICE_S;
     }
-    if (s->dead_count > 0)
+    if (watch_deaths && s->dead_count > c->acked)
         return WEX__WAIT_DEAD;
     if (now >= deadline)
         return WEX__WAIT_TIMEOUT;
@@ -297,14 +249,12 @@ static int wex__wait_step(wex__conn *c, double deadline, double *next_check)
     return WEX__WAIT_MORE;
 }
 
-/* Ends a wait that wex__wait_step ended; s->mu is held on entry and
- * released. Returns whether to keep the connection. */
-static int wex__end_wait(wex__conn *c, int why, const char *timeout_text)
+int wex__end_wait(wex__conn *c, int why, const char *timeout_text)
 {
     char text[WEX__ERROR_MAX];
 
     if (why == WEX__WAIT_DEAD)
-        wex__dead_message(c->server, text, sizeof(text));
+        wex__dead_message(c->server, c->acked, text, sizeof(text));
     pthread_mutex_unlock(&c->server->mu);
     if (why == WEX__WAIT_DEAD)
         return wex__reply(c, WEX__STORE_R_PEER_DEAD, text, strlen(text));
@@ -314,7 +264,7 @@ static int wex__end_wait(wex__conn *c, int why, const char *timeout_text)
     return 0;
 }
 
-static double wex__deadline(const uint8_t *ms)
+double wex__deadline(const uint8_t *ms)
 {
     return wex__store_now() + (double)wex__store_get_u64(ms) / 1000.0;
 }
@@ -337,8 +287,15 @@ static int wex__on_hello(wex__conn *c, const char *who,
         wex__replyf(c, WEX__STORE_R_REFUSED, "wrong token");
         return 0;
     }
+    /* Deaths before this client came are not its concern: it may be the
+     * dead rank, rejoining. Under the lock: the barrier reads who is
+     * alive from the connections. */
+    pthread_mutex_lock(&c->server->mu);
     memcpy(c->who, name, sizeof(name));
+    c->acked = c->server->dead_count;
     c->hello = 1;
+    pthread_cond_broadcast(&c->server->changed);
+    pthread_mutex_unlock(&c->server->mu);
     wex__log(WEX_LOG_DEBUG, "rendezvous", "%s connected", name);
     return wex__reply(c, WEX__STORE_R_OK, NULL, 0);
 }
@@ -379,7 +336,7 @@ static int wex__on_get(wex__conn *c, const char *key, const char *shown,
     /* Satisfied before a death or a timeout is looked at: a value that is
      * there is always returned. */
     while ((e = wex__map_find(s, key)) == NULL) {
-        why = wex__wait_step(c, deadline, &next_check);
+        why = wex__wait_step(c, deadline, &next_check, 1);
         if (why == WEX__WAIT_MORE)
             continue;
         snprintf(text, sizeof(text), "rendezvous: key '%s' not set within "
@@ -474,7 +431,7 @@ static int wex__on_wait_ge(wex__conn *c, const char *key, const char *shown,
         }
         if (v >= target)
             break;
-        why = wex__wait_step(c, deadline, &next_check);
+        why = wex__wait_step(c, deadline, &next_check, 1);
         if (why == WEX__WAIT_MORE)
             continue;
         snprintf(text, sizeof(text), "rendezvous: counter '%s' is %lld, "
@@ -505,6 +462,8 @@ static int wex__serve_request(wex__conn *c, const wex__store_request *req)
     case WEX__STORE_GET: return wex__on_get(c, key, shown, req);
     case WEX__STORE_ADD: return wex__on_add(c, key, shown, req);
     case WEX__STORE_WAIT_GE: return wex__on_wait_ge(c, key, shown, req);
+    case WEX__STORE_ARRIVE: return wex__on_arrive(c, key, shown, req);
+    case WEX__STORE_GATHER: return wex__on_gather(c, key, shown, req);
     default: /* BYE: the decoder lets nothing else through */
         c->bye = 1;
         wex__reply(c, WEX__STORE_R_OK, NULL, 0);
@@ -649,6 +608,7 @@ static void wex__start_conn(wex__store_server *s, int fd)
         return;
     }
     pthread_mutex_lock(&s->mu);
+    c->serial = ++s->next_serial;
     c->next = s->conns;
     s->conns = c;
     s->conn_count++;

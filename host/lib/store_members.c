@@ -1,0 +1,332 @@
+/*
+ * The two rendezvous requests that know who is alive: the step barrier
+ * (ARRIVE), which lets a step go on without dead sources that others
+ * replicate and fixes, for everyone, which ones it went without; and the
+ * verdict gather (GATHER), which waits for one value per owner and takes
+ * an owner's death as its answer, so every rank reads the same verdicts.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_server.h"
+
+/* Who is alive and who has died, by rank, for one barrier's members. */
+typedef struct wex__roll {
+    uint64_t ns, nd;
+    uint64_t *live; /* serial of the live connection, 0 if none; [ns+nd] */
+    uint8_t *died;  /* has died at least once; [ns+nd] */
+} wex__roll;
+
+/* "source/12" -> 12 in the source range, "destination/3" -> ns + 3. */
+static int wex__member_index(const wex__roll *r, const char *who,
+                             uint64_t *index_p)
+{
+    const char *digits;
+    char *end;
+    uint64_t i, base, count;
+
+    if (strncmp(who, "source/", 7) == 0) {
+        digits = who + 7, base = 0, count = r->ns;
+    } else if (strncmp(who, "destination/", 12) == 0) {
+        digits = who + 12, base = r->ns, count = r->nd;
+    } else {
+        return 0;
+    }
+    if (*digits < '0' || *digits > '9')
+        return 0;
+    i = strtoull(digits, &end, 10);
+    if (*end != '\0' || i >= count)
+        return 0;
+    *index_p = base + i;
+    return 1;
+}
+
+/* With s->mu held. */
+static wex_status wex__roll_call(const wex__store_server *s, wex__roll *r)
+{
+    uint64_t n = r->ns + r->nd, i;
+
+    r->live = calloc(n ? n : 1, sizeof(*r->live));
+    r->died = calloc(n ? n : 1, 1);
+    if (r->live == NULL || r->died == NULL)
+        return WEX_ERR_NOMEM;
+    for (const wex__conn *c = s->conns; c != NULL; c = c->next)
+        if (c->hello && !c->done && wex__member_index(r, c->who, &i))
+            r->live[i] = c->serial;
+    for (size_t d = 0; d < s->dead_count; d++)
+        if (wex__member_index(r, s->dead[d], &i))
+            r->died[i] = 1;
+    return WEX_OK;
+}
+
+static void wex__roll_free(wex__roll *r)
+{
+    free(r->live);
+    free(r->died);
+}
+
+static const char *wex__member_name(const wex__roll *r, uint64_t i,
+                                    char *buf, size_t cap)
+{
+    if (i < r->ns)
+        snprintf(buf, cap, "source/%llu", (unsigned long long)i);
+    else
+        snprintf(buf, cap, "destination/%llu", (unsigned long long)(i - r->ns));
+    return buf;
+}
+
+/* Whether member i's live connection is the one that arrived. */
+static int wex__arrived(const wex__store_server *s, const char *key,
+                        const wex__roll *r, uint64_t i)
+{
+    char name[WEX__STORE_KEY_MAX + WEX__WHO_MAX + 2], who[48];
+    const wex__entry *e;
+
+    snprintf(name, sizeof(name), "%s@%s", key,
+             wex__member_name(r, i, who, sizeof(who)));
+    e = wex__map_find(s, name);
+    return e != NULL && e->len == 8 && r->live[i] != 0 &&
+           wex__store_get_u64(e->value) == r->live[i];
+}
+
+enum { WEX__BARRIER_WAIT, WEX__BARRIER_DONE, WEX__BARRIER_FAILED };
+
+/* With s->mu held: looks at every member. DONE stores the outcome under
+ * `key` (u8 1, u64 deaths acknowledged, u64 N, N dead source ranks);
+ * FAILED stores (u8 0, message); WAIT lists who is missing in `missing`. */
+static int wex__barrier_look(wex__store_server *s, const char *key,
+                             const wex__roll *r, const uint8_t *optional,
+                             int fail_fast, char *missing, size_t cap)
+{
+    uint64_t n = r->ns + r->nd, dead = 0;
+    size_t used = 0;
+    int failed = 0, waiting = 0;
+    uint8_t *out;
+    char who[48];
+
+    missing[0] = '\0';
+    for (uint64_t i = 0; i < n; i++) {
+        int may_skip = i < r->ns && (optional[i / 8] >> (i % 8)) & 1;
+        int gone = r->live[i] == 0 && r->died[i];
+        if (wex__arrived(s, key, r, i))
+            continue;
+        if (gone && may_skip) {
+            dead++;
+            continue;
+        }
+        if (gone && fail_fast && !failed) {
+            failed = 1;
+            used = 0;
+        }
+        if (failed && !gone)
+            continue;
+        waiting = 1;
+        if (used + 64 < cap)
+            used += (size_t)snprintf(missing + used, cap - used, "%s%s%s",
+                                     used ? ", " : "",
+                                     wex__member_name(r, i, who, sizeof(who)),
+                                     gone ? " (dead)" : "");
+    }
+    if (waiting && !failed)
+        return WEX__BARRIER_WAIT;
+    if (failed) {
+        size_t len = strlen(missing);
+        out = malloc(1 + len);
+        if (out == NULL)
+            return WEX__BARRIER_WAIT;
+        out[0] = 0;
+        memcpy(out + 1, missing, len);
+        wex__map_put(s, key, out, 1 + len);
+        return WEX__BARRIER_FAILED;
+    }
+    out = malloc(17 + 8 * dead);
+    if (out == NULL)
+        return WEX__BARRIER_WAIT;
+    out[0] = 1;
+    wex__store_put_u64(out + 1, s->dead_count);
+    wex__store_put_u64(out + 9, dead);
+    dead = 0;
+    for (uint64_t i = 0; i < r->ns; i++)
+        if (!wex__arrived(s, key, r, i))
+            wex__store_put_u64(out + 17 + 8 * dead++, i);
+    wex__map_put(s, key, out, 17 + 8 * dead);
+    return WEX__BARRIER_DONE;
+}
+
+/* With s->mu held: records that this connection reached the barrier. */
+static wex_status wex__mark_arrival(wex__conn *c, const char *key)
+{
+    char name[WEX__STORE_KEY_MAX + WEX__WHO_MAX + 2];
+    uint8_t *serial = malloc(8);
+
+    if (serial == NULL)
+        return WEX_ERR_NOMEM;
+    wex__store_put_u64(serial, c->serial);
+    snprintf(name, sizeof(name), "%s@%s", key, c->who);
+    return wex__map_put(c->server, name, serial, 8);
+}
+
+int wex__on_arrive(wex__conn *c, const char *key, const char *shown,
+                   const wex__store_request *req)
+{
+    wex__store_server *s = c->server;
+    double deadline = wex__deadline(req->value);
+    double wait = (double)wex__store_get_u64(req->value) / 1000.0;
+    int fail_fast = (wex__store_get_u64(req->value + 8) &
+                     WEX__ARRIVE_FAIL_FAST) != 0;
+    wex__roll r = {wex__store_get_u64(req->value + 16),
+                   wex__store_get_u64(req->value + 24), NULL, NULL};
+    const uint8_t *optional = req->value + 32;
+    double next_check = 0;
+    char missing[512], text[WEX__ERROR_MAX];
+    const wex__entry *e;
+    int why;
+
+    pthread_mutex_lock(&s->mu);
+    if (wex__map_find(s, key) == NULL && wex__mark_arrival(c, key) != WEX_OK) {
+        pthread_mutex_unlock(&s->mu);
+        return wex__replyf(c, WEX__STORE_R_ERROR, "out of memory");
+    }
+    pthread_cond_broadcast(&s->changed);
+    for (;;) {
+        if ((e = wex__map_find(s, key)) != NULL)
+            break;
+        wex__roll_free(&r);
+        if (wex__roll_call(s, &r) != WEX_OK) {
+            pthread_mutex_unlock(&s->mu);
+            wex__roll_free(&r);
+            return wex__replyf(c, WEX__STORE_R_ERROR, "out of memory");
+        }
+        if (wex__barrier_look(s, key, &r, optional, fail_fast, missing,
+                              sizeof(missing)) != WEX__BARRIER_WAIT) {
+            pthread_cond_broadcast(&s->changed);
+            continue;
+        }
+        why = wex__wait_step(c, deadline, &next_check, 0);
+        if (why == WEX__WAIT_MORE)
+            continue;
+        wex__roll_free(&r);
+        snprintf(text, sizeof(text), "rendezvous: barrier '%s': still "
+                 "waiting after %.1f s for %s", shown, wait, missing);
+        return wex__end_wait(c, why, text);
+    }
+    wex__roll_free(&r);
+    if (e->len == 0 || e->value[0] == 0) {
+        snprintf(text, sizeof(text), "rendezvous: barrier '%s': %.*s died "
+                 "and did not come back", shown,
+                 e->len ? (int)(e->len - 1) : 0,
+                 e->len ? (const char *)e->value + 1 : "");
+        pthread_mutex_unlock(&s->mu);
+        return wex__reply(c, WEX__STORE_R_PEER_DEAD, text, strlen(text));
+    }
+    /* Deaths up to the barrier are accounted for: its dead sources are
+     * left out, and every other member is there, alive. */
+    size_t len = e->len - 1;
+    uint8_t *copy = malloc(len);
+    if (copy != NULL) {
+        uint64_t acked = wex__store_get_u64(e->value + 1);
+        if (acked > c->acked)
+            c->acked = (size_t)acked;
+        memcpy(copy, e->value + 1, len);
+        wex__store_put_u64(copy, c->acked);
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (copy == NULL)
+        return wex__replyf(c, WEX__STORE_R_ERROR, "out of memory");
+    int keep = wex__reply(c, WEX__STORE_R_OK, copy, len);
+    free(copy);
+    return keep;
+}
+
+/* With s->mu held: whether `owner` died after this connection's last
+ * barrier. */
+static int wex__died_lately(const wex__conn *c, const char *owner)
+{
+    const wex__store_server *s = c->server;
+
+    for (size_t d = c->acked; d < s->dead_count; d++)
+        if (strcmp(s->dead[d], owner) == 0)
+            return 1;
+    return 0;
+}
+
+/* With s->mu held: the reply once every value is in or its owner died,
+ * else NULL with *pending_p the first missing index. */
+static uint8_t *wex__gathered(const wex__conn *c, const char *prefix,
+                              uint64_t n, const char *owner_prefix,
+                              size_t *len_p, uint64_t *pending_p, int *nomem)
+{
+    char key[2 * WEX__STORE_KEY_MAX + 32];
+    size_t len = 0;
+    uint8_t *out;
+
+    for (uint64_t i = 0; i < n; i++) {
+        const wex__entry *e;
+        snprintf(key, sizeof(key), "%s%llu", prefix, (unsigned long long)i);
+        e = wex__map_find(c->server, key);
+        if (e != NULL) {
+            len += 5 + e->len;
+            continue;
+        }
+        snprintf(key, sizeof(key), "%s%llu", owner_prefix,
+                 (unsigned long long)i);
+        if (!wex__died_lately(c, key)) {
+            *pending_p = i;
+            return NULL;
+        }
+        len += 5;
+    }
+    out = malloc(len ? len : 1);
+    if (out == NULL) {
+        *nomem = 1;
+        return NULL;
+    }
+    len = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        const wex__entry *e;
+        snprintf(key, sizeof(key), "%s%llu", prefix, (unsigned long long)i);
+        e = wex__map_find(c->server, key);
+        out[len] = e != NULL;
+        wex__store_put_u32(out + len + 1, e ? (uint32_t)e->len : 0);
+        if (e != NULL && e->len)
+            memcpy(out + len + 5, e->value, e->len);
+        len += 5 + (e ? e->len : 0);
+    }
+    *len_p = len;
+    return out;
+}
+
+int wex__on_gather(wex__conn *c, const char *key, const char *shown,
+                   const wex__store_request *req)
+{
+    wex__store_server *s = c->server;
+    double deadline = wex__deadline(req->value);
+    double wait = (double)wex__store_get_u64(req->value) / 1000.0;
+    uint64_t n = wex__store_get_u64(req->value + 8), pending = 0;
+    char owner[WEX__STORE_KEY_MAX + 1], text[WEX__ERROR_MAX];
+    double next_check = 0;
+    size_t len = 0;
+    uint8_t *out;
+    int why, nomem = 0;
+
+    memcpy(owner, req->value + 16, req->value_len - 16);
+    owner[req->value_len - 16] = '\0';
+    pthread_mutex_lock(&s->mu);
+    /* Deaths matter only as answers, never as a reason to stop. */
+    while ((out = wex__gathered(c, key, n, owner, &len, &pending,
+                                &nomem)) == NULL && !nomem) {
+        why = wex__wait_step(c, deadline, &next_check, 0);
+        if (why == WEX__WAIT_MORE)
+            continue;
+        snprintf(text, sizeof(text), "rendezvous: '%s%llu' not set within "
+                 "%.1f s", shown, (unsigned long long)pending, wait);
+        return wex__end_wait(c, why, text);
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (out == NULL)
+        return wex__replyf(c, WEX__STORE_R_ERROR, "out of memory");
+    int keep = wex__reply(c, WEX__STORE_R_OK, out, len);
+    free(out);
+    return keep;
+}

@@ -1,0 +1,308 @@
+/* The rendezvous's step barrier (ARRIVE) and verdict gather (GATHER):
+ * a real server, clients on threads of this process, deaths played by
+ * abandoning a connection (what a killed process looks like to it). */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "check_run.h"
+#include "error.h"
+#include "store.h"
+#include "store_proto.h"
+
+#define TOKEN "members-token"
+
+static wex__store_server *server;
+static char address[64];
+
+static void setup(void)
+{
+    ck_assert_msg(wex__store_serve("127.0.0.1:0", TOKEN, &server) == WEX_OK,
+                  "%s", wex__last_error());
+    snprintf(address, sizeof(address), "%s", wex__store_address(server));
+}
+
+static void teardown(void)
+{
+    wex__store_stop(server);
+    server = NULL;
+}
+
+static wex__store_client *join(const char *who)
+{
+    wex__store_client *c = NULL;
+
+    ck_assert_msg(wex__store_connect(address, TOKEN, who, 2.0, &c) == WEX_OK,
+                  "%s", wex__last_error());
+    return c;
+}
+
+static void pause_s(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+
+    nanosleep(&ts, NULL);
+}
+
+/* One member arriving on its own thread. */
+typedef struct member {
+    char who[32];
+    const char *key;
+    int fail_fast;
+    uint64_t sources, destinations;
+    uint8_t optional[4];
+    double timeout;
+    pthread_t thread;
+    /* out */
+    wex_status st;
+    char error[512];
+    uint64_t *dead, dead_count;
+} member;
+
+static void *arrive_main(void *arg)
+{
+    member *m = arg;
+    wex__store_client *c = NULL;
+
+    m->st = wex__store_connect(address, TOKEN, m->who, 2.0, &c);
+    if (m->st == WEX_OK)
+        m->st = wex__store_arrive(c, m->key, m->fail_fast, m->sources,
+                                  m->destinations, m->optional, m->timeout,
+                                  &m->dead, &m->dead_count);
+    snprintf(m->error, sizeof(m->error), "%s", wex__last_error());
+    wex__store_close(c);
+    return NULL;
+}
+
+static void start_with(member *m, const char *who, const char *key,
+                       uint64_t sources, uint64_t destinations,
+                       uint8_t optional, int fail_fast, double timeout)
+{
+    memset(m, 0, sizeof(*m));
+    m->fail_fast = fail_fast;
+    snprintf(m->who, sizeof(m->who), "%s", who);
+    m->key = key;
+    m->sources = sources;
+    m->destinations = destinations;
+    m->optional[0] = optional;
+    m->timeout = timeout;
+    ck_assert_int_eq(pthread_create(&m->thread, NULL, arrive_main, m), 0);
+}
+
+static void start(member *m, const char *who, const char *key,
+                  uint64_t sources, uint64_t destinations, uint8_t optional)
+{
+    start_with(m, who, key, sources, destinations, optional, 0, 5.0);
+}
+
+static void finish(member *m)
+{
+    pthread_join(m->thread, NULL);
+}
+
+START_TEST(barrier_waits_for_every_member)
+{
+    member m[3];
+    double t0 = wex__store_now();
+
+    start(&m[0], "source/0", "step/1/0/begin", 1, 2, 0);
+    start(&m[1], "destination/0", "step/1/0/begin", 1, 2, 0);
+    pause_s(0.3);
+    start(&m[2], "destination/1", "step/1/0/begin", 1, 2, 0);
+    for (int i = 0; i < 3; i++) {
+        finish(&m[i]);
+        ck_assert_msg(m[i].st == WEX_OK, "%s: %s", m[i].who, m[i].error);
+        ck_assert_uint_eq(m[i].dead_count, 0);
+        free(m[i].dead);
+    }
+    ck_assert_double_ge(wex__store_now() - t0, 0.3);
+}
+END_TEST
+
+/* Source 1 dies; the sources the job replicates may be left out, and
+ * every member is told the same. */
+START_TEST(dead_optional_source_is_left_out_for_everyone)
+{
+    wex__store_client *gone = join("source/1");
+    member m[3];
+
+    wex__store_abandon(gone);
+    pause_s(0.1);
+    start(&m[0], "source/0", "step/2/0/begin", 2, 2, 0x3);
+    start(&m[1], "destination/0", "step/2/0/begin", 2, 2, 0x3);
+    start(&m[2], "destination/1", "step/2/0/begin", 2, 2, 0x3);
+    for (int i = 0; i < 3; i++) {
+        finish(&m[i]);
+        ck_assert_msg(m[i].st == WEX_OK, "%s: %s", m[i].who, m[i].error);
+        ck_assert_uint_eq(m[i].dead_count, 1);
+        ck_assert_uint_eq(m[i].dead[0], 1);
+        free(m[i].dead);
+    }
+}
+END_TEST
+
+/* A dead destination is waited for: it rejoins, arrives, and the step
+ * goes on; its death no longer fails the others' waits. */
+START_TEST(dead_required_member_is_waited_for_until_it_rejoins)
+{
+    wex__store_client *gone = join("destination/1"), *c;
+    member m[2], back;
+    uint64_t *dead = NULL, dead_count = 0;
+    void *value = NULL;
+    size_t len;
+
+    wex__store_abandon(gone);
+    start(&m[0], "source/0", "step/3/0/begin", 1, 2, 0x1);
+    start(&m[1], "destination/0", "step/3/0/begin", 1, 2, 0x1);
+    pause_s(0.4);
+    start(&back, "destination/1", "step/3/0/begin", 1, 2, 0x1);
+    finish(&back);
+    ck_assert_msg(back.st == WEX_OK, "%s", back.error);
+    free(back.dead);
+    for (int i = 0; i < 2; i++) {
+        finish(&m[i]);
+        ck_assert_msg(m[i].st == WEX_OK, "%s: %s", m[i].who, m[i].error);
+        ck_assert_uint_eq(m[i].dead_count, 0);
+        free(m[i].dead);
+    }
+    /* A connection that passed a barrier after the death waits on time
+     * alone; one that never passed one still fails on it. */
+    c = join("source/0");
+    ck_assert_int_eq(wex__store_arrive(c, "step/3/0/begin", 0, 1, 2, NULL,
+                                       1.0, &dead, &dead_count),
+                     WEX_OK);
+    ck_assert_uint_eq(dead_count, 0);
+    free(dead);
+    ck_assert_int_eq(wex__store_get(c, "never", 0.2, &value, &len),
+                     WEX_ERR_TIMEOUT);
+    wex__store_close(c);
+}
+END_TEST
+
+START_TEST(fail_fast_names_the_dead_member_to_everyone)
+{
+    wex__store_client *gone = join("destination/1");
+    member m[2];
+    double t0 = wex__store_now();
+
+    wex__store_abandon(gone);
+    pause_s(0.1);
+    start_with(&m[0], "source/0", "step/4/1/begin", 1, 2, 0x1, 1, 5.0);
+    start(&m[1], "destination/0", "step/4/1/begin", 1, 2, 0x1);
+    for (int i = 0; i < 2; i++) {
+        finish(&m[i]);
+        if (i == 0)
+            ck_assert_int_eq(m[i].st, WEX_ERR_PEER);
+        if (m[i].st != WEX_OK)
+            ck_assert_msg(strstr(m[i].error, "destination/1 (dead)") != NULL,
+                          "%s", m[i].error);
+        free(m[i].dead);
+    }
+    ck_assert_double_lt(wex__store_now() - t0, 3.0);
+}
+END_TEST
+
+START_TEST(barrier_timeout_lists_who_is_missing)
+{
+    member m;
+
+    start_with(&m, "destination/0", "step/5/0/begin", 2, 1, 0, 0, 0.5);
+    finish(&m);
+    ck_assert_int_eq(m.st, WEX_ERR_TIMEOUT);
+    ck_assert_msg(strstr(m.error, "source/0, source/1") != NULL, "%s",
+                  m.error);
+}
+END_TEST
+
+/* Destination 0 posts its verdict, destination 1 dies without one: every
+ * reader gets the one verdict and learns the other will never come. */
+START_TEST(gather_takes_a_death_as_the_answer)
+{
+    wex__store_client *d0 = join("destination/0"), *d1 = join("destination/1");
+    wex__store_client *s0 = join("source/0");
+    wex__gathered *g = NULL;
+    double t0;
+
+    ck_assert_int_eq(wex__store_set(d0, "verdict/0", "ok", 2), WEX_OK);
+    t0 = wex__store_now();
+    wex__store_abandon(d1);
+    ck_assert_msg(wex__store_gather(s0, "verdict/", 2, "destination/", 5.0,
+                                    &g) == WEX_OK, "%s", wex__last_error());
+    ck_assert_double_lt(wex__store_now() - t0, 1.0);
+    ck_assert_int_eq(g[0].present, 1);
+    ck_assert_str_eq(g[0].value, "ok");
+    ck_assert_int_eq(g[1].present, 0);
+    ck_assert_uint_eq(g[1].len, 0);
+    free(g);
+    wex__store_close(d0);
+    wex__store_close(s0);
+}
+END_TEST
+
+START_TEST(gather_times_out_naming_the_missing_key)
+{
+    wex__store_client *c = join("source/0");
+    wex__gathered *g = NULL;
+
+    ck_assert_int_eq(wex__store_set(c, "v/0", "a", 1), WEX_OK);
+    ck_assert_int_eq(wex__store_gather(c, "v/", 2, "destination/", 0.3, &g),
+                     WEX_ERR_TIMEOUT);
+    ck_assert_msg(strstr(wex__last_error(), "'v/1'") != NULL, "%s",
+                  wex__last_error());
+    wex__store_close(c);
+}
+END_TEST
+
+START_TEST(codec_refuses_malformed_member_requests)
+{
+    uint8_t arg[40] = {0}, *msg;
+    size_t len;
+
+    /* ARRIVE: 9 sources need a 2-byte bitmap. */
+    wex__store_put_u64(arg + 16, 9);
+    ck_assert_int_eq(wex__store_encode_request(WEX__STORE_ARRIVE, "b", 1, arg,
+                                               33, &msg, &len),
+                     WEX_ERR_INVALID);
+    ck_assert_int_eq(wex__store_encode_request(WEX__STORE_ARRIVE, "b", 1, arg,
+                                               34, &msg, &len), WEX_OK);
+    free(msg);
+    wex__store_put_u64(arg + 24, (uint64_t)WEX__STORE_MEMBERS_MAX + 1);
+    ck_assert_int_eq(wex__store_encode_request(WEX__STORE_ARRIVE, "b", 1, arg,
+                                               34, &msg, &len),
+                     WEX_ERR_INVALID);
+    /* GATHER: an owner prefix is required, without NUL bytes. */
+    memset(arg, 0, sizeof(arg));
+    ck_assert_int_eq(wex__store_encode_request(WEX__STORE_GATHER, "p", 1, arg,
+                                               16, &msg, &len),
+                     WEX_ERR_INVALID);
+    ck_assert_int_eq(wex__store_encode_request(WEX__STORE_GATHER, "p", 1, arg,
+                                               18, &msg, &len),
+                     WEX_ERR_INVALID);
+    memcpy(arg + 16, "d/", 2);
+    ck_assert_int_eq(wex__store_encode_request(WEX__STORE_GATHER, "p", 1, arg,
+                                               18, &msg, &len), WEX_OK);
+    free(msg);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("store_members");
+    TCase *t = tcase_create("members");
+
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 15);
+    tcase_add_test(t, barrier_waits_for_every_member);
+    tcase_add_test(t, dead_optional_source_is_left_out_for_everyone);
+    tcase_add_test(t, dead_required_member_is_waited_for_until_it_rejoins);
+    tcase_add_test(t, fail_fast_names_the_dead_member_to_everyone);
+    tcase_add_test(t, barrier_timeout_lists_who_is_missing);
+    tcase_add_test(t, gather_takes_a_death_as_the_answer);
+    tcase_add_test(t, gather_times_out_naming_the_missing_key);
+    tcase_add_test(t, codec_refuses_malformed_member_requests);
+    suite_add_tcase(s, t);
+    return wex_test_run(s);
+}
