@@ -183,6 +183,21 @@ void wex__planner_close(wex__planner *p)
 wex_status wex__planner_rank(wex__planner *p, uint32_t side, uint64_t rank,
                              wex_plan_builder *b)
 {
+    return wex__planner_rank_without(p, side, rank, NULL, 0, b);
+}
+
+static int listed(const uint64_t *list, uint64_t count, uint64_t v)
+{
+    for (uint64_t i = 0; i < count; i++)
+        if (list[i] == v)
+            return 1;
+    return 0;
+}
+
+wex_status wex__planner_rank_without(wex__planner *p, uint32_t side,
+                                     uint64_t rank, const uint64_t *dead,
+                                     uint64_t dead_count, wex_plan_builder *b)
+{
     wex_plan_request req;
     const wex__side *mine = side == WEX_SIDE_SOURCE ? &p->src : &p->dst;
     wex_status st;
@@ -199,6 +214,8 @@ wex_status wex__planner_rank(wex__planner *p, uint32_t side, uint64_t rank,
     req.source = &p->src;
     req.destination = &p->dst;
     req.topology = &p->topology_view;
+    req.dead_sources = dead;
+    req.dead_source_count = dead_count;
     wex__error_clear();
     st = p->ops->plan(p->ctx, &req, b);
     if (st != WEX_OK) {
@@ -215,6 +232,12 @@ wex_status wex__planner_rank(wex__planner *p, uint32_t side, uint64_t rank,
                               "it gave one for rank %llu",
                               p->job->policy.name, mine->what,
                               (unsigned long long)rank, (unsigned long long)r);
+        if (listed(dead, dead_count, b->ops[i].src_rank))
+            return wex__error(WEX_ERR_UNSUPPORTED,
+                              "policy %s cannot fail over: it planned an "
+                              "operation from dead source rank %llu",
+                              p->job->policy.name,
+                              (unsigned long long)b->ops[i].src_rank);
     }
     return WEX_OK;
 }

@@ -32,6 +32,12 @@ void wex__planner_close(wex__planner *p);
 /* Replaces b's operations with those `rank` of `side` takes part in. */
 wex_status wex__planner_rank(wex__planner *p, uint32_t side, uint64_t rank,
                              wex_plan_builder *b);
+/* The same, with source ranks `dead` (ascending) sending nothing: the
+ * policy plans around them, or fails naming what no live source holds. */
+wex_status wex__planner_rank_without(wex__planner *p, uint32_t side,
+                                     uint64_t rank, const uint64_t *dead,
+                                     uint64_t dead_count,
+                                     wex_plan_builder *b);
 
 /* The two models describe the same tensors (names, shapes, dtypes). */
 wex_status wex__models_match(const wex_model *src, const char *src_path,

@@ -15,7 +15,7 @@
 typedef struct wex__roll {
     uint64_t ns, nd;
     uint64_t *live; /* serial of the live connection, 0 if none; [ns+nd] */
-    uint8_t *died;  /* has died at least once; [ns+nd] */
+    size_t *died;   /* 1 + the index of its last death, 0: never; [ns+nd] */
 } wex__roll;
 
 /* "source/12" -> 12 in the source range, "destination/3" -> ns + 3. */
@@ -48,15 +48,16 @@ static wex_status wex__roll_call(const wex__store_server *s, wex__roll *r)
     uint64_t n = r->ns + r->nd, i;
 
     r->live = calloc(n ? n : 1, sizeof(*r->live));
-    r->died = calloc(n ? n : 1, 1);
+    r->died = calloc(n ? n : 1, sizeof(*r->died));
     if (r->live == NULL || r->died == NULL)
         return WEX_ERR_NOMEM;
     for (const wex__conn *c = s->conns; c != NULL; c = c->next)
-        if (c->hello && !c->done && wex__member_index(r, c->who, &i))
-            r->live[i] = c->serial;
+        if (c->hello && !c->done && wex__member_index(r, c->who, &i) &&
+            c->serial > r->live[i])
+            r->live[i] = c->serial; /* the newest, if a name connects twice */
     for (size_t d = 0; d < s->dead_count; d++)
         if (wex__member_index(r, s->dead[d], &i))
-            r->died[i] = 1;
+            r->died[i] = d + 1;
     return WEX_OK;
 }
 
@@ -94,11 +95,16 @@ enum { WEX__BARRIER_WAIT, WEX__BARRIER_DONE, WEX__BARRIER_FAILED };
 
 /* With s->mu held: looks at every member. DONE stores the outcome under
  * `key` (u8 1, u64 deaths acknowledged, u64 N, N dead source ranks);
- * FAILED stores (u8 0, message); WAIT lists who is missing in `missing`. */
-static int wex__barrier_look(wex__store_server *s, const char *key,
+ * FAILED stores (u8 0, u64 deaths acknowledged, message); WAIT lists who
+ * is missing in `missing`. A required member that is dead fails the
+ * barrier when `fail_fast`, or when its death is news to this
+ * connection; one whose death was already reported is waited for: it
+ * may rejoin. */
+static int wex__barrier_look(const wex__conn *c, const char *key,
                              const wex__roll *r, const uint8_t *optional,
                              int fail_fast, char *missing, size_t cap)
 {
+    wex__store_server *s = c->server;
     uint64_t n = r->ns + r->nd, dead = 0;
     size_t used = 0;
     int failed = 0, waiting = 0;
@@ -108,14 +114,14 @@ static int wex__barrier_look(wex__store_server *s, const char *key,
     missing[0] = '\0';
     for (uint64_t i = 0; i < n; i++) {
         int may_skip = i < r->ns && (optional[i / 8] >> (i % 8)) & 1;
-        int gone = r->live[i] == 0 && r->died[i];
+        int gone = r->live[i] == 0 && r->died[i] != 0;
         if (wex__arrived(s, key, r, i))
             continue;
         if (gone && may_skip) {
             dead++;
             continue;
         }
-        if (gone && fail_fast && !failed) {
+        if (gone && (fail_fast || r->died[i] > c->acked) && !failed) {
             failed = 1;
             used = 0;
         }
@@ -132,12 +138,13 @@ static int wex__barrier_look(wex__store_server *s, const char *key,
         return WEX__BARRIER_WAIT;
     if (failed) {
         size_t len = strlen(missing);
-        out = malloc(1 + len);
+        out = malloc(9 + len);
         if (out == NULL)
             return WEX__BARRIER_WAIT;
         out[0] = 0;
-        memcpy(out + 1, missing, len);
-        wex__map_put(s, key, out, 1 + len);
+        wex__store_put_u64(out + 1, s->dead_count);
+        memcpy(out + 9, missing, len);
+        wex__map_put(s, key, out, 9 + len);
         return WEX__BARRIER_FAILED;
     }
     out = malloc(17 + 8 * dead);
@@ -198,7 +205,7 @@ int wex__on_arrive(wex__conn *c, const char *key, const char *shown,
             wex__roll_free(&r);
             return wex__replyf(c, WEX__STORE_R_ERROR, "out of memory");
         }
-        if (wex__barrier_look(s, key, &r, optional, fail_fast, missing,
+        if (wex__barrier_look(c, key, &r, optional, fail_fast, missing,
                               sizeof(missing)) != WEX__BARRIER_WAIT) {
             pthread_cond_broadcast(&s->changed);
             continue;
@@ -212,22 +219,26 @@ int wex__on_arrive(wex__conn *c, const char *key, const char *shown,
         return wex__end_wait(c, why, text);
     }
     wex__roll_free(&r);
-    if (e->len == 0 || e->value[0] == 0) {
-        snprintf(text, sizeof(text), "rendezvous: barrier '%s': %.*s died "
-                 "and did not come back", shown,
-                 e->len ? (int)(e->len - 1) : 0,
-                 e->len ? (const char *)e->value + 1 : "");
+    if (e->len < 9 || e->value[0] > 1) {
+        pthread_mutex_unlock(&s->mu);
+        return wex__replyf(c, WEX__STORE_R_ERROR, "key '%s' holds something "
+                           "other than a barrier", shown);
+    }
+    /* Deaths up to the barrier are accounted for: its dead sources are
+     * left out, every other member is there, alive; or the barrier
+     * failed, naming them, and the next one waits for them to rejoin. */
+    if (wex__store_get_u64(e->value + 1) > c->acked)
+        c->acked = (size_t)wex__store_get_u64(e->value + 1);
+    if (e->value[0] == 0) {
+        snprintf(text, sizeof(text), "rendezvous: barrier '%s': %.*s "
+                 "disconnected without saying goodbye", shown,
+                 (int)(e->len - 9), (const char *)e->value + 9);
         pthread_mutex_unlock(&s->mu);
         return wex__reply(c, WEX__STORE_R_PEER_DEAD, text, strlen(text));
     }
-    /* Deaths up to the barrier are accounted for: its dead sources are
-     * left out, and every other member is there, alive. */
     size_t len = e->len - 1;
     uint8_t *copy = malloc(len);
     if (copy != NULL) {
-        uint64_t acked = wex__store_get_u64(e->value + 1);
-        if (acked > c->acked)
-            c->acked = (size_t)acked;
         memcpy(copy, e->value + 1, len);
         wex__store_put_u64(copy, c->acked);
     }

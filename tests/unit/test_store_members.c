@@ -205,6 +205,47 @@ START_TEST(fail_fast_names_the_dead_member_to_everyone)
 }
 END_TEST
 
+/* A death this connection has not heard of fails the barrier, for every
+ * member, naming it; once reported, the next barrier waits for the
+ * member to rejoin. */
+START_TEST(news_of_a_death_fails_the_barrier_once)
+{
+    wex__store_client *s0 = join("source/0"), *d0 = join("destination/0");
+    wex__store_client *gone = join("source/1"), *back;
+    uint64_t *dead = NULL, n = 0;
+    double t0;
+
+    wex__store_abandon(gone);
+    pause_s(0.1);
+    t0 = wex__store_now();
+    ck_assert_int_eq(wex__store_arrive(s0, "step/8/0/begin", 0, 2, 1, NULL,
+                                       5.0, &dead, &n), WEX_ERR_PEER);
+    ck_assert_msg(strstr(wex__last_error(), "source/1 (dead)") != NULL, "%s",
+                  wex__last_error());
+    ck_assert_int_eq(wex__store_arrive(d0, "step/8/0/begin", 0, 2, 1, NULL,
+                                       5.0, &dead, &n), WEX_ERR_PEER);
+    ck_assert_double_lt(wex__store_now() - t0, 1.0);
+    /* The next step: source 1 comes back while the others wait. */
+    member m[2];
+    start_with(&m[0], "source/0", "step/9/0/begin", 2, 1, 0, 0, 5.0);
+    start_with(&m[1], "destination/0", "step/9/0/begin", 2, 1, 0, 0, 5.0);
+    pause_s(0.3);
+    back = join("source/1");
+    ck_assert_msg(wex__store_arrive(back, "step/9/0/begin", 0, 2, 1, NULL,
+                                    5.0, &dead, &n) == WEX_OK, "%s",
+                  wex__last_error());
+    free(dead);
+    for (int i = 0; i < 2; i++) {
+        finish(&m[i]);
+        ck_assert_msg(m[i].st == WEX_OK, "%s: %s", m[i].who, m[i].error);
+        free(m[i].dead);
+    }
+    wex__store_close(back);
+    wex__store_close(s0);
+    wex__store_close(d0);
+}
+END_TEST
+
 START_TEST(barrier_timeout_lists_who_is_missing)
 {
     member m;
@@ -299,6 +340,7 @@ int main(void)
     tcase_add_test(t, dead_optional_source_is_left_out_for_everyone);
     tcase_add_test(t, dead_required_member_is_waited_for_until_it_rejoins);
     tcase_add_test(t, fail_fast_names_the_dead_member_to_everyone);
+    tcase_add_test(t, news_of_a_death_fails_the_barrier_once);
     tcase_add_test(t, barrier_timeout_lists_who_is_missing);
     tcase_add_test(t, gather_takes_a_death_as_the_answer);
     tcase_add_test(t, gather_times_out_naming_the_missing_key);

@@ -70,6 +70,13 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static int is_dead(const pb_job *job, uint64_t rank)
+{
+    return job->dead_count > 0 &&
+           bsearch(&rank, job->dead, job->dead_count, sizeof(uint64_t),
+                   cmp_u64) != NULL;
+}
+
 /* Sorted distinct cut points of dimension `dim` inside piece d. */
 static size_t cuts_of(const pb_job *job, const wex_piece_view *d,
                       const uint64_t *cand, size_t ncand, uint32_t dim,
@@ -179,10 +186,12 @@ static wex_status one_cell(pb_job *job, uint64_t c, uint64_t ndst, uint64_t j,
         if (h != holders)
             free(h);
         job->host->set_error(job->host->ctx, WEX_ERR_INVALID,
-                             "no source piece holds part of canonical tensor "
-                             "%llu that destination rank %llu needs",
+                             "no %ssource piece holds part of canonical "
+                             "tensor %llu that destination rank %llu needs%s",
+                             job->dead_count ? "live " : "",
                              (unsigned long long)c,
-                             (unsigned long long)d->rank);
+                             (unsigned long long)d->rank,
+                             job->dead_count ? " (its holders are dead)" : "");
         return WEX_ERR_INVALID;
     }
     /* Only a choice between holders needs the piece's place among the
@@ -241,10 +250,12 @@ wex_status pb_assign_piece(pb_job *job, uint64_t c, uint64_t nsrc,
         job->cand = grown;
         job->cand_cap = nsrc;
     }
-    /* Candidates: every overlapping source piece; each cell then keeps
-     * the ones on the destination's host when any holds it. */
+    /* Candidates: every overlapping source piece on a live rank; each
+     * cell then keeps the ones on the destination's host when any holds
+     * it. */
     for (uint64_t i = 0; i < nsrc; i++)
-        if (overlaps(PB_SBOX(job, i), PB_DBOX(job, j), d->ndim))
+        if (overlaps(PB_SBOX(job, i), PB_DBOX(job, j), d->ndim) &&
+            !is_dead(job, PB_SRC(job, i)->rank))
             job->cand[ncand++] = i;
     /* A rank planning as a source skips pieces it has no part in. */
     if (job->side == WEX_SIDE_SOURCE) {

@@ -2,6 +2,7 @@
  * The `balanced` policy: zero-redundancy, load-balanced, host-local and
  * coalesced plans, derived per rank (balanced.h says how).
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,6 +154,11 @@ static wex_status pb_plan(wex_policy_ctx *ctx, const wex_plan_request *req,
     job.side = req->side;
     job.rank = req->rank;
     job.out = &ops;
+    if (req->struct_size >= offsetof(wex_plan_request, dead_source_count) +
+                                sizeof(req->dead_source_count)) {
+        job.dead = req->dead_sources;
+        job.dead_count = req->dead_sources ? req->dead_source_count : 0;
+    }
     st = held(&job, req->side == WEX_SIDE_SOURCE ? req->source
                                                  : req->destination,
               &list, &count);

@@ -57,6 +57,9 @@ typedef struct pb_job {
     uint64_t cand_cap;
     uint64_t *cuts;
     uint64_t cut_cap;
+    /* Source ranks that must send nothing, ascending (the request's). */
+    const uint64_t *dead;
+    uint64_t dead_count;
 } pb_job;
 
 #define PB_SRC(job, i) WEX_PIECE_VIEW_AT((job)->src, i)

@@ -36,6 +36,14 @@ typedef struct wex_plan_request {
      * "placement", "nic_gb_per_s", "intra_host_gb_per_s", ...}; which host
      * a rank is on comes from layout_host. */
     const wex_options *topology;
+    /* Since ABI 1.0's first revision, read only when struct_size covers
+     * them: source ranks that are dead and must send nothing (the job
+     * fails over to ranks that hold the same regions), ascending. A
+     * source rank listed here gets no operations; a destination's
+     * regions come from live holders only, or the plan fails naming
+     * what no live source holds. */
+    const uint64_t *dead_sources;
+    uint64_t dead_source_count;
 } wex_plan_request;
 
 typedef struct wex_policy_ops {
