@@ -44,6 +44,10 @@ static void usage(FILE *out)
             "              `wex run --host` per host, all meeting at the same\n"
             "              --rendezvous, which `wex store` serves; --token and\n"
             "              --job-id must match on every host)\n"
+            "  --respawn   start a rank that was killed again, at the step "
+            "after the one\n"
+            "              it died in; the other ranks go on past a failed "
+            "step\n"
             "  --json      a report valid against "
             "schemas/run-report.schema.json\n"
             "\n"
@@ -51,13 +55,21 @@ static void usage(FILE *out)
             "bytes per\nsecond), the single-thread memcpy bandwidth of this "
             "machine measured in the\nsame run, their ratio, and whether "
             "every byte was verified. Exit status 0\nwhen every step "
-            "committed and every element matched.\n");
+            "committed, every element matched and every rank ended\n"
+            "well.\n"
+            "\n"
+            "A step that loses a source rank whose regions other sources "
+            "hold (data\nparallel) completes without it and reports "
+            "\"failed_over\". For tests,\nWEX_RUN_FAULT=die:SIDE:RANK:STEP "
+            "kills a rank just before that step,\nand die-mid:SIDE:RANK:STEP "
+            "in the middle of it.\n");
 }
 
 static int parse_args(int argc, char **argv, run_args *a)
 {
     memset(a, 0, sizeof(*a));
     a->steps = 3;
+    a->first_step = 1;
     a->verify = -1;
     a->host = -1;
     for (int i = 1; i < argc; i++) {
@@ -96,6 +108,12 @@ static int parse_args(int argc, char **argv, run_args *a)
             a->token = argv[++i];
         } else if (strcmp(arg, "--job-id") == 0 && i + 1 < argc) {
             a->job_id = argv[++i];
+        } else if (strcmp(arg, "--respawn") == 0) {
+            a->respawn = 1;
+        } else if (strcmp(arg, "--keep-going") == 0) {
+            a->keep_going = 1; /* internal: what --respawn gives workers */
+        } else if (strcmp(arg, "--first-step") == 0 && i + 1 < argc) {
+            a->first_step = strtoull(argv[++i], NULL, 10); /* internal */
         } else if (strcmp(arg, "--worker") == 0 && i + 2 < argc) {
             /* internal: how the launcher starts each rank */
             a->worker = 1;
@@ -175,24 +193,31 @@ static void random_hex(char *out, size_t bytes)
 }
 
 static pid_t spawn(const char *self, const run_args *a, uint32_t side,
-                   uint64_t rank)
+                   uint64_t rank, uint64_t first_step)
 {
-    char steps[32], r[32];
+    char steps[32], r[32], first[32];
     pid_t pid;
 
     snprintf(steps, sizeof(steps), "%llu", (unsigned long long)a->steps);
     snprintf(r, sizeof(r), "%llu", (unsigned long long)rank);
+    snprintf(first, sizeof(first), "%llu", (unsigned long long)first_step);
     pid = fork();
     if (pid == 0) {
         const char *verify = a->verify < 0 ? NULL
                              : a->verify ? "digest"
                                          : "none";
-        char *argv[] = {(char *)"wex", (char *)"run", (char *)"--worker",
-                        side == WEX_SIDE_SOURCE ? (char *)"source"
-                                                : (char *)"destination",
-                        r, (char *)"--steps", steps, (char *)a->job,
-                        verify ? (char *)"--verify" : NULL, (char *)verify,
-                        NULL};
+        char *argv[16] = {(char *)"wex", (char *)"run", (char *)"--worker",
+                          side == WEX_SIDE_SOURCE ? (char *)"source"
+                                                  : (char *)"destination",
+                          r, (char *)"--steps", steps, (char *)"--first-step",
+                          first, (char *)a->job, NULL};
+        int n = 10;
+        if (a->respawn)
+            argv[n++] = (char *)"--keep-going";
+        if (verify != NULL) {
+            argv[n++] = (char *)"--verify";
+            argv[n++] = (char *)verify;
+        }
         execv(self, argv);
         _exit(127);
     }
@@ -202,7 +227,7 @@ static pid_t spawn(const char *self, const run_args *a, uint32_t side,
 static wex_status start(launch *l, const run_args *a)
 {
     const cJSON *rdv, *addr, *tok;
-    char token[65], job_id[64], self[4096];
+    char token[65], job_id[64];
     ssize_t n;
     wex__registry *registry;
     wex_status st;
@@ -253,15 +278,18 @@ static wex_status start(launch *l, const run_args *a)
                             l->plan.job->connect_seconds, &l->client);
     if (st != WEX_OK)
         return st;
-    n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    n = readlink("/proc/self/exe", l->self, sizeof(l->self) - 1);
     if (n <= 0)
         return wex__error(WEX_ERR_SYSTEM, "cannot find the wex executable");
-    self[n] = '\0';
+    l->self[n] = '\0';
     l->count = l->plan.src.ranks + l->plan.dst.ranks;
     l->pids = calloc(l->count, sizeof(pid_t));
     l->sides = calloc(l->count, sizeof(uint32_t));
     l->ranks = calloc(l->count, sizeof(uint64_t));
-    if (l->pids == NULL || l->sides == NULL || l->ranks == NULL)
+    l->respawned = calloc(l->count, 1);
+    l->killed = calloc(l->count, sizeof(int));
+    if (l->pids == NULL || l->sides == NULL || l->ranks == NULL ||
+        l->respawned == NULL || l->killed == NULL)
         return wex__error(WEX_ERR_NOMEM, "run: out of memory");
     {
         size_t all = l->count, k = 0;
@@ -273,7 +301,7 @@ static wex_status start(launch *l, const run_args *a)
                 continue;
             l->sides[k] = src ? WEX_SIDE_SOURCE : WEX_SIDE_DESTINATION;
             l->ranks[k] = rank;
-            l->pids[k] = spawn(self, a, l->sides[k], rank);
+            l->pids[k] = spawn(l->self, a, l->sides[k], rank, 1);
             if (l->pids[k] < 0)
                 return wex__error(WEX_ERR_SYSTEM, "fork: %s", strerror(errno));
             l->count = ++k;
@@ -285,6 +313,43 @@ static wex_status start(launch *l, const run_args *a)
                               (long long)a->host);
     }
     return WEX_OK;
+}
+
+/* The step after the one worker i died in: its report lists the steps
+ * it finished, and the others go on past the one it was in. */
+static uint64_t step_after_death(launch *l, size_t i)
+{
+    cJSON *doc = wex_run_worker_report(l, l->sides[i], l->ranks[i]);
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(doc, "steps");
+    const cJSON *last = cJSON_GetArrayItem(list, cJSON_GetArraySize(list) - 1);
+    const cJSON *step = cJSON_GetObjectItemCaseSensitive(last, "step");
+    uint64_t next = cJSON_IsNumber(step) ? (uint64_t)step->valuedouble + 2 : 2;
+
+    cJSON_Delete(doc);
+    return next;
+}
+
+/* With --respawn, starts worker i again once after a signal killed it;
+ * returns whether it did. */
+static int respawn(launch *l, const run_args *a, size_t i, int status)
+{
+    uint64_t first;
+
+    if (!a->respawn || !WIFSIGNALED(status) || l->respawned[i])
+        return 0;
+    first = step_after_death(l, i);
+    if (first > a->steps)
+        return 0;
+    l->respawned[i] = 1;
+    l->pids[i] = spawn(l->self, a, l->sides[i], l->ranks[i], first);
+    if (l->pids[i] < 0)
+        return 0;
+    if (!a->json)
+        fprintf(stderr, "\rwex run: %s rank %llu was killed; started again "
+                "at step %llu\n",
+                l->sides[i] == WEX_SIDE_SOURCE ? "source" : "destination",
+                (unsigned long long)l->ranks[i], (unsigned long long)first);
+    return 1;
 }
 
 /* Waits for every worker, drawing progress on a terminal. Returns the
@@ -299,9 +364,16 @@ static size_t wait_workers(launch *l, const run_args *a)
         int status;
         pid_t pid = waitpid(-1, &status, WNOHANG);
         if (pid > 0) {
+            size_t i = 0;
+            while (i < l->count && l->pids[i] != pid)
+                i++;
+            if (i < l->count && respawn(l, a, i, status))
+                continue;
             left--;
             if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
                 failed++;
+            if (i < l->count && WIFSIGNALED(status))
+                l->killed[i] = WTERMSIG(status);
             continue;
         }
         if (pid < 0 && errno != EINTR)
@@ -376,5 +448,7 @@ int wex_cmd_run(int argc, char **argv)
     free(l.pids);
     free(l.sides);
     free(l.ranks);
+    free(l.respawned);
+    free(l.killed);
     return code;
 }

@@ -24,6 +24,9 @@ typedef struct run_args {
     const char *rendezvous; /* meet there instead of serving one */
     const char *token;
     const char *job_id;
+    int respawn;         /* start a killed rank again, at the next step */
+    int keep_going;      /* workers: a failed step is reported, not final */
+    uint64_t first_step; /* workers: the step to start at (default 1) */
 } run_args;
 
 /* The launcher's state: the job's plan, the rendezvous it serves, and
@@ -36,6 +39,9 @@ typedef struct launch {
     uint32_t *sides;
     uint64_t *ranks;
     size_t count;
+    char self[4096]; /* this executable, to start workers with */
+    unsigned char *respawned; /* per worker: started again once */
+    int *killed;              /* per worker: the signal that ended it */
 } launch;
 
 double wex_run_now(void);

@@ -10,6 +10,8 @@ typedef struct step_total {
     double seconds; /* the slowest destination's */
     double bytes;   /* every destination's */
     int ok;
+    unsigned char *seen; /* per worker: reported this step committed */
+    double attempts, failed_over; /* the most any rank reported */
 } step_total;
 
 static double number(const cJSON *o, const char *key)
@@ -19,8 +21,72 @@ static double number(const cJSON *o, const char *key)
     return cJSON_IsNumber(v) ? v->valuedouble : 0;
 }
 
-/* Folds the destinations' reports into per-step totals; returns whether
- * every destination committed and verified every step. */
+static void add_error(cJSON *errors, const char *who, const char *what)
+{
+    char line[1200];
+
+    snprintf(line, sizeof(line), "%s: %s", who, what);
+    cJSON_AddItemToArray(errors, cJSON_CreateString(line));
+}
+
+/* One rank's report into the per-step totals; returns whether every
+ * step it reported committed and verified. */
+static int fold_one(launch *l, const run_args *a, size_t i, int counts,
+                    step_total *steps, cJSON *errors)
+{
+    cJSON *doc = wex_run_worker_report(l, l->sides[i], l->ranks[i]);
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(doc, "steps");
+    const cJSON *err = cJSON_GetObjectItemCaseSensitive(doc, "error");
+    const cJSON *one;
+    int verified = 1, step_errors = 0;
+    char who[96];
+
+    snprintf(who, sizeof(who), "%s rank %llu",
+             l->sides[i] == WEX_SIDE_SOURCE ? "source" : "destination",
+             (unsigned long long)l->ranks[i]);
+    cJSON_ArrayForEach(one, list) {
+        uint64_t s = (uint64_t)number(one, "step");
+        const cJSON *why = cJSON_GetObjectItemCaseSensitive(one, "error");
+        if (s == 0 || s > a->steps)
+            continue;
+        if (cJSON_IsString(why)) {
+            add_error(errors, who, why->valuestring);
+            step_errors = 1;
+            verified = 0;
+            continue;
+        }
+        if (number(one, "attempts") > steps[s - 1].attempts)
+            steps[s - 1].attempts = number(one, "attempts");
+        if (number(one, "failed_over") > steps[s - 1].failed_over)
+            steps[s - 1].failed_over = number(one, "failed_over");
+        if (!counts)
+            continue;
+        steps[s - 1].seen[i] = 1;
+        if (number(one, "seconds") > steps[s - 1].seconds)
+            steps[s - 1].seconds = number(one, "seconds");
+        steps[s - 1].bytes += number(one, "bytes");
+        if (number(one, "mismatched_elements") != 0 ||
+            (l->plan.job->verify_digest &&
+             !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+                 one, "digests_matched"))))
+            verified = 0;
+    }
+    if (l->killed[i] != 0) {
+        char what[64];
+        snprintf(what, sizeof(what), "killed by signal %d", l->killed[i]);
+        add_error(errors, who, what);
+    } else if (doc == NULL || (cJSON_IsString(err) && !step_errors)) {
+        add_error(errors, who, cJSON_IsString(err) ? err->valuestring
+                                                    : "exited without a "
+                                                      "report");
+        verified = 0;
+    }
+    cJSON_Delete(doc);
+    return verified;
+}
+
+/* Folds the ranks' reports into per-step totals; returns whether every
+ * destination committed and verified every step. */
 static int fold(launch *l, const run_args *a, step_total *steps,
                 cJSON *errors)
 {
@@ -31,48 +97,21 @@ static int fold(launch *l, const run_args *a, step_total *steps,
     for (size_t i = 0; i < l->count; i++)
         have_dst |= l->sides[i] == WEX_SIDE_DESTINATION;
     for (uint64_t s = 0; s < a->steps; s++)
-        steps[s].ok = 1;
+        if ((steps[s].seen = calloc(l->count ? l->count : 1, 1)) == NULL)
+            return 0;
     for (size_t i = 0; i < l->count; i++) {
-        cJSON *doc = wex_run_worker_report(l, l->sides[i], l->ranks[i]);
-        const cJSON *list = cJSON_GetObjectItemCaseSensitive(doc, "steps");
-        const cJSON *err = cJSON_GetObjectItemCaseSensitive(doc, "error");
-        const cJSON *one;
-        uint64_t done = 0;
-        char who[96];
-
-        snprintf(who, sizeof(who), "%s rank %llu",
-                 l->sides[i] == WEX_SIDE_SOURCE ? "source" : "destination",
-                 (unsigned long long)l->ranks[i]);
-        if (doc == NULL || cJSON_IsString(err)) {
-            char line[1200];
-            snprintf(line, sizeof(line), "%s: %s", who,
-                     cJSON_IsString(err) ? err->valuestring
-                                         : "exited without a report");
-            cJSON_AddItemToArray(errors, cJSON_CreateString(line));
-            verified = 0;
-        }
-        cJSON_ArrayForEach(one, list) {
-            uint64_t s = (uint64_t)number(one, "step");
-            if (s == 0 || s > a->steps)
-                continue;
-            done++;
-            if (have_dst && l->sides[i] != WEX_SIDE_DESTINATION)
-                continue;
-            if (number(one, "seconds") > steps[s - 1].seconds)
-                steps[s - 1].seconds = number(one, "seconds");
-            steps[s - 1].bytes += number(one, "bytes");
-            if (number(one, "mismatched_elements") != 0 ||
-                (l->plan.job->verify_digest &&
-                 !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
-                     one, "digests_matched"))))
+        int counts = !have_dst || l->sides[i] == WEX_SIDE_DESTINATION;
+        verified &= fold_one(l, a, i, counts, steps, errors);
+        for (uint64_t s = 0; counts && s < a->steps; s++)
+            if (!steps[s].seen[i])
                 verified = 0;
-        }
-        if (!have_dst || l->sides[i] == WEX_SIDE_DESTINATION)
-            for (uint64_t s = done; s < a->steps; s++)
+    }
+    for (uint64_t s = 0; s < a->steps; s++) {
+        steps[s].ok = 1;
+        for (size_t i = 0; i < l->count; i++)
+            if ((!have_dst || l->sides[i] == WEX_SIDE_DESTINATION) &&
+                !steps[s].seen[i])
                 steps[s].ok = 0;
-        if (done < a->steps)
-            verified = 0;
-        cJSON_Delete(doc);
     }
     return verified;
 }
@@ -91,7 +130,9 @@ int wex_run_report(launch *l, const run_args *a, size_t failed)
         return WEX_EXIT_FAILED;
     }
     errors = cJSON_CreateArray();
-    verified = fold(l, a, steps, errors) && failed == 0;
+    /* Verified speaks of the weights; the exit status also of the
+     * processes (a killed rank the job failed over from still failed). */
+    verified = fold(l, a, steps, errors);
     memcpy_gbps = wex_run_memcpy_gbps();
     cJSON_AddStringToObject(doc, "job", l->plan.job->path);
     cJSON_AddStringToObject(doc, "source_engine", l->plan.job->source.name);
@@ -114,6 +155,10 @@ int wex_run_report(launch *l, const run_args *a, size_t failed)
         cJSON_AddNumberToObject(one, "seconds", steps[s].seconds);
         cJSON_AddNumberToObject(one, "bytes", steps[s].bytes);
         cJSON_AddNumberToObject(one, "gb_per_s", gbps);
+        if (steps[s].attempts > 1)
+            cJSON_AddNumberToObject(one, "attempts", steps[s].attempts);
+        if (steps[s].failed_over > 0)
+            cJSON_AddNumberToObject(one, "failed_over", steps[s].failed_over);
         cJSON_AddItemToArray(list, one);
         if (steps[s].ok) {
             total_s += steps[s].seconds;
@@ -154,14 +199,20 @@ int wex_run_report(launch *l, const run_args *a, size_t failed)
                (unsigned long long)l->plan.dst.ranks,
                l->plan.job->transport.name,
                l->plan.job->verify_digest ? "digest" : "none");
-        for (uint64_t s = 0; s < a->steps; s++)
-            printf("step %-5llu %s %.4f s, %.0f bytes, %.2f GB/s\n",
+        for (uint64_t s = 0; s < a->steps; s++) {
+            printf("step %-5llu %s %.4f s, %.0f bytes, %.2f GB/s",
                    (unsigned long long)(s + 1),
                    steps[s].ok ? "committed" : "FAILED   ", steps[s].seconds,
                    steps[s].bytes,
                    steps[s].seconds > 0
                        ? steps[s].bytes / steps[s].seconds / 1e9
                        : 0);
+            if (steps[s].failed_over > 0)
+                printf(", failed over %.0f dead source rank%s",
+                       steps[s].failed_over,
+                       steps[s].failed_over > 1 ? "s" : "");
+            putchar('\n');
+        }
         printf("throughput %.2f GB/s; memcpy on this machine %.2f GB/s "
                "(one thread); ratio %.2f\n",
                total_s > 0 ? total_b / total_s / 1e9 : 0, memcpy_gbps,
@@ -181,6 +232,8 @@ int wex_run_report(launch *l, const run_args *a, size_t failed)
                                 : "NOT verified");
     }
     cJSON_Delete(doc);
+    for (uint64_t s = 0; s < a->steps; s++)
+        free(steps[s].seen);
     free(steps);
-    return verified ? WEX_EXIT_OK : WEX_EXIT_FAILED;
+    return verified && failed == 0 ? WEX_EXIT_OK : WEX_EXIT_FAILED;
 }

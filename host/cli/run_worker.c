@@ -6,8 +6,11 @@
  * reports each step under report/SIDE/RANK in the rendezvous.
  *
  * WEX_RUN_FAULT="die:SIDE:RANK:STEP" makes that rank kill itself just
- * before that step's sync: how the tests play a crashed peer.
+ * before that step's sync, "die-mid:SIDE:RANK:STEP" once that step's
+ * barrier has passed, while its operations run: how the tests play a
+ * crashed peer.
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,16 +26,56 @@ static const char *side_name(uint32_t side)
     return side == WEX_SIDE_SOURCE ? "source" : "destination";
 }
 
-static int fault_now(uint32_t side, uint64_t rank, uint64_t step)
+static int fault_now(const char *how, uint32_t side, uint64_t rank,
+                     uint64_t step)
 {
     const char *f = getenv("WEX_RUN_FAULT");
     char want[128];
 
     if (f == NULL)
         return 0;
-    snprintf(want, sizeof(want), "die:%s:%llu:%llu", side_name(side),
+    snprintf(want, sizeof(want), "%s:%s:%llu:%llu", how, side_name(side),
              (unsigned long long)rank, (unsigned long long)step);
     return strcmp(f, want) == 0;
+}
+
+typedef struct killer {
+    char address[300], token[300], key[96];
+} killer;
+
+/* Watches, on a connection of its own, for the step's barrier to pass,
+ * then kills the process a moment into the step. */
+static void *kill_mid_step(void *arg)
+{
+    killer *k = arg;
+    wex__store_client *c = NULL;
+    void *value = NULL;
+    size_t len;
+    struct timespec pause = {0, 2000000};
+
+    if (wex__store_connect(k->address, k->token, "observer", 30.0, &c) ==
+            WEX_OK &&
+        wex__store_get(c, k->key, 600.0, &value, &len) == WEX_OK) {
+        free(value);
+        wex__store_close(c);
+        nanosleep(&pause, NULL);
+        raise(SIGKILL);
+    }
+    wex__store_close(c);
+    return NULL;
+}
+
+static void arm_mid_step_fault(const wex_job *job, uint64_t step)
+{
+    static killer k;
+    pthread_t t;
+
+    snprintf(k.address, sizeof(k.address), "%s", job->address);
+    snprintf(k.token, sizeof(k.token), "%s", job->token);
+    snprintf(k.key, sizeof(k.key), "step/%llu/0/begin",
+             (unsigned long long)step);
+    if (pthread_create(&t, NULL, kill_mid_step, &k) == 0)
+        pthread_detach(t);
 }
 
 static wex_status get_memory(wex_job *job)
@@ -57,36 +100,76 @@ static void report(wex_job *job, const cJSON *doc)
     free(text);
 }
 
-static int run_steps(wex_job *job, uint64_t steps, cJSON *doc)
+/* The steps list of this rank's report: a rank started again goes on
+ * with the one its earlier life posted. */
+static cJSON *steps_list(wex_job *job, cJSON *doc, uint64_t first_step)
 {
-    cJSON *list = cJSON_AddArrayToObject(doc, "steps");
+    char key[96];
+    void *text = NULL;
+    size_t len = 0;
+    cJSON *old = NULL, *list;
 
-    for (uint64_t s = 1; s <= steps; s++) {
-        wex_sync_report r = {sizeof(r), 0, 0, 0, 0, 0, 0, 0};
+    snprintf(key, sizeof(key), "report/%s/%llu", side_name(job->side),
+             (unsigned long long)job->rank);
+    if (first_step > 1 &&
+        wex__store_get(job->store, key, 0, &text, &len) == WEX_OK)
+        old = cJSON_ParseWithLength(text, len);
+    free(text);
+    list = cJSON_DetachItemFromObjectCaseSensitive(old, "steps");
+    cJSON_Delete(old);
+    if (!cJSON_IsArray(list)) {
+        cJSON_Delete(list);
+        list = cJSON_CreateArray();
+    }
+    cJSON_AddItemToObject(doc, "steps", list);
+    return list;
+}
+
+static int run_steps(wex_job *job, const run_args *a, cJSON *doc)
+{
+    cJSON *list = steps_list(job, doc, a->first_step);
+    int code = 0;
+
+    for (uint64_t s = a->first_step; s <= a->steps; s++) {
+        wex_sync_report r;
         uint64_t bad = 0;
         cJSON *one;
         char key[64];
+        wex_status st;
 
+        memset(&r, 0, sizeof(r));
+        r.struct_size = sizeof(r);
         if (job->side == WEX_SIDE_SOURCE)
             wex_run_fill(job, s);
-        if (fault_now(job->side, job->rank, s))
+        if (fault_now("die", job->side, job->rank, s))
             raise(SIGKILL);
-        if (wex_sync(job, s, &r) != WEX_OK) {
-            cJSON_AddStringToObject(doc, "error", wex_last_error());
+        if (fault_now("die-mid", job->side, job->rank, s))
+            arm_mid_step_fault(job, s);
+        st = wex_sync(job, s, &r);
+        one = cJSON_CreateObject();
+        cJSON_AddNumberToObject(one, "step", (double)s);
+        cJSON_AddBoolToObject(one, "committed", st == WEX_OK);
+        cJSON_AddItemToArray(list, one);
+        code = st != WEX_OK;
+        if (st != WEX_OK) {
+            cJSON_AddStringToObject(one, "error", wex_last_error());
             fprintf(stderr, "wex run: %s rank %llu: %s\n", side_name(job->side),
                     (unsigned long long)job->rank, wex_last_error());
+            report(job, doc);
+            if (a->keep_going)
+                continue;
+            cJSON_AddStringToObject(doc, "error", wex_last_error());
             return 1;
         }
         if (job->side == WEX_SIDE_DESTINATION)
             bad = wex_run_check(job, s);
-        one = cJSON_CreateObject();
-        cJSON_AddNumberToObject(one, "step", (double)s);
         cJSON_AddNumberToObject(one, "seconds", r.seconds);
         cJSON_AddNumberToObject(one, "bytes", (double)r.bytes);
         cJSON_AddNumberToObject(one, "operations", (double)r.operations);
+        cJSON_AddNumberToObject(one, "attempts", (double)r.attempts);
+        cJSON_AddNumberToObject(one, "failed_over", (double)r.failed_over);
         cJSON_AddBoolToObject(one, "digests_matched", r.verified == 1);
         cJSON_AddNumberToObject(one, "mismatched_elements", (double)bad);
-        cJSON_AddItemToArray(list, one);
         /* Posted after every step, so a rank that dies later still
          * leaves what it did. */
         report(job, doc);
@@ -101,7 +184,9 @@ static int run_steps(wex_job *job, uint64_t steps, cJSON *doc)
             return 1;
         }
     }
-    return 0;
+    if (code != 0)
+        cJSON_AddStringToObject(doc, "error", "the last step failed");
+    return code;
 }
 
 int wex_run_worker(const run_args *a)
@@ -128,7 +213,7 @@ int wex_run_worker(const run_args *a)
         for (size_t i = 0; i < job->layout->tensor_count; i++)
             held += job->layout->tensors[i].bytes;
         cJSON_AddNumberToObject(doc, "bytes_held", (double)held);
-        code = run_steps(job, a->steps, doc);
+        code = run_steps(job, a, doc);
         report(job, doc);
     }
     cJSON_Delete(doc);

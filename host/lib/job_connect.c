@@ -95,68 +95,35 @@ static wex_status agree_on_layouts(wex_job *job, double timeout)
     return WEX_OK;
 }
 
+/* Each key is prefixed with this rank's incarnation (job_members.c). */
 static wex_status publish_memory(wex_job *job)
 {
-    unsigned char blob[WEX_TRANSPORT_KEY_MAX];
+    unsigned char blob[8 + WEX_TRANSPORT_KEY_MAX];
+    int64_t incarnation = 0;
+    char key[96];
+    wex_status st;
 
+    snprintf(key, sizeof(key), "incarnation/destination/%llu",
+             (unsigned long long)job->rank);
+    st = wex__store_add(job->store, key, 1, &incarnation);
+    if (st != WEX_OK)
+        return st;
+    memcpy(blob, &incarnation, 8);
     for (size_t t = 0; t < job->layout->tensor_count; t++) {
-        uint64_t len = sizeof(blob);
-        char key[96];
-        wex_status st;
+        uint64_t len = WEX_TRANSPORT_KEY_MAX;
 
         wex__error_clear();
-        st = job->tops->mem_key(job->tctx, job->bind[t].mem, blob, &len);
+        st = job->tops->mem_key(job->tctx, job->bind[t].mem, blob + 8, &len);
         if (st != WEX_OK)
             return wex__error_prefix(st, "local tensor %s",
                                      job->layout->tensors[t].name);
         snprintf(key, sizeof(key), "mem/%llu/%zu",
                  (unsigned long long)job->rank, t);
-        st = wex__store_set(job->store, key, blob, len);
+        st = wex__store_set(job->store, key, blob, 8 + len);
         if (st != WEX_OK)
             return st;
     }
-    return WEX_OK;
-}
-
-/* Attaches each distinct destination buffer the ops write into, once. */
-static wex_status attach_peers(wex_job *job, double timeout)
-{
-    job->op_peer = calloc(job->op_count ? job->op_count : 1,
-                          sizeof(*job->op_peer));
-    job->attached = calloc(job->op_count ? job->op_count : 1,
-                           sizeof(*job->attached));
-    if (job->op_peer == NULL || job->attached == NULL)
-        return wex__error(WEX_ERR_NOMEM, "job: out of memory");
-    for (size_t i = 0; i < job->op_count; i++) {
-        const wex__op *o = &job->ops[i];
-        char key[96];
-        void *blob = NULL;
-        size_t len = 0;
-        wex_status st;
-
-        for (size_t j = 0; j < i && job->op_peer[i] == NULL; j++)
-            if (job->ops[j].dst_rank == o->dst_rank &&
-                job->ops[j].dst_tensor == o->dst_tensor)
-                job->op_peer[i] = job->op_peer[j];
-        if (job->op_peer[i] != NULL)
-            continue;
-        snprintf(key, sizeof(key), "mem/%llu/%llu",
-                 (unsigned long long)o->dst_rank,
-                 (unsigned long long)o->dst_tensor);
-        st = wex__store_get(job->store, key, timeout, &blob, &len);
-        if (st != WEX_OK)
-            return wex__error_prefix(st, "waiting for destination rank %llu's "
-                                     "memory", (unsigned long long)o->dst_rank);
-        wex__error_clear();
-        st = job->tops->peer_attach(job->tctx, o->dst_rank, blob, len,
-                                    &job->op_peer[i]);
-        free(blob);
-        if (st != WEX_OK)
-            return wex__error_prefix(st, "attaching destination rank %llu",
-                                     (unsigned long long)o->dst_rank);
-        job->attached[job->attached_count++] = job->op_peer[i];
-    }
-    return WEX_OK;
+    return wex__store_add(job->store, "joins", 1, NULL);
 }
 
 wex_status wex__job_connect(wex_job *job)
@@ -178,6 +145,9 @@ wex_status wex__job_connect(wex_job *job)
                           job->plan.job->path);
     snprintf(who, sizeof(who), "%s/%llu", side_name(job->side),
              (unsigned long long)job->rank);
+    st = wex__job_find_replicas(job);
+    if (st != WEX_OK)
+        return st;
     st = wex__store_connect(job->address, job->token, who, timeout,
                             &job->store);
     if (st == WEX_OK)
@@ -185,9 +155,13 @@ wex_status wex__job_connect(wex_job *job)
     if (st == WEX_OK && job->side == WEX_SIDE_DESTINATION)
         st = publish_memory(job);
     if (st == WEX_OK && job->side == WEX_SIDE_SOURCE)
-        st = attach_peers(job, timeout);
+        st = wex__job_attach(job, timeout);
     if (st == WEX_OK)
         st = wex__store_barrier(job->store, "connected", everyone, timeout);
+    /* Every destination has published by now: later moves of "joins"
+     * are ranks coming back. */
+    if (st == WEX_OK && job->side == WEX_SIDE_SOURCE)
+        st = wex__store_add(job->store, "joins", 0, &job->joins_seen);
     if (st != WEX_OK)
         return wex__error_prefix(st, "%s: connecting", who);
     job->connected = 1;

@@ -1,13 +1,20 @@
 /*
- * One step. Every rank meets at the step's start; sources write their
+ * One step. Every rank meets at the step's barrier, which may leave out
+ * dead sources whose regions other sources hold; sources write their
  * operations and post, per destination, the digests of what they sent;
- * a destination waits for each of its sources, compares, and commits
- * the step only when every operation landed and matched. Each
- * destination posts its verdict, which its sources wait for, so a
- * failure is seen on both sides.
+ * each destination checks what landed and posts its verdict; then every
+ * rank reads every destination's verdict, so all agree on the outcome:
+ * destinations commit only when every verdict is "ok".
  *
- * Keys: step/S/begin (barrier), step/S/done/SRC/DST (digests),
- * step/S/result/DST ("ok" or the reason).
+ * When a rank dies during a try, the verdicts say so ("retry:"). If no
+ * destination died, the step is tried again: its barrier leaves out the
+ * dead sources and the policy plans around them (failover). A dead
+ * destination, or a dead source whose regions no one else holds, fails
+ * the step for everyone; the next step waits for the rank to rejoin.
+ *
+ * Keys, for step S and try T: step/S/T/begin (barrier),
+ * step/S/T/done/SRC/DST (digests, or "!" and why the source failed),
+ * step/S/T/verdict/DST ("ok", "retry:why" or "fail:why").
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +24,14 @@
 #include "error.h"
 #include "runtime.h"
 
+typedef struct step_try {
+    uint64_t step, number;
+    int verify;
+    double timeout;
+    double started;           /* when the first try's barrier passed */
+    char why[WEX__ERROR_MAX]; /* why this rank could not take part */
+} step_try;
+
 static double now(void)
 {
     struct timespec ts;
@@ -25,29 +40,40 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static uint64_t peer_of(const wex_job *job, const wex__op *o)
+static void try_key(char *key, size_t cap, const step_try *t, const char *what)
 {
-    return job->side == WEX_SIDE_SOURCE ? o->dst_rank : o->src_rank;
+    snprintf(key, cap, "step/%llu/%llu/%s", (unsigned long long)t->step,
+             (unsigned long long)t->number, what);
 }
 
-/* Destination tensors the ops with `peer` write into. */
+static void done_key(char *key, size_t cap, const step_try *t, uint64_t src,
+                     uint64_t dst)
+{
+    snprintf(key, cap, "step/%llu/%llu/done/%llu/%llu",
+             (unsigned long long)t->step, (unsigned long long)t->number,
+             (unsigned long long)src, (unsigned long long)dst);
+}
+
+/* Destination tensors the ops with source `peer` write into. */
 static uint64_t tensors_touched(const wex_job *job, uint64_t peer)
 {
     uint64_t count = 0;
 
     for (size_t i = 0; i < job->op_count; i++) {
         int seen = 0;
-        if (peer_of(job, &job->ops[i]) != peer)
+        if (job->ops[i].src_rank != peer)
             continue;
         for (size_t j = 0; j < i && !seen; j++)
-            seen = peer_of(job, &job->ops[j]) == peer &&
+            seen = job->ops[j].src_rank == peer &&
                    job->ops[j].dst_tensor == job->ops[i].dst_tensor;
         count += !seen;
     }
     return count;
 }
 
-static wex_status post_digests(wex_job *job, uint64_t step, int verify)
+/* ---- sources ------------------------------------------------------------ */
+
+static wex_status post_digests(wex_job *job, const step_try *t)
 {
     uint64_t *mine = job->pair_digests;
     wex_status st = WEX_OK;
@@ -57,125 +83,249 @@ static wex_status post_digests(wex_job *job, uint64_t step, int verify)
         char key[128];
         for (size_t i = 0; i < job->op_count; i++)
             if (job->ops[i].dst_rank == job->peers[p])
-                mine[n++] = verify ? job->digests[i] : 0;
-        snprintf(key, sizeof(key), "step/%llu/done/%llu/%llu",
-                 (unsigned long long)step, (unsigned long long)job->rank,
-                 (unsigned long long)job->peers[p]);
+                mine[n++] = t->verify ? job->digests[i] : 0;
+        done_key(key, sizeof(key), t, job->rank, job->peers[p]);
         st = wex__store_set(job->store, key, mine, n * sizeof(uint64_t));
     }
     return st;
 }
 
-static wex_status source_step(wex_job *job, uint64_t step, int verify,
-                              double timeout)
+/* Tells every destination this source failed, so none waits out its
+ * timeout for digests that will not come. */
+static void post_failure(wex_job *job, const step_try *t, const char *why)
 {
-    wex_status st = wex__execute_ops(job, verify ? job->digests : NULL);
+    size_t len = strlen(why);
+    char *value = malloc(len + 2);
 
-    if (st != WEX_OK)
-        return wex__error_prefix(st, "step %llu", (unsigned long long)step);
-    st = post_digests(job, step, verify);
-    for (size_t p = 0; p < job->peer_count && st == WEX_OK; p++) {
-        char key[96];
-        char *verdict = NULL;
-        size_t len = 0;
-        snprintf(key, sizeof(key), "step/%llu/result/%llu",
-                 (unsigned long long)step, (unsigned long long)job->peers[p]);
-        st = wex__store_get(job->store, key, timeout, (void **)&verdict, &len);
-        if (st != WEX_OK)
-            return wex__error_prefix(st, "step %llu: waiting for destination "
-                                     "rank %llu to commit",
-                                     (unsigned long long)step,
-                                     (unsigned long long)job->peers[p]);
-        if (len != 2 || memcmp(verdict, "ok", 2) != 0) {
-            st = wex__error(WEX_ERR_PEER, "step %llu: destination rank %llu "
-                            "did not commit: %.*s", (unsigned long long)step,
-                            (unsigned long long)job->peers[p], (int)len,
-                            verdict);
-        }
-        free(verdict);
+    if (value == NULL)
+        return;
+    value[0] = '!';
+    memcpy(value + 1, why, len + 1);
+    for (uint64_t d = 0; d < job->plan.dst.ranks; d++) {
+        char key[128];
+        done_key(key, sizeof(key), t, job->rank, d);
+        wex__store_set(job->store, key, value, len + 1);
     }
-    return st;
+    free(value);
 }
 
-/* Checks source `peer`'s operations against its digests; returns the
- * number that differ, or -1 when the source never reported. */
-static wex_status check_peer(wex_job *job, uint64_t step, uint64_t peer,
-                             int verify, double timeout, uint64_t *bad_p)
+static void source_try(wex_job *job, step_try *t)
 {
-    char key[128];
-    uint64_t *theirs = NULL;
-    size_t len = 0, n = 0;
     wex_status st;
 
-    snprintf(key, sizeof(key), "step/%llu/done/%llu/%llu",
-             (unsigned long long)step, (unsigned long long)peer,
-             (unsigned long long)job->rank);
-    st = wex__store_get(job->store, key, timeout, (void **)&theirs, &len);
-    if (st != WEX_OK)
-        return st;
-    *bad_p = 0;
+    if (t->why[0] != '\0') {
+        post_failure(job, t, t->why);
+        return;
+    }
+    st = wex__execute_ops(job, t->verify ? job->digests : NULL);
+    if (st == WEX_OK)
+        st = post_digests(job, t);
+    if (st != WEX_OK) {
+        snprintf(t->why, sizeof(t->why), "%s", wex__last_error());
+        post_failure(job, t, t->why);
+    }
+}
+
+/* ---- destinations ------------------------------------------------------- */
+
+enum { PEER_OK, PEER_DIED, PEER_FAILED };
+
+/* Checks source `peer`'s operations against its digests; says how it
+ * went, with the reason in `why`. */
+static int check_peer(wex_job *job, const step_try *t, uint64_t peer,
+                      char *why, size_t cap)
+{
+    char key[128];
+    unsigned char *theirs = NULL;
+    size_t len = 0, n = 0;
+    uint64_t bad = 0, digest;
+    wex_status st;
+
+    done_key(key, sizeof(key), t, peer, job->rank);
+    st = wex__store_get(job->store, key, t->timeout, (void **)&theirs, &len);
+    if (st != WEX_OK) {
+        snprintf(why, cap, "source rank %llu did not finish: %s",
+                 (unsigned long long)peer, wex__last_error());
+        return st == WEX_ERR_PEER ? PEER_DIED : PEER_FAILED;
+    }
+    if (len % 8 != 0 && theirs[0] == '!') {
+        snprintf(why, cap, "source rank %llu failed: %s",
+                 (unsigned long long)peer, (const char *)theirs + 1);
+        free(theirs);
+        return PEER_FAILED;
+    }
     for (size_t i = 0; i < job->op_count; i++) {
         if (job->ops[i].src_rank != peer)
             continue;
         if ((n + 1) * sizeof(uint64_t) > len) {
-            (*bad_p)++;
-        } else if (verify &&
-                   wex__digest_landed(job, &job->ops[i]) != theirs[n]) {
-            (*bad_p)++;
+            bad++;
+        } else if (t->verify) {
+            memcpy(&digest, theirs + n * 8, 8);
+            bad += wex__digest_landed(job, &job->ops[i]) != digest;
         }
         n++;
     }
-    if (n * sizeof(uint64_t) != len)
-        *bad_p += 1;
+    bad += n * sizeof(uint64_t) != len;
     free(theirs);
-    return WEX_OK;
+    if (bad == 0)
+        return PEER_OK;
+    snprintf(why, cap, "source rank %llu sent bytes that landed differently "
+             "(%llu tensors affected)", (unsigned long long)peer,
+             (unsigned long long)tensors_touched(job, peer));
+    return PEER_FAILED;
 }
 
-static wex_status destination_step(wex_job *job, uint64_t step, int verify,
-                                   double timeout)
+/* "ok", or "retry:" / "fail:" and the reasons. */
+static wex_status destination_try(wex_job *job, const step_try *t)
 {
-    char reason[WEX__ERROR_MAX] = "", key[96];
-    wex_status first = WEX_OK;
+    char verdict[WEX__ERROR_MAX] = "ok", key[96];
     size_t used = 0;
+    int worst = PEER_OK;
 
-    for (size_t p = 0; p < job->peer_count; p++) {
-        uint64_t bad = 0, peer = job->peers[p];
-        wex_status st = check_peer(job, step, peer, verify, timeout, &bad);
-        if (st == WEX_OK && bad == 0)
+    if (t->why[0] != '\0') {
+        snprintf(verdict, sizeof(verdict), "fail:%.1000s", t->why);
+        worst = PEER_FAILED;
+    } else if (wex__post_receives(job) != WEX_OK) {
+        snprintf(verdict, sizeof(verdict), "fail:%.1000s", wex__last_error());
+        worst = PEER_FAILED;
+    }
+    for (size_t p = 0; p < job->peer_count && worst == PEER_OK; p++) {
+        char why[WEX__ERROR_MAX];
+        int how = check_peer(job, t, job->peers[p], why, sizeof(why));
+        if (how == PEER_OK)
             continue;
-        if (first == WEX_OK)
-            first = st != WEX_OK ? st : WEX_ERR_PEER;
-        used += (size_t)snprintf(
-            reason + used, used < sizeof(reason) ? sizeof(reason) - used : 0,
-            "%ssource rank %llu %s%s (%llu tensors affected)",
-            used ? "; " : "", (unsigned long long)peer,
-            st != WEX_OK ? "did not finish: " : "sent bytes that landed "
-                                                "differently",
-            st != WEX_OK ? wex__last_error() : "",
-            (unsigned long long)tensors_touched(job, peer));
-        if (st != WEX_OK && st != WEX_ERR_TIMEOUT)
-            break; /* a dead peer fails every other wait too */
+        if (how > worst)
+            worst = how;
+        used += (size_t)snprintf(verdict + used,
+                                 used < sizeof(verdict) ? sizeof(verdict) - used
+                                                        : 0,
+                                 "%s%s", used ? "; " : "", why);
     }
-    snprintf(key, sizeof(key), "step/%llu/result/%llu",
-             (unsigned long long)step, (unsigned long long)job->rank);
-    if (first != WEX_OK) {
-        wex__store_set(job->store, key, reason, strlen(reason));
-        return wex__error(first, "step %llu not committed (still %llu): %s",
-                          (unsigned long long)step,
-                          (unsigned long long)job->committed, reason);
+    if (worst != PEER_OK && t->why[0] == '\0') {
+        /* The reasons, after the class. */
+        char reasons[WEX__ERROR_MAX];
+        snprintf(reasons, sizeof(reasons), "%s", verdict);
+        snprintf(verdict, sizeof(verdict), "%s:%.1000s",
+                 worst == PEER_DIED ? "retry" : "fail", reasons);
     }
-    job->committed = step;
-    return wex__store_set(job->store, key, "ok", 2);
+    try_key(key, sizeof(key), t, "verdict/");
+    snprintf(key + strlen(key), sizeof(key) - strlen(key), "%llu",
+             (unsigned long long)job->rank);
+    return wex__store_set(job->store, key, verdict, strlen(verdict));
+}
+
+/* ---- the outcome -------------------------------------------------------- */
+
+enum { STEP_OK, STEP_RETRY, STEP_FAILED };
+
+/* Every destination's verdict, the same for every rank: the outcome,
+ * and what went wrong in `why`. */
+static int outcome(wex_job *job, const step_try *t, char *why, size_t cap)
+{
+    char prefix[96];
+    wex__gathered *v = NULL;
+    size_t used = 0;
+    int result = STEP_OK;
+    wex_status st;
+
+    try_key(prefix, sizeof(prefix), t, "verdict/");
+    st = wex__store_gather(job->store, prefix, job->plan.dst.ranks,
+                           "destination/", t->timeout, &v);
+    if (st != WEX_OK) {
+        snprintf(why, cap, "waiting for the destinations' verdicts: %s",
+                 wex__last_error());
+        return STEP_FAILED;
+    }
+    for (uint64_t d = 0; d < job->plan.dst.ranks; d++) {
+        int retry = v[d].present && strncmp(v[d].value, "retry:", 6) == 0;
+        if (v[d].present && strcmp(v[d].value, "ok") == 0)
+            continue;
+        if (retry && result == STEP_OK)
+            result = STEP_RETRY;
+        else if (!retry)
+            result = STEP_FAILED;
+        if (used < cap)
+            used += (size_t)snprintf(
+                why + used, cap - used, "%sdestination rank %llu %s%s",
+                used ? "; " : "", (unsigned long long)d,
+                v[d].present ? "did not commit: " : "died during the step",
+                !v[d].present ? "" : v[d].value + (retry ? 6 : 5));
+    }
+    free(v);
+    return result;
+}
+
+/* ---- one try, and the step ---------------------------------------------- */
+
+static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
+{
+    uint64_t *dead = NULL, dead_count = 0;
+    char key[96];
+    wex_status st;
+
+    try_key(key, sizeof(key), t, "begin");
+    /* A retry must not wait for a destination that died: only a source
+     * can be failed over. */
+    st = wex__store_arrive(job->store, key, t->number > 0,
+                           job->plan.src.ranks, job->plan.dst.ranks,
+                           job->optional_sources, t->timeout, &dead,
+                           &dead_count);
+    if (st != WEX_OK) {
+        snprintf(why, cap, "waiting for every rank: %s", wex__last_error());
+        return STEP_FAILED;
+    }
+    if (t->number == 0)
+        t->started = now();
+    t->why[0] = '\0';
+    st = wex__job_follow_rejoins(job, t->timeout);
+    if (st == WEX_OK)
+        st = wex__job_fit(job, dead, dead_count, t->timeout);
+    if (st != WEX_OK && dead_count > 0)
+        snprintf(t->why, sizeof(t->why), "%llu dead source rank%s (first %llu)"
+                 ": %s", (unsigned long long)dead_count,
+                 dead_count > 1 ? "s" : "", (unsigned long long)dead[0],
+                 wex__last_error());
+    else if (st != WEX_OK)
+        snprintf(t->why, sizeof(t->why), "%s", wex__last_error());
+    free(dead);
+    if (job->side == WEX_SIDE_SOURCE)
+        source_try(job, t);
+    else if (destination_try(job, t) != WEX_OK) {
+        snprintf(why, cap, "posting the verdict: %s", wex__last_error());
+        return STEP_FAILED;
+    }
+    return outcome(job, t, why, cap);
+}
+
+static void fill_report(const wex_job *job, wex_sync_report *r, uint64_t step,
+                        int ok, uint64_t tries, double seconds)
+{
+    wex_sync_report full;
+    uint32_t size = r->struct_size < sizeof(full) ? r->struct_size
+                                                  : (uint32_t)sizeof(full);
+
+    memset(&full, 0, sizeof(full));
+    full.struct_size = size;
+    full.verified = ok && job->plan.job->verify_digest;
+    full.step = step;
+    full.committed_step = job->committed;
+    full.operations = job->op_count;
+    for (size_t i = 0; i < job->op_count; i++)
+        full.bytes += job->ops[i].bytes;
+    full.peers = job->peer_count;
+    full.seconds = seconds;
+    full.attempts = (uint32_t)tries;
+    full.failed_over = ok ? job->dead_count : 0;
+    memcpy(r, &full, size);
 }
 
 wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
 {
-    int verify = job->plan.job->verify_digest;
-    double timeout = job->plan.job->step_seconds, t0;
-    int64_t everyone = (int64_t)(job->plan.src.ranks + job->plan.dst.ranks);
-    char key[64];
+    step_try t = {step, 0, job->plan.job->verify_digest,
+                  job->plan.job->step_seconds, now(), ""};
+    char why[WEX__ERROR_MAX] = "", first[WEX__ERROR_MAX] = "";
+    int result;
     wex_status st = WEX_OK;
-    uint64_t bytes = 0;
 
     if (step == 0 || step <= job->committed)
         return wex__error(WEX_ERR_INVALID, "wex_sync: step %llu must be past "
@@ -186,32 +336,27 @@ wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
         st = wex__job_connect(job);
     if (st != WEX_OK)
         return st;
-    snprintf(key, sizeof(key), "step/%llu/begin", (unsigned long long)step);
-    st = wex__store_barrier(job->store, key, everyone, timeout);
-    if (st != WEX_OK)
-        return wex__error_prefix(st, "step %llu: waiting for every rank",
-                                 (unsigned long long)step);
-    t0 = now();
-    if (job->side == WEX_SIDE_SOURCE)
-        st = source_step(job, step, verify, timeout);
-    else
-        st = destination_step(job, step, verify, timeout);
-    for (size_t i = 0; i < job->op_count; i++)
-        bytes += job->ops[i].bytes;
-    if (r != NULL) {
-        wex_sync_report full;
-        uint32_t size = r->struct_size < sizeof(full) ? r->struct_size
-                                                      : (uint32_t)sizeof(full);
-        memset(&full, 0, sizeof(full));
-        full.struct_size = size;
-        full.verified = st == WEX_OK && verify;
-        full.step = step;
-        full.committed_step = job->committed;
-        full.operations = job->op_count;
-        full.bytes = bytes;
-        full.peers = job->peer_count;
-        full.seconds = now() - t0;
-        memcpy(r, &full, size);
+    /* Each retry leaves out at least one more dead source. */
+    for (;; t.number++) {
+        result = run_try(job, &t, why, sizeof(why));
+        if (t.number == 0)
+            snprintf(first, sizeof(first), "%s", why);
+        if (result != STEP_RETRY || t.number >= job->plan.src.ranks)
+            break;
     }
-    return st;
+    if (result == STEP_OK && job->side == WEX_SIDE_DESTINATION)
+        job->committed = step;
+    if (r != NULL)
+        fill_report(job, r, step, result == STEP_OK, t.number + 1,
+                    now() - t.started);
+    if (result == STEP_OK)
+        return WEX_OK;
+    if (t.number > 0)
+        return wex__error(WEX_ERR_PEER, "step %llu not committed (still "
+                          "%llu): %s; tried again without the dead: %s",
+                          (unsigned long long)step,
+                          (unsigned long long)job->committed, first, why);
+    return wex__error(WEX_ERR_PEER, "step %llu not committed (still %llu): "
+                      "%s", (unsigned long long)step,
+                      (unsigned long long)job->committed, why);
 }
