@@ -142,7 +142,9 @@ const conf_check_info conf_checks[CONF_LAST] = {
      "mem_key over a pipe; the tester attaches it, puts a pattern in 67 "
      "writes (large, unaligned, at the very end, small strided), flushes, "
      "and the destination checks every byte: the pattern where written, "
-     "zero elsewhere. Skipped without WEX_TRANSPORT_CAP_HOST_MEMORY."},
+     "zero elsewhere. Skipped without WEX_TRANSPORT_CAP_HOST_MEMORY (for a "
+     "device-memory transport the skip says whether ctx_create found a "
+     "device, e.g. \"no CUDA device\")."},
     {CONF_TRANSPORT_DEAD_PEER,
      "transport: a killed destination never makes put + flush hang",
      "transports; PLP_HOST_5",

@@ -444,7 +444,8 @@ static void check_ops(const wex__manifest *m, const wex_plugin_desc *d)
                                                         : transport_slots;
     size_t need = m->kind == WEX_KIND_ENGINE   ? sizeof(wex_engine_ops)
                   : m->kind == WEX_KIND_POLICY ? sizeof(wex_policy_ops)
-                                               : sizeof(wex_transport_ops);
+                  /* ABI 1.0's table ends at flush; recv was appended */
+                  : offsetof(wex_transport_ops, recv);
     const uint8_t *ops = d->ops;
     uint32_t size, reserved;
     uint64_t caps;

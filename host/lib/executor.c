@@ -1,9 +1,12 @@
 /* Running this rank's operations: contiguous runs of each box go
  * straight from the source's live buffer into the destination's through
- * the transport, digested on the way when the job verifies. */
+ * the transport, digested on the way when the job verifies. Device
+ * memory is read on the CPU only through pinned staging: to digest it,
+ * and to hand it to a transport that moves host memory only. */
 #include <xxhash.h>
 
 #include "box_runs.h"
+#include "device_memory.h"
 #include "error.h"
 #include "runtime.h"
 
@@ -23,14 +26,68 @@ static void op_sides(const wex_job *job, const wex__op *o, wex__box_side *src,
     dst->offset = o->dst_off;
 }
 
+static int is_cuda(const wex_job *job, uint64_t tensor)
+{
+    return job->memory_kind != NULL &&
+           job->memory_kind[tensor] == WEX_MEMORY_CUDA;
+}
+
+/* A device run, through staging, to a transport without device memory:
+ * when staging is full, what was put from it must land before reuse. */
+static wex_status put_staged(wex_job *job, size_t i, uint64_t offset,
+                             const unsigned char *src, uint64_t bytes,
+                             XXH3_state_t *h)
+{
+    wex_status st = WEX_OK;
+
+    while (bytes > 0 && st == WEX_OK) {
+        uint64_t n = bytes < WEX__STAGING_BYTES ? bytes : WEX__STAGING_BYTES;
+        const void *host = NULL;
+        st = wex__device_stage_out(job->device, src, n, &host);
+        if (st == WEX_OK && host == NULL) {
+            st = job->tops->flush(job->tctx);
+            wex__device_stage_reset(job->device);
+            continue;
+        }
+        if (st == WEX_OK)
+            st = job->tops->put(job->tctx, job->op_peer[i], offset, host, n);
+        if (st == WEX_OK && h != NULL)
+            XXH3_64bits_update(h, host, n);
+        offset += n;
+        src += n;
+        bytes -= n;
+    }
+    return st;
+}
+
+static wex_status put_run(wex_job *job, size_t i, int cuda, int staged,
+                          uint64_t offset, const unsigned char *src,
+                          uint64_t bytes, XXH3_state_t *h)
+{
+    wex_status st;
+
+    if (staged)
+        return put_staged(job, i, offset, src, bytes, h);
+    st = job->tops->put(job->tctx, job->op_peer[i], offset, src, bytes);
+    if (st != WEX_OK || h == NULL)
+        return st;
+    if (cuda)
+        return wex__device_hash_run(job->device, h, src, bytes);
+    XXH3_64bits_update(h, src, bytes);
+    return WEX_OK;
+}
+
 wex_status wex__execute_ops(wex_job *job, uint64_t *digests)
 {
     XXH3_state_t *h = digests ? job->hash : NULL;
+    int device_transport = (job->tops->caps & WEX_TRANSPORT_CAP_CUDA_MEMORY)
+                           != 0;
     wex_status st = WEX_OK;
 
     for (size_t i = 0; i < job->op_count && st == WEX_OK; i++) {
         const wex__op *o = &job->ops[i];
         const unsigned char *base = job->bind[o->src_tensor].address;
+        int cuda = is_cuda(job, o->src_tensor);
         wex__box_side src, dst;
         wex__box_runs w;
         uint64_t a, b;
@@ -39,24 +96,27 @@ wex_status wex__execute_ops(wex_job *job, uint64_t *digests)
         wex__box_runs_init(&w, o->ndim, o->extent, o->dtype_size, &src, &dst);
         if (h != NULL)
             XXH3_64bits_reset(h);
-        while (st == WEX_OK && wex__box_runs_next(&w, &a, &b)) {
-            st = job->tops->put(job->tctx, job->op_peer[i], b, base + a,
-                                w.run_bytes);
-            if (h != NULL)
-                XXH3_64bits_update(h, base + a, w.run_bytes);
-        }
+        while (st == WEX_OK && wex__box_runs_next(&w, &a, &b))
+            st = put_run(job, i, cuda, cuda && !device_transport, b, base + a,
+                         w.run_bytes, h);
+        if (st == WEX_OK && h != NULL && cuda && device_transport)
+            st = wex__device_hash_end(job->device, h);
         if (h != NULL)
             digests[i] = XXH3_64bits_digest(h);
     }
     if (st == WEX_OK)
         st = job->tops->flush(job->tctx);
+    if (job->device != NULL)
+        wex__device_stage_reset(job->device);
     return st;
 }
 
 uint64_t wex__digest_landed(wex_job *job, const wex__op *o)
 {
     const unsigned char *base = job->bind[o->dst_tensor].address;
+    int cuda = is_cuda(job, o->dst_tensor);
     XXH3_state_t *h = job->hash;
+    wex_status st = WEX_OK;
     wex__box_side src, dst;
     wex__box_runs w;
     uint64_t a, d = 0;
@@ -66,7 +126,46 @@ uint64_t wex__digest_landed(wex_job *job, const wex__op *o)
      * only the destination offsets are used. */
     wex__box_runs_init(&w, o->ndim, o->extent, o->dtype_size, &src, &dst);
     XXH3_64bits_reset(h);
-    while (wex__box_runs_next(&w, &a, &d))
-        XXH3_64bits_update(h, base + d, w.run_bytes);
-    return XXH3_64bits_digest(h);
+    while (st == WEX_OK && wex__box_runs_next(&w, &a, &d)) {
+        if (cuda)
+            st = wex__device_hash_run(job->device, h, base + d, w.run_bytes);
+        else
+            XXH3_64bits_update(h, base + d, w.run_bytes);
+    }
+    if (st == WEX_OK && cuda)
+        st = wex__device_hash_end(job->device, h);
+    /* Unreadable device memory must not verify: perturb the digest. */
+    return XXH3_64bits_digest(h) ^ (st == WEX_OK ? 0 : 0x9e3779b97f4a7c15ull);
+}
+
+wex_status wex__post_receives(wex_job *job)
+{
+    wex_status st = WEX_OK;
+
+    if (job->side != WEX_SIDE_DESTINATION ||
+        !(job->tops->caps & WEX_TRANSPORT_CAP_TWO_SIDED))
+        return WEX_OK;
+    if (!WEX_HAS_MEMBER(wex_transport_ops, recv, job->tops->struct_size) ||
+        job->tops->recv == NULL)
+        return wex__error(WEX_ERR_ABI, "the transport is two-sided but has "
+                          "no recv");
+    wex__error_clear();
+    for (size_t i = 0; i < job->op_count && st == WEX_OK; i++) {
+        const wex__op *o = &job->ops[i];
+        wex_transport_mem *mem = job->bind[o->dst_tensor].mem;
+        wex__box_side src, dst;
+        wex__box_runs w;
+        uint64_t a, d;
+
+        op_sides(job, o, &src, &dst);
+        /* The source's walk, so the runs pair up with its puts. */
+        wex__box_runs_init(&w, o->ndim, o->extent, o->dtype_size, &src, &dst);
+        while (st == WEX_OK && wex__box_runs_next(&w, &a, &d))
+            st = job->tops->recv(job->tctx, o->src_rank, mem, d, w.run_bytes);
+    }
+    if (st == WEX_OK)
+        st = job->tops->flush(job->tctx);
+    if (st != WEX_OK && wex__last_error()[0] == '\0')
+        wex__error(st, "receiving failed without a message");
+    return st;
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "device_memory.h"
 #include "error.h"
 #include "runtime.h"
 
@@ -53,7 +54,8 @@ static wex_status open_transport(wex_job *job)
     if (st != WEX_OK)
         return st;
     job->tops = job->transport->desc->ops;
-    if (job->tops->struct_size < sizeof(wex_transport_ops))
+    /* ABI 1.0's table ends at flush; recv was appended. */
+    if (job->tops->struct_size < offsetof(wex_transport_ops, recv))
         return wex__error(WEX_ERR_ABI, "transport %s: its ops table is too "
                           "small", ref->name);
     job->transport_options = wex__options_view(ref->options);
@@ -65,6 +67,8 @@ static wex_status open_transport(wex_job *job)
     args.destination_ranks = job->plan.dst.ranks;
     args.options = &job->transport_options;
     args.job_id = job->job_id;
+    args.peer_ranks = job->peers;
+    args.peer_count = job->peer_count;
     wex__error_clear();
     st = job->tops->ctx_create(job->transport->plugin_state, &args,
                                &job->tctx);
@@ -76,7 +80,7 @@ static wex_status open_transport(wex_job *job)
     return WEX_OK;
 }
 
-/* This rank's operations, copied out of the builder, and its peers. */
+/* This rank's operations with every source live, and its peers. */
 static wex_status plan_rank(wex_job *job)
 {
     wex_plan_builder b;
@@ -84,39 +88,13 @@ static wex_status plan_rank(wex_job *job)
 
     wex__plan_builder_init(&b, &job->plan.src, &job->plan.dst);
     st = wex__planner_rank(&job->plan, job->side, job->rank, &b);
-    if (st == WEX_OK) {
-        job->ops = b.ops; /* the job keeps the array */
-        job->op_count = b.count;
-        b.ops = NULL;
-    }
+    if (st == WEX_OK)
+        st = wex__job_take_ops(job, &b);
     wex__plan_builder_fini(&b);
-    if (st != WEX_OK)
-        return st;
-    job->peers = malloc((job->op_count ? job->op_count : 1) * sizeof(uint64_t));
-    job->digests = calloc(job->op_count ? job->op_count : 1, sizeof(uint64_t));
-    job->pair_digests = calloc(job->op_count ? job->op_count : 1,
-                               sizeof(uint64_t));
     job->hash = XXH3_createState();
-    if (job->peers == NULL || job->digests == NULL ||
-        job->pair_digests == NULL || job->hash == NULL)
-        return wex__error(WEX_ERR_NOMEM, "job: out of memory");
-    for (size_t i = 0; i < job->op_count; i++) {
-        uint64_t peer = job->side == WEX_SIDE_SOURCE ? job->ops[i].dst_rank
-                                                     : job->ops[i].src_rank;
-        size_t k = 0;
-        while (k < job->peer_count && job->peers[k] != peer)
-            k++;
-        if (k == job->peer_count)
-            job->peers[job->peer_count++] = peer;
-    }
-    return WEX_OK;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-    return x < y ? -1 : x > y;
+    if (st == WEX_OK && job->hash == NULL)
+        st = wex__error(WEX_ERR_NOMEM, "job: out of memory");
+    return st;
 }
 
 static wex_status open_job(wex_job *job, const char *config,
@@ -157,11 +135,13 @@ static wex_status open_job(wex_job *job, const char *config,
     job->bind = calloc(job->layout->tensor_count ? job->layout->tensor_count
                                                  : 1,
                        sizeof(*job->bind));
-    if (job->bind == NULL)
+    job->memory_kind = calloc(job->layout->tensor_count
+                                  ? job->layout->tensor_count
+                                  : 1,
+                              sizeof(*job->memory_kind));
+    if (job->bind == NULL || job->memory_kind == NULL)
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
     st = plan_rank(job);
-    if (st == WEX_OK)
-        qsort(job->peers, job->peer_count, sizeof(uint64_t), cmp_u64);
     if (st == WEX_OK)
         st = open_transport(job);
     return st;
@@ -202,7 +182,9 @@ void wex_job_close(wex_job *job)
     for (size_t i = 0; job->bind && i < job->layout->tensor_count; i++) {
         if (job->bind[i].mem != NULL)
             job->tops->mem_deregister(job->tctx, job->bind[i].mem);
-        if (job->bind[i].owned)
+        if (job->bind[i].owned && job->memory_kind[i] == WEX_MEMORY_CUDA)
+            wex__device_free(job->device, job->bind[i].address);
+        else if (job->bind[i].owned)
             free(job->bind[i].address);
     }
     if (job->tctx != NULL)
@@ -211,7 +193,12 @@ void wex_job_close(wex_job *job)
         wex__store_close(job->store);
     wex__planner_close(&job->plan);
     free(job->attached);
+    free(job->attached_what);
     free(job->op_peer);
+    free(job->optional_sources);
+    free(job->dead);
+    wex__device_close(job->device);
+    free(job->memory_kind);
     free(job->bind);
     free(job->ops);
     free(job->peers);
@@ -262,8 +249,42 @@ static wex_status check_bindable(wex_job *job, uint64_t index)
     return WEX_OK;
 }
 
-wex_status wex_job_bind(wex_job *job, uint64_t index, void *address,
-                        uint64_t bytes)
+/* Whether this rank can hand the transport memory of `kind`: a
+ * destination's must be the transport's own kind; a source's CUDA memory
+ * also reaches a host-memory transport, through pinned staging. */
+static wex_status check_kind(wex_job *job, uint64_t index, uint32_t kind)
+{
+    const char *tensor = job->layout->tensors[index].name;
+    const char *transport = job->plan.job->transport.name;
+    uint64_t caps = job->tops->caps;
+    int host = (caps & WEX_TRANSPORT_CAP_HOST_MEMORY) != 0;
+    int cuda = (caps & WEX_TRANSPORT_CAP_CUDA_MEMORY) != 0;
+    wex_status st;
+
+    if (kind != WEX_MEMORY_HOST && kind != WEX_MEMORY_CUDA)
+        return wex__error(WEX_ERR_INVALID, "local tensor %s: unknown memory "
+                          "kind %u (WEX_MEMORY_HOST or WEX_MEMORY_CUDA)",
+                          tensor, kind);
+    if (kind == WEX_MEMORY_HOST && !host)
+        return wex__error(WEX_ERR_UNSUPPORTED, "local tensor %s: transport %s "
+                          "moves CUDA memory only: bind or allocate it as "
+                          "WEX_MEMORY_CUDA", tensor, transport);
+    if (kind == WEX_MEMORY_CUDA && !cuda &&
+        (job->side == WEX_SIDE_DESTINATION ||
+         (caps & WEX_TRANSPORT_CAP_TWO_SIDED)))
+        return wex__error(WEX_ERR_UNSUPPORTED, "local tensor %s: transport %s "
+                          "cannot write into CUDA memory (use cuda-ipc or "
+                          "nccl, or host memory)", tensor, transport);
+    if (kind == WEX_MEMORY_CUDA && job->device == NULL) {
+        st = wex__device_open(&job->device);
+        if (st != WEX_OK)
+            return wex__error_prefix(st, "local tensor %s", tensor);
+    }
+    return WEX_OK;
+}
+
+wex_status wex_job_bind_memory(wex_job *job, uint64_t index, void *address,
+                               uint64_t bytes, uint32_t memory_kind)
 {
     wex_status st = check_bindable(job, index);
     const wex__local_tensor *t;
@@ -276,52 +297,95 @@ wex_status wex_job_bind(wex_job *job, uint64_t index, void *address,
                           "bytes of memory, got %llu at %p", t->name,
                           (unsigned long long)t->bytes,
                           (unsigned long long)bytes, address);
+    st = check_kind(job, index, memory_kind);
+    if (st == WEX_OK && memory_kind == WEX_MEMORY_CUDA) {
+        st = wex__device_check(job->device, address, bytes);
+        if (st != WEX_OK)
+            return wex__error_prefix(st, "local tensor %s", t->name);
+    }
+    if (st != WEX_OK)
+        return st;
     if (job->side == WEX_SIDE_DESTINATION) {
         wex__error_clear();
-        st = job->tops->mem_register(job->tctx, address, bytes,
-                                     WEX_MEMORY_HOST, &job->bind[index].mem);
+        st = job->tops->mem_register(job->tctx, address, bytes, memory_kind,
+                                     &job->bind[index].mem);
         if (st != WEX_OK)
             return wex__error_prefix(st, "local tensor %s", t->name);
     }
     job->bind[index].address = address;
     job->bind[index].bytes = bytes;
+    job->memory_kind[index] = memory_kind;
     return WEX_OK;
 }
 
-wex_status wex_job_alloc(wex_job *job, uint64_t index, void **address_p)
+wex_status wex_job_bind(wex_job *job, uint64_t index, void *address,
+                        uint64_t bytes)
+{
+    return wex_job_bind_memory(job, index, address, bytes, WEX_MEMORY_HOST);
+}
+
+/* Host memory wex allocates itself: page aligned, zeroed. */
+static wex_status alloc_host(wex_job *job, uint64_t index, void **address_p)
+{
+    uint64_t bytes = job->layout->tensors[index].bytes;
+
+    if (posix_memalign(address_p, 4096, bytes ? bytes : 1) != 0)
+        return wex__error(WEX_ERR_NOMEM, "local tensor %s: out of memory "
+                          "(%llu bytes)", job->layout->tensors[index].name,
+                          (unsigned long long)bytes);
+    memset(*address_p, 0, bytes);
+    return WEX_OK;
+}
+
+wex_status wex_job_alloc_memory(wex_job *job, uint64_t index,
+                                uint32_t memory_kind, void **address_p)
 {
     wex_status st = check_bindable(job, index);
+    const char *name;
     wex__binding *b;
     uint64_t bytes;
 
+    if (st == WEX_OK && address_p == NULL)
+        st = wex__error(WEX_ERR_INVALID, "wex_job_alloc_memory: no address "
+                        "pointer");
+    if (st == WEX_OK)
+        st = check_kind(job, index, memory_kind);
     if (st != WEX_OK)
         return st;
     b = &job->bind[index];
     bytes = job->layout->tensors[index].bytes;
-    if (job->side == WEX_SIDE_DESTINATION &&
+    name = job->layout->tensors[index].name;
+    job->memory_kind[index] = memory_kind;
+    if (memory_kind == WEX_MEMORY_HOST &&
+        job->side == WEX_SIDE_DESTINATION &&
         (job->tops->caps & WEX_TRANSPORT_CAP_ALLOC)) {
         wex__error_clear();
         st = job->tops->mem_alloc(job->tctx, bytes, &b->address, &b->mem);
         if (st != WEX_OK)
-            return wex__error_prefix(st, "local tensor %s",
-                                     job->layout->tensors[index].name);
+            return wex__error_prefix(st, "local tensor %s", name);
     } else {
-        if (posix_memalign(&b->address, 4096, bytes ? bytes : 1) != 0)
-            return wex__error(WEX_ERR_NOMEM, "local tensor %s: out of memory "
-                              "(%llu bytes)", job->layout->tensors[index].name,
-                              (unsigned long long)bytes);
-        memset(b->address, 0, bytes);
+        st = memory_kind == WEX_MEMORY_CUDA
+                 ? wex__device_alloc(job->device, bytes, &b->address)
+                 : alloc_host(job, index, &b->address);
+        if (st != WEX_OK)
+            return wex__error_prefix(st, "local tensor %s", name);
         b->owned = 1;
         if (job->side == WEX_SIDE_DESTINATION) {
+            wex__error_clear();
             st = job->tops->mem_register(job->tctx, b->address, bytes,
-                                         WEX_MEMORY_HOST, &b->mem);
+                                         memory_kind, &b->mem);
             if (st != WEX_OK)
-                return st;
+                return wex__error_prefix(st, "local tensor %s", name);
         }
     }
     b->bytes = bytes;
     *address_p = b->address;
     return WEX_OK;
+}
+
+wex_status wex_job_alloc(wex_job *job, uint64_t index, void **address_p)
+{
+    return wex_job_alloc_memory(job, index, WEX_MEMORY_HOST, address_p);
 }
 
 wex_status wex_job_connect(wex_job *job)

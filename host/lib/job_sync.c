@@ -143,10 +143,14 @@ static int check_peer(wex_job *job, const step_try *t, uint64_t peer,
 
     done_key(key, sizeof(key), t, peer, job->rank);
     st = wex__store_get(job->store, key, t->timeout, (void **)&theirs, &len);
+    if (st == WEX_ERR_PEER) { /* the message names who died */
+        snprintf(why, cap, "%s", wex__last_error());
+        return PEER_DIED;
+    }
     if (st != WEX_OK) {
         snprintf(why, cap, "source rank %llu did not finish: %s",
                  (unsigned long long)peer, wex__last_error());
-        return st == WEX_ERR_PEER ? PEER_DIED : PEER_FAILED;
+        return PEER_FAILED;
     }
     if (len % 8 != 0 && theirs[0] == '!') {
         snprintf(why, cap, "source rank %llu failed: %s",
@@ -218,13 +222,53 @@ static wex_status destination_try(wex_job *job, const step_try *t)
 
 enum { STEP_OK, STEP_RETRY, STEP_FAILED };
 
+static int same_verdict(const wex__gathered *a, const wex__gathered *b)
+{
+    return a->present == b->present && a->len == b->len &&
+           memcmp(a->value, b->value, a->len) == 0;
+}
+
+/* "destination ranks 0, 2 did not commit: REASON", once per distinct
+ * verdict, so a death every destination saw is told once. */
+static void tell(const wex__gathered *v, uint64_t n, char *why, size_t cap)
+{
+    size_t used = 0;
+
+    for (uint64_t d = 0; d < n && used < cap; d++) {
+        uint64_t count = 0;
+        int told = 0, retry;
+        if (v[d].present && strcmp(v[d].value, "ok") == 0)
+            continue;
+        for (uint64_t e = 0; e < d && !told; e++)
+            told = same_verdict(&v[e], &v[d]);
+        if (told)
+            continue;
+        for (uint64_t e = d; e < n; e++)
+            count += same_verdict(&v[e], &v[d]);
+        used += (size_t)snprintf(why + used, cap - used,
+                                 "%sdestination rank%s %llu", used ? "; " : "",
+                                 count > 1 ? "s" : "", (unsigned long long)d);
+        for (uint64_t e = d + 1; e < n && used < cap; e++)
+            if (same_verdict(&v[e], &v[d]))
+                used += (size_t)snprintf(why + used, cap - used, ", %llu",
+                                         (unsigned long long)e);
+        retry = v[d].present && strncmp(v[d].value, "retry:", 6) == 0;
+        if (used < cap)
+            used += (size_t)snprintf(why + used, cap - used, " %s%s",
+                                     v[d].present ? "did not commit: "
+                                                  : "died during the step",
+                                     !v[d].present ? ""
+                                                   : v[d].value + (retry ? 6
+                                                                         : 5));
+    }
+}
+
 /* Every destination's verdict, the same for every rank: the outcome,
  * and what went wrong in `why`. */
 static int outcome(wex_job *job, const step_try *t, char *why, size_t cap)
 {
     char prefix[96];
     wex__gathered *v = NULL;
-    size_t used = 0;
     int result = STEP_OK;
     wex_status st;
 
@@ -244,13 +288,8 @@ static int outcome(wex_job *job, const step_try *t, char *why, size_t cap)
             result = STEP_RETRY;
         else if (!retry)
             result = STEP_FAILED;
-        if (used < cap)
-            used += (size_t)snprintf(
-                why + used, cap - used, "%sdestination rank %llu %s%s",
-                used ? "; " : "", (unsigned long long)d,
-                v[d].present ? "did not commit: " : "died during the step",
-                !v[d].present ? "" : v[d].value + (retry ? 6 : 5));
     }
+    tell(v, job->plan.dst.ranks, why, cap);
     free(v);
     return result;
 }
@@ -271,7 +310,11 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
                            job->optional_sources, t->timeout, &dead,
                            &dead_count);
     if (st != WEX_OK) {
-        snprintf(why, cap, "waiting for every rank: %s", wex__last_error());
+        snprintf(why, cap, "%s: %s",
+                 t->number > 0 ? "no live source holds every region of the "
+                                 "dead"
+                               : "waiting for every rank",
+                 wex__last_error());
         return STEP_FAILED;
     }
     if (t->number == 0)

@@ -68,9 +68,10 @@ wex_status wex__store_barrier(wex__store_client *c, const char *key,
  * "destination/i" (i below `sources` and `destinations`); this client
  * must be one of them. It returns once every member has arrived alive,
  * except the sources marked in `optional` (bit i of byte i/8) that are
- * dead: those are left out, listed in *dead_p (malloc'd; ascending),
- * the same list for every member. A member that died and came back
- * counts once its new connection arrives. Without `fail_fast` a dead
+ * dead, or died and came back but are not at this barrier (they join a
+ * later step): those are left out, listed in *dead_p (malloc'd;
+ * ascending), the same list for every member. A required member that
+ * died and came back counts once its new connection arrives. Without `fail_fast` a dead
  * member that is not optional is waited for until the timeout (it may
  * rejoin); with it the barrier fails at once, for every member, with
  * WEX_ERR_PEER naming it. Passing the barrier acknowledges every death
@@ -83,8 +84,9 @@ wex_status wex__store_arrive(wex__store_client *c, const char *key,
 /* One value per owner: waits until, for each i < n, key PREFIX+i is set,
  * or the client named OWNER+i has died since this client's last
  * barrier (then .present = 0: it never will be). Deaths do not end the
- * wait; only the timeout does. *items_p is one malloc'd block (free it
- * once); each value is NUL-terminated. */
+ * wait; only the timeout does. Its answer acknowledges every death so
+ * far, like a barrier. *items_p is one malloc'd block (free it once);
+ * each value is NUL-terminated. */
 typedef struct wex__gathered {
     int present;
     const char *value;

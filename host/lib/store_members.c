@@ -117,7 +117,9 @@ static int wex__barrier_look(const wex__conn *c, const char *key,
         int gone = r->live[i] == 0 && r->died[i] != 0;
         if (wex__arrived(s, key, r, i))
             continue;
-        if (gone && may_skip) {
+        /* An optional source that died and is back, but not here, may be
+         * joining at a later step: the step goes on without it. */
+        if (may_skip && r->died[i] != 0) {
             dead++;
             continue;
         }
@@ -334,6 +336,11 @@ int wex__on_gather(wex__conn *c, const char *key, const char *shown,
                  "%.1f s", shown, (unsigned long long)pending, wait);
         return wex__end_wait(c, why, text);
     }
+    /* The verdicts are the step's outcome: a death so far either shows
+     * in them or did not matter; either way it is old news now, and the
+     * next barrier waits for the rank to rejoin. */
+    if (out != NULL)
+        c->acked = s->dead_count;
     pthread_mutex_unlock(&s->mu);
     if (out == NULL)
         return wex__replyf(c, WEX__STORE_R_ERROR, "out of memory");

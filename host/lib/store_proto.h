@@ -21,14 +21,16 @@
  *            i/8): the sources the barrier may go on without when they
  *            are dead. Members are the clients named "source/i" and
  *            "destination/i". Replies, once every member has arrived
- *            alive (or, for the optional sources, is dead): u64 death
- *            count acknowledged, u64 N, then N u64 dead source ranks.
+ *            alive (or, for the optional sources, has died at some
+ *            point and is not here): u64 death count acknowledged, u64 N,
+ *            then N u64 source ranks left out.
  *            The first reply is kept: every member gets the same one.
  *   GATHER   key = a key prefix, value = u64 timeout in ms, u64 N, then
  *            an owner prefix (no NUL): waits until, for each i < N, key
  *            PREFIX+i is set or its owner OWNER+i has died since this
  *            connection's last barrier; replies N records of u8 present,
- *            u32 length, the value (empty when its owner died)
+ *            u32 length, the value (empty when its owner died), and
+ *            acknowledges every death so far
  *   BYE      empty key and value: a clean goodbye
  * Keys are non-empty strings without NUL bytes. Counters are stored as
  * 8-byte little-endian i64 values.

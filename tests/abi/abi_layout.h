@@ -100,25 +100,29 @@
     FIELD(wex_engine_ops, describe_rank, 40)                               \
     SIZE(wex_policy_args, 16)                                              \
     FIELD(wex_policy_args, options, 8)                                     \
-    SIZE(wex_plan_request, 40)                                             \
+    SIZE(wex_plan_request, 56)                                             \
     FIELD(wex_plan_request, side, 4)                                       \
     FIELD(wex_plan_request, rank, 8)                                       \
     FIELD(wex_plan_request, source, 16)                                    \
     FIELD(wex_plan_request, destination, 24)                               \
     FIELD(wex_plan_request, topology, 32)                                  \
+    FIELD(wex_plan_request, dead_sources, 40)                              \
+    FIELD(wex_plan_request, dead_source_count, 48)                         \
     SIZE(wex_policy_ops, 40)                                               \
     FIELD(wex_policy_ops, caps, 8)                                         \
     FIELD(wex_policy_ops, ctx_create, 16)                                  \
     FIELD(wex_policy_ops, ctx_destroy, 24)                                 \
     FIELD(wex_policy_ops, plan, 32)                                        \
-    SIZE(wex_transport_args, 48)                                           \
+    SIZE(wex_transport_args, 64)                                           \
     FIELD(wex_transport_args, side, 4)                                     \
     FIELD(wex_transport_args, rank, 8)                                     \
     FIELD(wex_transport_args, source_ranks, 16)                            \
     FIELD(wex_transport_args, destination_ranks, 24)                       \
     FIELD(wex_transport_args, options, 32)                                 \
     FIELD(wex_transport_args, job_id, 40)                                  \
-    SIZE(wex_transport_ops, 96)                                            \
+    FIELD(wex_transport_args, peer_ranks, 48)                              \
+    FIELD(wex_transport_args, peer_count, 56)                              \
+    SIZE(wex_transport_ops, 104)                                           \
     FIELD(wex_transport_ops, caps, 8)                                      \
     FIELD(wex_transport_ops, ctx_create, 16)                               \
     FIELD(wex_transport_ops, ctx_destroy, 24)                              \
@@ -129,4 +133,5 @@
     FIELD(wex_transport_ops, peer_attach, 64)                              \
     FIELD(wex_transport_ops, peer_detach, 72)                              \
     FIELD(wex_transport_ops, put, 80)                                      \
-    FIELD(wex_transport_ops, flush, 88)
+    FIELD(wex_transport_ops, flush, 88)                                    \
+    FIELD(wex_transport_ops, recv, 96)

@@ -29,6 +29,8 @@ START_TEST(constants_are_pinned)
     ck_assert_uint_eq(WEX_ABI_1_0, 0x10000u);
     ck_assert_uint_eq(WEX_KIND_ENGINE, 1);
     ck_assert_uint_eq(WEX_KIND_TRANSPORT, 3);
+    ck_assert_uint_eq(WEX_TRANSPORT_CAP_TWO_SIDED, 1ull << 6);
+    ck_assert_uint_eq(WEX_MEMORY_CUDA, 1);
     ck_assert_uint_eq(WEX_DTYPE_BF16, 1);
     ck_assert_uint_eq(wex_dtype_size(WEX_DTYPE_BF16), 2);
     ck_assert_uint_eq(wex_dtype_size(WEX_DTYPE_F8_E4M3), 1);

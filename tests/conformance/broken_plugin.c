@@ -523,6 +523,7 @@ static const wex_transport_ops broken_ops = {
     t_peer_detach,
     t_put,
     t_flush,
+    NULL, /* recv: one-sided */
 };
 #endif
 

@@ -6,7 +6,7 @@ payload). Run from anywhere; rewrites tests/fuzz/corpus/store_proto/."""
 import os
 import struct
 
-HELLO, SET, GET, ADD, WAIT_GE, BYE = 1, 2, 3, 4, 5, 6
+HELLO, SET, GET, ADD, WAIT_GE, BYE, ARRIVE, GATHER = 1, 2, 3, 4, 5, 6, 7, 8
 OK, TIMEOUT, PEER_DEAD, REFUSED, ERROR = 0, 1, 2, 3, 4
 
 
@@ -30,6 +30,17 @@ SEEDS = {
     "req-wait-ge": request(WAIT_GE, b"barrier/step/1",
                            struct.pack("<qQ", 8, 60000)),
     "req-bye": request(BYE),
+    # timeout, flags, 10 sources, 4 destinations, a 2-byte optional map
+    "req-arrive": request(ARRIVE, b"step/2/1/begin",
+                          struct.pack("<QQQQ", 60000, 1, 10, 4) + b"\xff\x03"),
+    "req-gather": request(GATHER, b"step/2/0/verdict/",
+                          struct.pack("<QQ", 60000, 4) + b"destination/"),
+    "resp-ok-arrive": response(OK, struct.pack("<QQQ", 3, 1, 7)),
+    "resp-ok-gather": response(OK, b"\x01" + struct.pack("<I", 2) + b"ok" +
+                               b"\x00" + struct.pack("<I", 0)),
+    "bad-arrive-short-map": request(ARRIVE, b"b",
+                                    struct.pack("<QQQQ", 1, 0, 9, 1) + b"\x01"),
+    "bad-gather-no-owner": request(GATHER, b"p", struct.pack("<QQ", 1, 2)),
     "resp-ok-value": response(OK, b"stored value"),
     "resp-ok-counter": response(OK, struct.pack("<q", 42)),
     "resp-ok-empty": response(OK),
@@ -41,7 +52,7 @@ SEEDS = {
     "bad-truncated": request(SET, b"key", b"value")[:-2],
     "bad-key-past-end": struct.pack("<IBI", 5 + 3, SET, 99) + b"abc",
     "bad-key-nul": request(SET, b"a\x00b", b"v"),
-    "bad-unknown-op": request(9, b"k", b"v"),
+    "bad-unknown-op": request(99, b"k", b"v"),
 }
 
 if __name__ == "__main__":

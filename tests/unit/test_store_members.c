@@ -144,6 +144,29 @@ START_TEST(dead_optional_source_is_left_out_for_everyone)
 }
 END_TEST
 
+/* Source 1 died and is back, but at a later step: the barrier leaves it
+ * out rather than wait for it. */
+START_TEST(rejoined_optional_source_elsewhere_is_left_out)
+{
+    wex__store_client *gone = join("source/1"), *back;
+    member m[2];
+
+    wex__store_abandon(gone);
+    pause_s(0.1);
+    back = join("source/1");
+    start(&m[0], "source/0", "step/6/1/begin", 2, 1, 0x3);
+    start(&m[1], "destination/0", "step/6/1/begin", 2, 1, 0x3);
+    for (int i = 0; i < 2; i++) {
+        finish(&m[i]);
+        ck_assert_msg(m[i].st == WEX_OK, "%s: %s", m[i].who, m[i].error);
+        ck_assert_uint_eq(m[i].dead_count, 1);
+        ck_assert_uint_eq(m[i].dead[0], 1);
+        free(m[i].dead);
+    }
+    wex__store_close(back);
+}
+END_TEST
+
 /* A dead destination is waited for: it rejoins, arrives, and the step
  * goes on; its death no longer fails the others' waits. */
 START_TEST(dead_required_member_is_waited_for_until_it_rejoins)
@@ -338,6 +361,7 @@ int main(void)
     tcase_set_timeout(t, 15);
     tcase_add_test(t, barrier_waits_for_every_member);
     tcase_add_test(t, dead_optional_source_is_left_out_for_everyone);
+    tcase_add_test(t, rejoined_optional_source_elsewhere_is_left_out);
     tcase_add_test(t, dead_required_member_is_waited_for_until_it_rejoins);
     tcase_add_test(t, fail_fast_names_the_dead_member_to_everyone);
     tcase_add_test(t, news_of_a_death_fails_the_barrier_once);

@@ -749,6 +749,7 @@ static const wex_transport_ops shm_ops = {
     shm_peer_detach,
     shm_put,
     shm_flush,
+    NULL, /* recv: one-sided */
 };
 
 static const wex_plugin_desc shm_desc = {

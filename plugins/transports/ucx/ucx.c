@@ -1130,6 +1130,7 @@ static const wex_transport_ops ucx_ops = {
     ucx_peer_detach,
     ucx_put,
     ucx_flush,
+    NULL, /* recv: one-sided */
 };
 
 static const wex_plugin_desc ucx_desc = {

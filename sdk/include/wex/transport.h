@@ -6,6 +6,15 @@
  * job's rendezvous. A source rank attaches each destination buffer it
  * writes into (peer_attach) and, every step, writes with put and waits
  * with flush. Nothing is allocated or registered during a step.
+ *
+ * Two-sided transports (WEX_TRANSPORT_CAP_TWO_SIDED, e.g. NCCL) cannot
+ * write into a peer unasked: the destination posts a matching recv for
+ * every put, in the plan's order (the same order the source puts in, per
+ * pair of ranks), and completes them with its own flush. The key still
+ * travels from destination to source, so whatever a two-sided transport
+ * must share to connect (NCCL's unique id) rides in the destination's
+ * keys; each side learns the other-side ranks it will exchange with from
+ * wex_transport_args.peer_ranks.
  */
 #ifndef WEX_TRANSPORT_H
 #define WEX_TRANSPORT_H
@@ -27,6 +36,8 @@ typedef struct wex_transport_peer wex_transport_peer; /* a peer's buffer */
 #define WEX_TRANSPORT_CAP_SAME_HOST (1ull << 3) /* peers share a host */
 #define WEX_TRANSPORT_CAP_NETWORK (1ull << 4)   /* peers across hosts */
 #define WEX_TRANSPORT_CAP_ALLOC (1ull << 5)     /* mem_alloc works */
+/* Destinations post recv for each put and flush them (see above). */
+#define WEX_TRANSPORT_CAP_TWO_SIDED (1ull << 6)
 
 /* Memory kinds. */
 #define WEX_MEMORY_HOST 0u
@@ -45,6 +56,10 @@ typedef struct wex_transport_args {
     /* Unique per running job (every rank gets the same): lets a transport
      * name per-job endpoints without colliding with other jobs. */
     const char *job_id;
+    /* Appended: the other-side ranks this rank's operations involve,
+     * ascending (borrowed for ctx_create). */
+    const uint64_t *peer_ranks;
+    uint64_t peer_count;
 } wex_transport_args;
 
 typedef struct wex_transport_ops {
@@ -84,8 +99,17 @@ typedef struct wex_transport_ops {
      * peer is WEX_ERR_PEER with a message naming it. */
     wex_status (*put)(wex_transport_ctx *ctx, wex_transport_peer *peer,
                       uint64_t offset, const void *src, uint64_t bytes);
-    /* Every put issued so far has landed in the peers' memory. */
+    /* Every put issued so far has landed in the peers' memory (and, with
+     * CAP_TWO_SIDED, every recv posted so far has completed). */
     wex_status (*flush)(wex_transport_ctx *ctx);
+
+    /* Appended (check struct_size); NULL unless CAP_TWO_SIDED. On a
+     * destination: receives the `bytes` that source rank `peer_rank`'s
+     * matching put sends into local buffer `mem` at byte `offset`. Posted
+     * in the plan's order; flush waits. */
+    wex_status (*recv)(wex_transport_ctx *ctx, uint64_t peer_rank,
+                       wex_transport_mem *mem, uint64_t offset,
+                       uint64_t bytes);
 } wex_transport_ops;
 
 #ifdef __cplusplus

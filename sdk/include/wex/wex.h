@@ -19,6 +19,7 @@
 #define WEX_WEX_H
 
 #include <wex/host.h>
+#include <wex/transport.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -58,6 +59,10 @@ typedef struct wex_sync_report {
     uint64_t bytes;         /* sent (source) or received (destination) */
     uint64_t peers;
     double seconds;         /* from the step's start barrier to commit */
+    /* Read and written only when struct_size covers them: */
+    uint32_t attempts;      /* tries the step took: 1 unless a rank died */
+    uint32_t reserved0;
+    uint64_t failed_over;   /* dead source ranks the step went without */
 } wex_sync_report;
 
 /* `config` is a job file's path, or the job's JSON text itself when it
@@ -81,6 +86,20 @@ WEX_EXPORT wex_status wex_job_bind(wex_job *job, uint64_t index, void *address,
                                 uint64_t bytes);
 WEX_EXPORT wex_status wex_job_alloc(wex_job *job, uint64_t index,
                                  void **address_p);
+
+/* The same for any memory kind (WEX_MEMORY_HOST, WEX_MEMORY_CUDA of
+ * <wex/transport.h>); wex_job_bind and wex_job_alloc are the host kind.
+ * CUDA memory is a device pointer of the calling thread's current device
+ * (wex_job_alloc_memory allocates it there with cudaMalloc, zeroed). A
+ * kind the job's transport cannot move is refused (WEX_ERR_UNSUPPORTED),
+ * except that a source's CUDA tensors reach a host-memory transport
+ * through pinned staging. */
+WEX_EXPORT wex_status wex_job_bind_memory(wex_job *job, uint64_t index,
+                                       void *address, uint64_t bytes,
+                                       uint32_t memory_kind);
+WEX_EXPORT wex_status wex_job_alloc_memory(wex_job *job, uint64_t index,
+                                        uint32_t memory_kind,
+                                        void **address_p);
 
 /* Meets every other rank: checks both sides agree on the layouts,
  * registers memory, exchanges keys, attaches peers. wex_sync calls it

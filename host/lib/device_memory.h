@@ -1,0 +1,54 @@
+/*
+ * CUDA device memory for the runtime: allocating and checking device
+ * pointers, and reading them on the CPU through pinned staging (digests)
+ * or copying them out for transports that move host memory only.
+ *
+ * The CUDA runtime is dlopen'ed the first time a job touches device
+ * memory, never linked: one libwex binary then serves hosts with and
+ * without CUDA, and a job that only moves host memory never loads it.
+ * Only the few entry points
+ * below are used, with prototypes written here, so libwex also builds
+ * where no CUDA toolkit is installed.
+ */
+#ifndef WEX_HOST_DEVICE_MEMORY_H
+#define WEX_HOST_DEVICE_MEMORY_H
+
+#include <stdint.h>
+#include <xxhash.h>
+
+#include <wex/host.h>
+
+typedef struct wex__device wex__device;
+
+/* Pinned staging per job: bounds what a step keeps in flight through it. */
+#define WEX__STAGING_BYTES (64ull << 20)
+
+/* Loads the CUDA runtime and checks there is a device; WEX_ERR_UNSUPPORTED
+ * with "no CUDA runtime" or "no CUDA device" in the message otherwise. */
+wex_status wex__device_open(wex__device **dev_p);
+void wex__device_close(wex__device *dev);
+
+/* Zeroed device memory on the current device; freed by wex__device_free. */
+wex_status wex__device_alloc(wex__device *dev, uint64_t bytes, void **ptr_p);
+void wex__device_free(wex__device *dev, void *ptr);
+/* `bytes` at `ptr` are device (or managed) memory. */
+wex_status wex__device_check(wex__device *dev, const void *ptr,
+                             uint64_t bytes);
+
+/* Digests: hash_run queues device bytes into staging (copying
+ * asynchronously, in order) and hash_end hashes whatever is queued, so
+ * many small runs cost one synchronisation. Same digest as hashing the
+ * bytes in place on the host. */
+wex_status wex__device_hash_run(wex__device *dev, XXH3_state_t *h,
+                                const void *ptr, uint64_t bytes);
+wex_status wex__device_hash_end(wex__device *dev, XXH3_state_t *h);
+
+/* Copies device bytes into staging and returns where they landed, or
+ * NULL when staging has no room left for `bytes` (at most
+ * WEX__STAGING_BYTES): the caller waits for what it put from staging,
+ * then calls stage_reset. */
+wex_status wex__device_stage_out(wex__device *dev, const void *ptr,
+                                 uint64_t bytes, const void **host_p);
+void wex__device_stage_reset(wex__device *dev);
+
+#endif /* WEX_HOST_DEVICE_MEMORY_H */

@@ -1,0 +1,475 @@
+/*
+ * The `cuda-ipc` transport: trainer and inference processes on the same
+ * GPUs (the colocated profile), device to device with no host copy.
+ *
+ * A destination registers device buffers; each buffer's allocation is
+ * found (cuMemGetAddressRange) and exported once per job with
+ * cudaIpcGetMemHandle, whatever the number of tensors inside it. A source
+ * opens each peer allocation once (cudaIpcOpenMemHandle) and every put is
+ * a cudaMemcpyAsync straight into the destination's live buffer on this
+ * context's stream; flush records an event and polls it against a
+ * deadline, so a wedged copy is a timeout, never a hang. A destination
+ * that dies leaves its memory mapped here until detach: later puts land
+ * harmlessly.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+#include <wex/plugin.h>
+
+#include "cuda_ipc_allocs.h"
+#include "cuda_ipc_key.h"
+
+#define FLUSH_TIMEOUT_DEFAULT_MS 60000
+#define TIMEOUT_MAX_MS 3600000
+
+/* cuMemGetAddressRange (driver API v2), fetched through the runtime so
+ * the plugin needs no libcuda at link time. */
+typedef int (*address_range_fn)(unsigned long long *base, size_t *size,
+                                unsigned long long ptr);
+
+struct wex_plugin_state {
+    const wex_host_services *host;
+};
+
+struct wex_transport_mem {
+    ipc_alloc *alloc;
+    uint64_t address, bytes;
+};
+
+struct wex_transport_peer {
+    ipc_alloc *alloc;
+    unsigned char *dst; /* the buffer, in our mapping */
+    uint64_t rank, bytes;
+};
+
+struct wex_transport_ctx {
+    const wex_host_services *host;
+    uint32_t side;
+    uint64_t rank;
+    int device;
+    int64_t flush_timeout_ms;
+    cudaStream_t stream;
+    cudaEvent_t done;
+    address_range_fn address_range;
+    ipc_allocs exported, opened;
+};
+
+#define FAIL(h, status, ...)                                               \
+    ((h)->set_error((h)->ctx, (status), __VA_ARGS__), (status))
+
+static wex_status ipc_init(const wex_host_services *host,
+                           wex_plugin_state **state_p)
+{
+    wex_plugin_state *state = calloc(1, sizeof(*state));
+
+    if (state == NULL)
+        return WEX_ERR_NOMEM;
+    state->host = host;
+    *state_p = state;
+    return WEX_OK;
+}
+
+static void ipc_fini(wex_plugin_state *state)
+{
+    free(state);
+}
+
+static wex_status cuda_fail(const wex_host_services *h, cudaError_t e,
+                            const char *what)
+{
+    return FAIL(h, e == cudaErrorMemoryAllocation ? WEX_ERR_NOMEM
+                                                  : WEX_ERR_SYSTEM,
+                "%s: %s", what, cudaGetErrorString(e));
+}
+
+static wex_status option_i64(const wex_host_services *h,
+                             const wex_options *o, const char *ptr,
+                             int64_t lo, int64_t hi, int64_t *v)
+{
+    if (o == NULL || h->opt_type(o, ptr) == WEX_JSON_MISSING)
+        return WEX_OK;
+    if (h->opt_get_i64(o, ptr, v) != WEX_OK || *v < lo || *v > hi)
+        return FAIL(h, WEX_ERR_INVALID, "%s: expected an integer in "
+                    "%lld..%lld", ptr, (long long)lo, (long long)hi);
+    return WEX_OK;
+}
+
+static void ipc_ctx_destroy(wex_transport_ctx *ctx);
+
+static wex_status ipc_ctx_create(wex_plugin_state *state,
+                                 const wex_transport_args *args,
+                                 wex_transport_ctx **ctx_p)
+{
+    const wex_host_services *h = state->host;
+    int64_t device = -1, timeout = FLUSH_TIMEOUT_DEFAULT_MS;
+    enum cudaDriverEntryPointQueryResult found;
+    wex_transport_ctx *ctx;
+    cudaError_t e;
+    int count = 0;
+    wex_status st;
+
+    if (args == NULL ||
+        !WEX_HAS_MEMBER(wex_transport_args, options, args->struct_size))
+        return FAIL(h, WEX_ERR_ABI, "transport args too small");
+    if (args->side != WEX_SIDE_SOURCE && args->side != WEX_SIDE_DESTINATION)
+        return FAIL(h, WEX_ERR_INVALID, "side %u is neither source nor "
+                    "destination", args->side);
+    st = option_i64(h, args->options, "/device", -1, 1023, &device);
+    if (st == WEX_OK)
+        st = option_i64(h, args->options, "/flush_timeout_ms", 1,
+                        TIMEOUT_MAX_MS, &timeout);
+    if (st != WEX_OK)
+        return st;
+    e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0)
+        return FAIL(h, WEX_ERR_UNSUPPORTED, "no CUDA device (cudaGetDevice"
+                    "Count: %s)", e != cudaSuccess ? cudaGetErrorString(e)
+                                                   : "0 devices");
+    if (device >= count)
+        return FAIL(h, WEX_ERR_INVALID, "/device: %lld, but this host has "
+                    "CUDA devices 0..%d", (long long)device, count - 1);
+    ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL)
+        return FAIL(h, WEX_ERR_NOMEM, "out of memory");
+    ctx->host = h;
+    ctx->side = args->side;
+    ctx->rank = args->rank;
+    ctx->flush_timeout_ms = timeout;
+    /* -1: the application's current device, as for its own tensors. */
+    e = device >= 0 ? cudaSetDevice((int)device) : cudaGetDevice(&ctx->device);
+    ctx->device = device >= 0 ? (int)device : ctx->device;
+    if (e == cudaSuccess)
+        e = cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking);
+    if (e == cudaSuccess)
+        e = cudaEventCreateWithFlags(&ctx->done, cudaEventDisableTiming);
+    if (e == cudaSuccess)
+        e = cudaGetDriverEntryPointByVersion(
+            "cuMemGetAddressRange", (void **)&ctx->address_range, 12000,
+            cudaEnableDefault, &found);
+    if (e == cudaSuccess && found != cudaDriverEntryPointSuccess)
+        e = cudaErrorSymbolNotFound;
+    if (e != cudaSuccess) {
+        st = cuda_fail(h, e, "setting up the CUDA stream");
+        ipc_ctx_destroy(ctx);
+        return st;
+    }
+    *ctx_p = ctx;
+    return WEX_OK;
+}
+
+static void ipc_ctx_destroy(wex_transport_ctx *ctx)
+{
+    if (ctx == NULL)
+        return;
+    if (ctx->stream != NULL)
+        cudaStreamSynchronize(ctx->stream);
+    while (ctx->opened.head != NULL) {
+        ipc_alloc *a = ctx->opened.head;
+        ctx->opened.head = a->next;
+        cudaIpcCloseMemHandle(a->mapped);
+        free(a);
+    }
+    while (ctx->exported.head != NULL) {
+        ipc_alloc *a = ctx->exported.head;
+        ctx->exported.head = a->next;
+        free(a);
+    }
+    if (ctx->done != NULL)
+        cudaEventDestroy(ctx->done);
+    if (ctx->stream != NULL)
+        cudaStreamDestroy(ctx->stream);
+    free(ctx);
+}
+
+/* ---- memory -------------------------------------------------------- */
+
+static wex_status ipc_mem_alloc(wex_transport_ctx *ctx, uint64_t bytes,
+                                void **address_p, wex_transport_mem **mem_p)
+{
+    (void)bytes;
+    (void)address_p;
+    (void)mem_p;
+    return FAIL(ctx->host, WEX_ERR_UNSUPPORTED, "cuda-ipc does not allocate: "
+                "register device memory (wex allocates it with cudaMalloc)");
+}
+
+/* The allocation holding the buffer, exported once. */
+static wex_status export_alloc(wex_transport_ctx *ctx, uint64_t address,
+                               uint64_t bytes, ipc_alloc **alloc_p)
+{
+    const wex_host_services *h = ctx->host;
+    unsigned long long base = 0;
+    cudaIpcMemHandle_t handle;
+    size_t size = 0;
+    ipc_alloc *a;
+    cudaError_t e;
+
+    a = ipc_allocs_containing(&ctx->exported, 0, address, bytes);
+    if (a != NULL) {
+        a->refs++;
+        *alloc_p = a;
+        return WEX_OK;
+    }
+    if (ctx->address_range(&base, &size, address) != 0)
+        return FAIL(h, WEX_ERR_INVALID, "0x%llx is not device memory of a "
+                    "CUDA allocation", (unsigned long long)address);
+    if (address + bytes > base + size)
+        return FAIL(h, WEX_ERR_INVALID, "buffer 0x%llx + %llu bytes runs past "
+                    "its allocation 0x%llx + %zu bytes",
+                    (unsigned long long)address, (unsigned long long)bytes,
+                    base, size);
+    e = cudaIpcGetMemHandle(&handle, (void *)(uintptr_t)base);
+    if (e != cudaSuccess)
+        return cuda_fail(h, e, "cudaIpcGetMemHandle (memory from cudaMalloc "
+                         "can be shared; from cudaMallocAsync pools or VMM "
+                         "it cannot)");
+    a = ipc_allocs_add(&ctx->exported, 0, base, size);
+    if (a == NULL)
+        return FAIL(h, WEX_ERR_NOMEM, "out of memory");
+    memcpy(a->handle, &handle, sizeof(a->handle));
+    *alloc_p = a;
+    return WEX_OK;
+}
+
+static wex_status ipc_mem_register(wex_transport_ctx *ctx, void *address,
+                                   uint64_t bytes, uint32_t memory_kind,
+                                   wex_transport_mem **mem_p)
+{
+    const wex_host_services *h = ctx->host;
+    wex_transport_mem *m;
+    wex_status st;
+
+    if (memory_kind != WEX_MEMORY_CUDA)
+        return FAIL(h, WEX_ERR_UNSUPPORTED, "memory kind %u: cuda-ipc moves "
+                    "CUDA device memory only", memory_kind);
+    if (address == NULL || bytes == 0)
+        return FAIL(h, WEX_ERR_INVALID, "mem_register of %p + %llu bytes",
+                    address, (unsigned long long)bytes);
+    m = calloc(1, sizeof(*m));
+    if (m == NULL)
+        return FAIL(h, WEX_ERR_NOMEM, "out of memory");
+    m->address = (uint64_t)(uintptr_t)address;
+    m->bytes = bytes;
+    st = export_alloc(ctx, m->address, bytes, &m->alloc);
+    if (st != WEX_OK) {
+        free(m);
+        return st;
+    }
+    *mem_p = m;
+    return WEX_OK;
+}
+
+static void ipc_mem_deregister(wex_transport_ctx *ctx, wex_transport_mem *m)
+{
+    if (m == NULL)
+        return;
+    if (ipc_allocs_release(&ctx->exported, m->alloc))
+        free(m->alloc);
+    free(m);
+}
+
+static wex_status ipc_mem_key(wex_transport_ctx *ctx, wex_transport_mem *m,
+                              void *key, uint64_t *key_len)
+{
+    cuda_ipc_key k;
+    size_t len;
+
+    if (m == NULL || key == NULL || key_len == NULL)
+        return FAIL(ctx->host, WEX_ERR_INVALID, "mem_key: NULL argument");
+    memset(&k, 0, sizeof(k));
+    k.pid = (uint32_t)getpid();
+    k.device = (uint32_t)ctx->device;
+    k.rank = ctx->rank;
+    k.alloc_base = m->alloc->base;
+    k.alloc_size = m->alloc->size;
+    k.offset = m->address - m->alloc->base;
+    k.bytes = m->bytes;
+    memcpy(k.handle, m->alloc->handle, sizeof(k.handle));
+    len = cuda_ipc_key_encode(&k, key, (size_t)*key_len);
+    if (len == 0)
+        return FAIL(ctx->host, WEX_ERR_INVALID, "mem_key: a %llu-byte key "
+                    "buffer is too small (%u bytes needed)",
+                    (unsigned long long)*key_len, CUDA_IPC_KEY_BYTES);
+    *key_len = len;
+    return WEX_OK;
+}
+
+/* ---- peers --------------------------------------------------------- */
+
+static wex_status open_alloc(wex_transport_ctx *ctx, const cuda_ipc_key *k,
+                             ipc_alloc **alloc_p)
+{
+    const wex_host_services *h = ctx->host;
+    cudaIpcMemHandle_t handle;
+    ipc_alloc *a = ipc_allocs_find(&ctx->opened, k->pid, k->alloc_base);
+    void *mapped = NULL;
+    cudaError_t e;
+
+    if (a != NULL) {
+        a->refs++;
+        *alloc_p = a;
+        return WEX_OK;
+    }
+    if (k->pid == (uint32_t)getpid())
+        return FAIL(h, WEX_ERR_UNSUPPORTED, "destination rank %llu is this "
+                    "process: CUDA IPC shares memory between processes only",
+                    (unsigned long long)k->rank);
+    memcpy(&handle, k->handle, sizeof(handle));
+    e = cudaIpcOpenMemHandle(&mapped, handle,
+                             cudaIpcMemLazyEnablePeerAccess);
+    if (e != cudaSuccess)
+        return FAIL(h, WEX_ERR_PEER, "opening destination rank %llu's (pid "
+                    "%u, device %u) memory: cudaIpcOpenMemHandle: %s",
+                    (unsigned long long)k->rank, k->pid, k->device,
+                    cudaGetErrorString(e));
+    a = ipc_allocs_add(&ctx->opened, k->pid, k->alloc_base, k->alloc_size);
+    if (a == NULL) {
+        cudaIpcCloseMemHandle(mapped);
+        return FAIL(h, WEX_ERR_NOMEM, "out of memory");
+    }
+    a->mapped = mapped;
+    *alloc_p = a;
+    return WEX_OK;
+}
+
+static wex_status ipc_peer_attach(wex_transport_ctx *ctx, uint64_t peer_rank,
+                                  const void *key, uint64_t key_len,
+                                  wex_transport_peer **peer_p)
+{
+    const wex_host_services *h = ctx->host;
+    wex_transport_peer *p;
+    cuda_ipc_key k;
+    char why[160];
+    wex_status st;
+
+    if (cuda_ipc_key_decode(key, (size_t)key_len, &k, why, sizeof(why)) != 0)
+        return FAIL(h, WEX_ERR_INVALID, "key for destination rank %llu is "
+                    "not a valid cuda-ipc key: %s",
+                    (unsigned long long)peer_rank, why);
+    if (k.rank != peer_rank)
+        return FAIL(h, WEX_ERR_INVALID, "the key is destination rank %llu's, "
+                    "not rank %llu's", (unsigned long long)k.rank,
+                    (unsigned long long)peer_rank);
+    p = calloc(1, sizeof(*p));
+    if (p == NULL)
+        return FAIL(h, WEX_ERR_NOMEM, "out of memory");
+    st = open_alloc(ctx, &k, &p->alloc);
+    if (st != WEX_OK) {
+        free(p);
+        return st;
+    }
+    p->dst = (unsigned char *)p->alloc->mapped + k.offset;
+    p->rank = k.rank;
+    p->bytes = k.bytes;
+    *peer_p = p;
+    return WEX_OK;
+}
+
+static void ipc_peer_detach(wex_transport_ctx *ctx, wex_transport_peer *p)
+{
+    if (p == NULL)
+        return;
+    if (ipc_allocs_release(&ctx->opened, p->alloc)) {
+        /* no copy may still target the mapping */
+        cudaStreamSynchronize(ctx->stream);
+        cudaIpcCloseMemHandle(p->alloc->mapped);
+        free(p->alloc);
+    }
+    free(p);
+}
+
+/* ---- data path ----------------------------------------------------- */
+
+static wex_status ipc_put(wex_transport_ctx *ctx, wex_transport_peer *p,
+                          uint64_t offset, const void *src, uint64_t bytes)
+{
+    cudaError_t e;
+
+    if (offset > p->bytes || bytes > p->bytes - offset)
+        return FAIL(ctx->host, WEX_ERR_INVALID, "put of %llu bytes at offset "
+                    "%llu overruns destination rank %llu's %llu-byte buffer",
+                    (unsigned long long)bytes, (unsigned long long)offset,
+                    (unsigned long long)p->rank,
+                    (unsigned long long)p->bytes);
+    if (bytes == 0)
+        return WEX_OK;
+    /* Default: the source may be device or (pinned) host memory. */
+    e = cudaMemcpyAsync(p->dst + offset, src, bytes, cudaMemcpyDefault,
+                        ctx->stream);
+    if (e != cudaSuccess)
+        return FAIL(ctx->host, WEX_ERR_SYSTEM, "copy of %llu bytes into "
+                    "destination rank %llu: %s", (unsigned long long)bytes,
+                    (unsigned long long)p->rank, cudaGetErrorString(e));
+    return WEX_OK;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static wex_status ipc_flush(wex_transport_ctx *ctx)
+{
+    double deadline = now_ms() + (double)ctx->flush_timeout_ms;
+    struct timespec nap = {0, 20000};
+    cudaError_t e = cudaEventRecord(ctx->done, ctx->stream);
+
+    while (e == cudaSuccess &&
+           (e = cudaEventQuery(ctx->done)) == cudaErrorNotReady) {
+        if (now_ms() > deadline)
+            return FAIL(ctx->host, WEX_ERR_TIMEOUT, "device copies did not "
+                        "complete within flush_timeout_ms (%lld ms)",
+                        (long long)ctx->flush_timeout_ms);
+        nanosleep(&nap, NULL);
+        e = cudaSuccess;
+    }
+    if (e != cudaSuccess)
+        return FAIL(ctx->host, WEX_ERR_SYSTEM, "device copies failed: %s",
+                    cudaGetErrorString(e));
+    return WEX_OK;
+}
+
+/* ---- descriptor ---------------------------------------------------- */
+
+static const wex_transport_ops ipc_ops = {
+    sizeof(wex_transport_ops),
+    0,
+    WEX_TRANSPORT_CAP_CUDA_MEMORY | WEX_TRANSPORT_CAP_ONE_SIDED |
+        WEX_TRANSPORT_CAP_SAME_HOST,
+    ipc_ctx_create,
+    ipc_ctx_destroy,
+    ipc_mem_alloc,
+    ipc_mem_register,
+    ipc_mem_deregister,
+    ipc_mem_key,
+    ipc_peer_attach,
+    ipc_peer_detach,
+    ipc_put,
+    ipc_flush,
+    NULL, /* recv: one-sided */
+};
+
+static const wex_plugin_desc ipc_desc = {
+    sizeof(wex_plugin_desc), WEX_ABI_1_0, WEX_KIND_TRANSPORT,
+    WEX_PLUGIN_THREAD_PER_CTX, "cuda-ipc", "0.1.0", ipc_init, ipc_fini,
+    &ipc_ops,
+};
+
+WEX_PLUGIN_EXPORT wex_status wex_plugin_negotiate(const wex_negotiate_in *in,
+                                                  wex_negotiate_out *out)
+{
+    if (in->abi_min > WEX_ABI_1_0 || in->abi_max < WEX_ABI_1_0)
+        return WEX_ERR_ABI;
+    out->abi_version = WEX_ABI_1_0;
+    out->desc = &ipc_desc;
+    return WEX_OK;
+}

@@ -1,0 +1,327 @@
+/*
+ * The nccl transport on one GPU. NCCL puts each rank of a communicator
+ * on its own GPU, so one GPU cannot carry a real two-rank transfer; what
+ * fits is checked:
+ *  1. a destination context: device memory registers, host memory and
+ *     mem_alloc are refused, its key names it rank 0 and its one source
+ *     rank 1 of 2; recvs from a stranger or past the buffer are refused;
+ *  2. a destination process killed before its source joins: the source's
+ *     put + flush fails within timeout_ms (the communicator aborted), and
+ *     tearing down returns: an error, never a hang;
+ *  3. both ranks in this process on the one GPU: either NCCL refuses the
+ *     pair (reported, not a failure) or the bytes arrive and are checked;
+ *     either way within the deadline.
+ * Exits 77 (ctest's skip) with "skipped: no CUDA device" without a GPU.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+#include "error.h"
+#include "nccl_key.h"
+#include "options.h"
+#include "registry.h"
+
+#define SKIP 77
+#define BYTES (1u << 20)
+#define TIMEOUT_MS 4000
+
+extern char **environ;
+
+static const wex_transport_ops *ops;
+static wex_plugin_state *state;
+static wex_options options;
+static int failures;
+
+#define CHECK(cond, ...)                                                   \
+    do {                                                                   \
+        if (!(cond)) {                                                     \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                    \
+            printf(__VA_ARGS__);                                           \
+            printf(" (%s)\n", wex__last_error());                          \
+            failures++;                                                    \
+        }                                                                  \
+    } while (0)
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static wex_status open_ctx(uint32_t side, const uint64_t *peers,
+                           uint64_t peer_count, wex_transport_ctx **ctx_p)
+{
+    wex_transport_args a;
+
+    memset(&a, 0, sizeof(a));
+    a.struct_size = sizeof(a);
+    a.side = side;
+    a.source_ranks = 1;
+    a.destination_ranks = 1;
+    a.options = &options;
+    a.job_id = "wex-gpu-nccl";
+    a.peer_ranks = peers;
+    a.peer_count = peer_count;
+    wex__error_clear();
+    return ops->ctx_create(state, &a, ctx_p);
+}
+
+static const uint64_t source0 = 0;
+
+/* A destination with one device buffer and its key. */
+static int destination(wex_transport_ctx **ctx, wex_transport_mem **mem,
+                       void **buf, unsigned char *key, uint64_t *key_len)
+{
+    if (open_ctx(WEX_SIDE_DESTINATION, &source0, 1, ctx) != WEX_OK ||
+        cudaMalloc(buf, BYTES) != cudaSuccess ||
+        cudaMemset(*buf, 0, BYTES) != cudaSuccess ||
+        ops->mem_register(*ctx, *buf, BYTES, WEX_MEMORY_CUDA, mem) != WEX_OK)
+        return -1;
+    *key_len = WEX_TRANSPORT_KEY_MAX;
+    return ops->mem_key(*ctx, *mem, key, key_len) == WEX_OK ? 0 : -1;
+}
+
+static void check_destination(void)
+{
+    unsigned char key[WEX_TRANSPORT_KEY_MAX];
+    uint64_t key_len = 0;
+    wex_transport_ctx *ctx = NULL;
+    wex_transport_mem *mem = NULL, *host = NULL;
+    void *buf = NULL, *abuf = NULL;
+    char why[160];
+    int rank = -1, size = -1;
+    nccl_key k;
+
+    CHECK(destination(&ctx, &mem, &buf, key, &key_len) == 0,
+          "destination context, registration and key");
+    if (ctx == NULL)
+        return;
+    CHECK(ops->mem_register(ctx, key, 64, WEX_MEMORY_HOST, &host) ==
+              WEX_ERR_UNSUPPORTED, "host memory is refused");
+    CHECK(ops->mem_alloc(ctx, 4096, &abuf, &host) == WEX_ERR_UNSUPPORTED,
+          "mem_alloc is refused");
+    CHECK(nccl_key_decode(key, key_len, &k, why, sizeof(why)) == 0 &&
+              nccl_key_member(&k, 0, &rank, &size) == 0 && rank == 1 &&
+              size == 2,
+          "the key makes source 0 rank 1 of 2 (%s; %d of %d)", why, rank,
+          size);
+    CHECK(ops->recv(ctx, 5, mem, 0, 16) == WEX_ERR_INVALID,
+          "recv from a rank that is not a peer is refused");
+    CHECK(ops->recv(ctx, 0, mem, BYTES - 8, 16) == WEX_ERR_INVALID,
+          "recv past the buffer is refused");
+    ops->mem_deregister(ctx, mem);
+    ops->ctx_destroy(ctx);
+    cudaFree(buf);
+    printf("1. destination context, registration, key, refusals: checked\n");
+}
+
+/* --dest: a destination that publishes its key on stdout, then waits to
+ * be killed. */
+static int destination_process(void)
+{
+    unsigned char key[WEX_TRANSPORT_KEY_MAX];
+    uint64_t key_len = 0;
+    wex_transport_ctx *ctx;
+    wex_transport_mem *mem;
+    void *buf;
+
+    if (destination(&ctx, &mem, &buf, key, &key_len) != 0)
+        return 1;
+    if (write(1, &key_len, sizeof(key_len)) < 0 ||
+        write(1, key, (size_t)key_len) < 0)
+        return 1;
+    pause();
+    return 0;
+}
+
+static int read_full(int fd, void *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t r = read(fd, p, n);
+        if (r <= 0)
+            return -1;
+        p = (char *)p + r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+static void check_dead_destination(const char *self)
+{
+    unsigned char key[WEX_TRANSPORT_KEY_MAX];
+    uint64_t key_len = 0;
+    char *argv[] = {(char *)self, "--dest", NULL};
+    posix_spawn_file_actions_t fa;
+    wex_transport_ctx *src = NULL;
+    wex_transport_peer *peer = NULL;
+    wex_status st = WEX_OK;
+    void *data = NULL;
+    int fds[2];
+    double t0, took;
+    pid_t pid;
+
+    if (pipe(fds) != 0)
+        return;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    if (posix_spawn(&pid, self, &fa, NULL, argv, environ) != 0) {
+        CHECK(0, "spawning the destination");
+        return;
+    }
+    close(fds[1]);
+    CHECK(read_full(fds[0], &key_len, sizeof(key_len)) == 0 &&
+              key_len <= sizeof(key) && read_full(fds[0], key, key_len) == 0,
+          "the destination process sends its key");
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    alarm(60); /* a hang is the failure this check is about */
+    t0 = now_s();
+    CHECK(open_ctx(WEX_SIDE_SOURCE, &source0, 1, &src) == WEX_OK,
+          "source context");
+    cudaMalloc(&data, BYTES);
+    if (src != NULL)
+        st = ops->peer_attach(src, 0, key, key_len, &peer);
+    if (src != NULL && st == WEX_OK)
+        st = ops->put(src, peer, 0, data, BYTES);
+    if (src != NULL && st == WEX_OK)
+        st = ops->flush(src);
+    took = now_s() - t0;
+    CHECK(st < 0, "put + flush towards a killed destination fails");
+    CHECK(took < TIMEOUT_MS / 1000.0 + 10, "and within timeout_ms (%.1f s)",
+          took);
+    printf("2. killed destination: %s after %.1f s: %s\n",
+           wex_status_string(st), took, wex__last_error());
+    if (peer != NULL)
+        ops->peer_detach(src, peer);
+    if (src != NULL)
+        ops->ctx_destroy(src);
+    alarm(0);
+    cudaFree(data);
+    close(fds[0]);
+}
+
+typedef struct flusher {
+    wex_transport_ctx *ctx;
+    wex_status st;
+    char error[512];
+} flusher;
+
+static void *flush_thread(void *arg)
+{
+    flusher *f = arg;
+
+    f->st = f->ctx ? ops->flush(f->ctx) : WEX_ERR_INVALID;
+    snprintf(f->error, sizeof(f->error), "%s", wex__last_error());
+    return NULL;
+}
+
+static void check_pair_on_one_gpu(void)
+{
+    unsigned char key[WEX_TRANSPORT_KEY_MAX], *back;
+    uint64_t key_len = 0;
+    wex_transport_ctx *dst = NULL, *src = NULL;
+    wex_transport_mem *mem = NULL;
+    wex_transport_peer *peer = NULL;
+    void *buf = NULL, *data = NULL;
+    flusher fs = {0}, fd = {0};
+    pthread_t ts, td;
+    double t0;
+
+    alarm(60);
+    t0 = now_s();
+    if (destination(&dst, &mem, &buf, key, &key_len) != 0 ||
+        open_ctx(WEX_SIDE_SOURCE, &source0, 1, &src) != WEX_OK ||
+        ops->peer_attach(src, 0, key, key_len, &peer) != WEX_OK) {
+        CHECK(0, "setting up both ranks in one process");
+        return;
+    }
+    back = malloc(BYTES);
+    for (unsigned i = 0; i < BYTES; i++)
+        back[i] = (unsigned char)(i * 131 + 7);
+    cudaMalloc(&data, BYTES);
+    cudaMemcpy(data, back, BYTES, cudaMemcpyHostToDevice);
+    CHECK(ops->put(src, peer, 4096, (char *)data + 4096, BYTES - 4096) ==
+              WEX_OK, "queued put");
+    CHECK(ops->recv(dst, 0, mem, 4096, BYTES - 4096) == WEX_OK,
+          "queued recv");
+    fs.ctx = src;
+    fd.ctx = dst;
+    pthread_create(&ts, NULL, flush_thread, &fs);
+    pthread_create(&td, NULL, flush_thread, &fd);
+    pthread_join(ts, NULL);
+    pthread_join(td, NULL);
+    if (fs.st == WEX_OK && fd.st == WEX_OK) {
+        unsigned char *got = calloc(1, BYTES);
+        cudaMemcpy(got, buf, BYTES, cudaMemcpyDeviceToHost);
+        CHECK(memcmp(got + 4096, back + 4096, BYTES - 4096) == 0 &&
+                  got[0] == 0 && got[4095] == 0,
+              "the received bytes are the sent ones, nothing else written");
+        printf("3. two ranks on one GPU: NCCL accepted; %u bytes sent, "
+               "received and checked in %.1f s\n", BYTES - 4096,
+               now_s() - t0);
+        free(got);
+    } else {
+        CHECK(fs.st < 0 && fd.st < 0, "both sides fail together");
+        printf("3. two ranks on one GPU: NCCL refused the pair in %.1f s, "
+               "as expected (not a failure): source: %s; destination: %s\n",
+               now_s() - t0, fs.error, fd.error);
+    }
+    ops->peer_detach(src, peer);
+    ops->ctx_destroy(src);
+    ops->mem_deregister(dst, mem);
+    ops->ctx_destroy(dst);
+    alarm(0);
+    cudaFree(buf);
+    cudaFree(data);
+    free(back);
+}
+
+int main(int argc, char **argv)
+{
+    cJSON *opts = cJSON_Parse("{\"timeout_ms\": 4000}");
+    wex__registry *registry = NULL;
+    wex__plugin *plugin;
+    int count = 0;
+    cudaError_t e;
+
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    setenv("WEX_PLUGIN_MANIFESTS", WEX_BUILD_PLUGINS, 1);
+    if (wex__registry_scan(&registry) != WEX_OK ||
+        (plugin = wex__registry_find(registry, WEX_KIND_TRANSPORT, "nccl")) ==
+            NULL ||
+        wex__plugin_load(registry, plugin) != WEX_OK) {
+        printf("FAIL: loading the nccl transport: %s\n", wex__last_error());
+        return 1;
+    }
+    ops = plugin->desc->ops;
+    state = plugin->plugin_state;
+    options = wex__options_view(opts);
+    if (argc == 2 && strcmp(argv[1], "--dest") == 0)
+        return destination_process();
+    e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+        printf("skipped: no CUDA device (cudaGetDeviceCount: %s)\n",
+               e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+        return SKIP;
+    }
+    check_destination();
+    check_dead_destination(argv[0]);
+    check_pair_on_one_gpu();
+    printf("not exercised here: a two-rank transfer across two GPUs (needs "
+           "two devices), multi-host NCCL\n");
+    printf("%s\n", failures ? "FAILED" : "ok");
+    wex__registry_free(registry);
+    cJSON_Delete(opts);
+    return failures ? 1 : 0;
+}

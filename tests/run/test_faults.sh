@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Ranks killed with SIGKILL in the middle of a step, over shm and ucx:
+# failover to a source replica, and killed ranks rejoining. Real
+# processes, real sockets, real shared memory.
+# Usage: test_faults.sh WEX SAMPLES_DIR SCHEMAS_DIR
+set -uo pipefail
+WEX=$1
+SAMPLES=$(cd "$2" && pwd)
+SCHEMAS=$(cd "$3" && pwd)
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fails=0
+pass() { echo "ok   $1"; }
+fail() { echo "FAIL $1"; fails=$((fails + 1)); }
+shm_before=$(ls /dev/shm | sort)
+shm_clean() {
+    if [ "$(ls /dev/shm | sort)" == "$shm_before" ]; then pass "$1: /dev/shm clean"
+    else fail "$1: /dev/shm has new entries: $(comm -13 <(echo "$shm_before") <(ls /dev/shm | sort) | tr '\n' ' ')"; fi
+}
+export UCX_LOG_LEVEL=error UCX_WARN_UNUSED_ENV_VARS=n
+
+# The Qwen3-0.6B sample with a transport and a source data-parallel
+# degree: dp 2 makes every source region held twice.
+make_job() { # name, transport, source dp
+    /usr/bin/python3 - "$SAMPLES" "$2" "$3" >"$TMP/$1.json" <<'PY'
+import json, sys
+samples, transport, dp = sys.argv[1], sys.argv[2], int(sys.argv[3])
+job = json.load(open(samples + "/jobs/qwen3-0.6b-megatron-to-vllm-colocated.json"))
+job["model"] = samples + "/models/Qwen3-0.6B.config.json"
+job["transport"] = transport
+job["source"]["parallel"] = {"tp": 2, "pp": 1, "dp": 2} if dp == 2 else {"tp": 2, "pp": 2}
+job["timeouts"] = {"connect_seconds": 120, "step_seconds": 60}
+print(json.dumps(job))
+PY
+}
+
+# Runs a job with a fault; checks the report with a Python expression
+# over `r` (the report), `errors` (joined) and `code` (the exit status).
+fault_case() { # label, job, fault, extra args, python check
+    local label=$1 job=$2 fault=$3 args=$4 check=$5 code
+    WEX_RUN_FAULT=$fault "$WEX" run "$TMP/$job.json" --steps 3 --json $args \
+        >"$TMP/out.json" 2>"$TMP/err"
+    code=$?
+    /usr/bin/python3 - "$TMP/out.json" "$SCHEMAS/run-report.schema.json" "$code" "$check" <<'PY' \
+        && pass "$label" || fail "$label: exit $code: $(grep -v '^wex: warn' "$TMP/err" | head -3)"
+import json, sys, jsonschema
+r = json.load(open(sys.argv[1]))
+jsonschema.Draft202012Validator(json.load(open(sys.argv[2]))).validate(r)
+code = int(sys.argv[3])
+errors = " | ".join(r["errors"])
+committed = [s["committed"] for s in r["steps"]]
+failed_over = [s.get("failed_over", 0) for s in r["steps"]]
+ok = eval(sys.argv[4])
+if not ok:
+    print("report:", committed, failed_over, code, errors[:600])
+sys.exit(0 if ok else 1)
+PY
+    shm_clean "$label"
+}
+
+ucx_built=0
+[ -e "$(dirname "$WEX")/../lib/wex/plugins/transport-ucx.json" ] && ucx_built=1
+for transport in shm ucx; do
+    if [ "$transport" = ucx ] && [ "$ucx_built" -eq 0 ]; then
+        fail "the ucx transport is not built"
+        continue
+    fi
+    make_job "dp2-$transport" "$transport" 2
+    make_job "dp1-$transport" "$transport" 1
+
+    # Failover: source 1 dies during step 2; source 3 holds the same
+    # regions, the step is planned again without 1 and completes, and so
+    # does step 3. The run still fails: a rank was killed.
+    fault_case "$transport: source killed mid-step, a replica holds its regions: steps fail over and verify" \
+        "dp2-$transport" die-mid:source:1:2 "" \
+        'committed == [True, True, True] and r["verified"] and failed_over[0] == 0 and failed_over[1] == 1 and failed_over[2] == 1 and r["steps"][1].get("attempts", 1) == 2 and code == 1 and "source rank 1: killed by signal 9" in errors'
+
+    # The same with the source started again: step 3 has it back.
+    fault_case "$transport: the failed-over source rejoins: every step verified, exit 0" \
+        "dp2-$transport" die-mid:source:1:2 --respawn \
+        'committed == [True, True, True] and r["verified"] and failed_over[1] == 1 and code == 0 and r["errors"] == []'
+
+    # No replica: step 2 fails on every rank naming the dead source, the
+    # source comes back, step 3 completes and verifies.
+    fault_case "$transport: source killed mid-step, no replica: step 2 fails everywhere naming it, step 3 after its return verifies" \
+        "dp1-$transport" die-mid:source:1:2 --respawn \
+        'committed == [True, False, True] and not r["verified"] and code == 1 and len(r["errors"]) == 7 and all("step 2 not committed" in e and "source/1" in e for e in r["errors"])'
+
+    # A destination killed mid-step: every other rank fails step 2 naming
+    # it; the destination comes back and receives a complete step 3.
+    fault_case "$transport: destination killed mid-step: step 2 fails naming it, the rejoined destination gets a complete step 3" \
+        "dp1-$transport" die-mid:destination:1:2 --respawn \
+        'committed == [True, False, True] and code == 1 and len(r["errors"]) == 7 and all("step 2 not committed" in e and "destination/1" in e for e in r["errors"])'
+done
+
+echo "$fails failures"
+[ "$fails" -eq 0 ]
