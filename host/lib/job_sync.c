@@ -311,8 +311,9 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
                            &dead_count);
     if (st != WEX_OK) {
         snprintf(why, cap, "%s: %s",
-                 t->number > 0 ? "no live source holds every region of the "
-                                 "dead"
+                 t->number > 0 ? "cannot go on without the dead (only "
+                                 "sources whose regions others hold can be "
+                                 "left out)"
                                : "waiting for every rank",
                  wex__last_error());
         return STEP_FAILED;
