@@ -379,12 +379,11 @@ static size_t wait_workers(launch *l, const run_args *a)
         if (pid < 0 && errno != EINTR)
             break;
         if (tty) {
-            char key[64];
-            snprintf(key, sizeof(key), "progress/%llu",
-                     (unsigned long long)(shown + 1));
+            /* every destination adds one per step it commits */
+            int64_t want = (int64_t)((shown + 1) * l->plan.dst.ranks);
             if (shown < a->steps &&
-                wex__store_wait_ge(l->client, key, (int64_t)l->plan.dst.ranks,
-                                   0.05) == WEX_OK) {
+                wex__store_wait_ge(l->client, "progress", want, 0.05) ==
+                    WEX_OK) {
                 shown++;
                 fprintf(stderr, "\rsyncing: step %llu/%llu committed",
                         (unsigned long long)shown,

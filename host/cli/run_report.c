@@ -184,6 +184,9 @@ int wex_run_report(launch *l, const run_args *a, size_t failed)
                                     : 0);
     }
     cJSON_AddBoolToObject(doc, "verified", verified);
+    if (l->server != NULL)
+        cJSON_AddNumberToObject(doc, "rendezvous_keys",
+                                (double)wex__store_key_count(l->server));
     cJSON_AddItemToObject(doc, "errors", errors);
     if (a->json) {
         text = cJSON_Print(doc);

@@ -320,6 +320,16 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
     }
     if (t->number == 0)
         t->started = now();
+    /* Everyone has passed this barrier, so everyone is done with the
+     * step before last: one rank drops its keys, or a long job's
+     * rendezvous would grow by a step's keys every step. (The last step
+     * is kept: a source that rejoined late may still read it.) */
+    if (t->number == 0 && job->side == WEX_SIDE_SOURCE && job->rank == 0 &&
+        job->earlier_steps[0] != 0) {
+        snprintf(key, sizeof(key), "step/%llu/",
+                 (unsigned long long)job->earlier_steps[0]);
+        wex__store_drop(job->store, key, NULL);
+    }
     t->why[0] = '\0';
     st = wex__job_follow_rejoins(job, t->timeout);
     if (st == WEX_OK)
@@ -390,6 +400,8 @@ wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
     }
     if (result == STEP_OK && job->side == WEX_SIDE_DESTINATION)
         job->committed = step;
+    job->earlier_steps[0] = job->earlier_steps[1];
+    job->earlier_steps[1] = step;
     if (r != NULL)
         fill_report(job, r, step, result == STEP_OK, t.number + 1,
                     now() - t.started);

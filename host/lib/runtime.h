@@ -60,6 +60,8 @@ struct wex_job {
     uint64_t *dead;            /* the sources the ops plan around */
     uint64_t dead_count;
     int64_t joins_seen;        /* sources: "joins" when last looked at */
+    uint64_t earlier_steps[2]; /* the steps of the last two wex_sync
+                                  calls, older first (0: none) */
     /* Per-job scratch, so a step allocates nothing: */
     uint64_t *digests;      /* per op */
     uint64_t *pair_digests; /* one peer's ops, as posted */

@@ -34,6 +34,8 @@ wex_status wex__store_serve(const char *address, const char *token,
                             wex__store_server **server_p);
 /* The bound address, e.g. "127.0.0.1:PORT". */
 const char *wex__store_address(const wex__store_server *s);
+/* How many keys it holds now. */
+size_t wex__store_key_count(wex__store_server *s);
 /* Closes every connection, joins every thread, frees. Clients still
  * connected see the connection close (WEX_ERR_PEER). */
 void wex__store_stop(wex__store_server *s);
@@ -57,6 +59,10 @@ wex_status wex__store_get(wex__store_client *c, const char *key,
  * be NULL) gets the new value. */
 wex_status wex__store_add(wex__store_client *c, const char *key,
                           int64_t delta, int64_t *result_p);
+/* Removes every key that starts with `prefix` (a finished step's);
+ * *dropped_p (may be NULL) gets how many. */
+wex_status wex__store_drop(wex__store_client *c, const char *prefix,
+                           int64_t *dropped_p);
 /* Waits until counter `key` >= target. */
 wex_status wex__store_wait_ge(wex__store_client *c, const char *key,
                               int64_t target, double timeout_s);

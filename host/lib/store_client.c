@@ -498,6 +498,13 @@ wex_status wex__store_add(wex__store_client *c, const char *key,
                          WEX__STORE_IO_S, result_p);
 }
 
+wex_status wex__store_drop(wex__store_client *c, const char *prefix,
+                           int64_t *dropped_p)
+{
+    return wex__call_i64(c, WEX__STORE_DROP, prefix, NULL, 0,
+                         WEX__STORE_IO_S, dropped_p);
+}
+
 wex_status wex__store_wait_ge(wex__store_client *c, const char *key,
                               int64_t target, double timeout_s)
 {

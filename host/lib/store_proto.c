@@ -16,6 +16,7 @@ const char *wex__store_op_name(uint8_t op)
     case WEX__STORE_BYE: return "BYE";
     case WEX__STORE_ARRIVE: return "ARRIVE";
     case WEX__STORE_GATHER: return "GATHER";
+    case WEX__STORE_DROP: return "DROP";
     default: return NULL;
     }
 }
@@ -80,7 +81,8 @@ static wex_status wex__check_request(uint8_t op, const char *key,
     case WEX__STORE_GET:
     case WEX__STORE_ADD: want = 8; break;
     case WEX__STORE_WAIT_GE: want = 16; break;
-    case WEX__STORE_BYE: want = 0; break;
+    case WEX__STORE_BYE:
+    case WEX__STORE_DROP: want = 0; break;
     case WEX__STORE_ARRIVE: {
         uint64_t ns = 0, nd = 0;
         if (value_len >= 32) {

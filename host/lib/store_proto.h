@@ -31,6 +31,8 @@
  *            connection's last barrier; replies N records of u8 present,
  *            u32 length, the value (empty when its owner died), and
  *            acknowledges every death so far
+ *   DROP     key = a prefix, empty value: removes every key that starts
+ *            with it; replies the i64 number removed
  *   BYE      empty key and value: a clean goodbye
  * Keys are non-empty strings without NUL bytes. Counters are stored as
  * 8-byte little-endian i64 values.
@@ -65,6 +67,7 @@ enum {
     WEX__STORE_BYE = 6,
     WEX__STORE_ARRIVE = 7,
     WEX__STORE_GATHER = 8,
+    WEX__STORE_DROP = 9,
 };
 
 /* ARRIVE flags */

@@ -96,6 +96,28 @@ wex_status wex__map_put(wex__store_server *s, const char *key,
     return WEX_OK;
 }
 
+/* Removes every key starting with `prefix`; returns how many. */
+static size_t wex__map_drop(wex__store_server *s, const char *prefix)
+{
+    size_t len = strlen(prefix), dropped = 0;
+
+    for (size_t i = 0; i < s->bucket_count; i++) {
+        wex__entry **pp = &s->buckets[i], *e;
+        while ((e = *pp) != NULL) {
+            if (strncmp(e->key, prefix, len) != 0) {
+                pp = &e->next;
+                continue;
+            }
+            *pp = e->next;
+            free(e->value);
+            free(e);
+            s->entry_count--;
+            dropped++;
+        }
+    }
+    return dropped;
+}
+
 /* ---- helpers ---------------------------------------------------------- */
 
 /* Keys and names go into one-line messages: no control characters. */
@@ -443,6 +465,16 @@ static int wex__on_wait_ge(wex__conn *c, const char *key, const char *shown,
     return wex__reply_i64(c, v);
 }
 
+static int wex__on_drop(wex__conn *c, const char *prefix)
+{
+    size_t dropped;
+
+    pthread_mutex_lock(&c->server->mu);
+    dropped = wex__map_drop(c->server, prefix);
+    pthread_mutex_unlock(&c->server->mu);
+    return wex__reply_i64(c, (int64_t)dropped);
+}
+
 /* Serves one decoded request; returns whether to keep the connection. */
 static int wex__serve_request(wex__conn *c, const wex__store_request *req)
 {
@@ -464,6 +496,7 @@ static int wex__serve_request(wex__conn *c, const wex__store_request *req)
     case WEX__STORE_WAIT_GE: return wex__on_wait_ge(c, key, shown, req);
     case WEX__STORE_ARRIVE: return wex__on_arrive(c, key, shown, req);
     case WEX__STORE_GATHER: return wex__on_gather(c, key, shown, req);
+    case WEX__STORE_DROP: return wex__on_drop(c, key);
     default: /* BYE: the decoder lets nothing else through */
         c->bye = 1;
         wex__reply(c, WEX__STORE_R_OK, NULL, 0);
@@ -771,6 +804,16 @@ wex_status wex__store_serve(const char *address, const char *token,
     wex__log(WEX_LOG_INFO, "rendezvous", "listening on %s", s->address);
     *server_p = s;
     return WEX_OK;
+}
+
+size_t wex__store_key_count(wex__store_server *s)
+{
+    size_t n;
+
+    pthread_mutex_lock(&s->mu);
+    n = s->entry_count;
+    pthread_mutex_unlock(&s->mu);
+    return n;
 }
 
 const char *wex__store_address(const wex__store_server *s)

@@ -6,7 +6,7 @@ payload). Run from anywhere; rewrites tests/fuzz/corpus/store_proto/."""
 import os
 import struct
 
-HELLO, SET, GET, ADD, WAIT_GE, BYE, ARRIVE, GATHER = 1, 2, 3, 4, 5, 6, 7, 8
+HELLO, SET, GET, ADD, WAIT_GE, BYE, ARRIVE, GATHER, DROP = 1, 2, 3, 4, 5, 6, 7, 8, 9
 OK, TIMEOUT, PEER_DEAD, REFUSED, ERROR = 0, 1, 2, 3, 4
 
 
@@ -40,6 +40,7 @@ SEEDS = {
                                b"\x00" + struct.pack("<I", 0)),
     "bad-arrive-short-map": request(ARRIVE, b"b",
                                     struct.pack("<QQQQ", 1, 0, 9, 1) + b"\x01"),
+    "req-drop": request(DROP, b"step/7/"),
     "bad-gather-no-owner": request(GATHER, b"p", struct.pack("<QQ", 1, 2)),
     "resp-ok-value": response(OK, b"stored value"),
     "resp-ok-counter": response(OK, struct.pack("<q", 42)),

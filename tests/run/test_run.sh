@@ -45,6 +45,16 @@ assert all(x["bytes"] == plan["bytes_needed"] for x in r["steps"]), (r["steps"],
 PY
 shm_clean "default sample"
 
+# A long job's rendezvous does not grow with its steps: finished steps'
+# keys are dropped.
+"$WEX" run "$JOB" --steps 6 --verify none --json >"$TMP/six.json" 2>"$TMP/six.err"
+/usr/bin/python3 - "$TMP/report.json" "$TMP/six.json" <<'PY' && pass "the rendezvous holds as many keys after 6 steps as after 2" || fail "rendezvous keys grow with steps: $(tail -2 "$TMP/six.err")"
+import json, sys
+two, six = (json.load(open(p)) for p in sys.argv[1:3])
+assert six["verified"] and all(s["committed"] for s in six["steps"]), six
+assert two["rendezvous_keys"] == six["rendezvous_keys"] > 0, (two["rendezvous_keys"], six["rendezvous_keys"])
+PY
+
 # 2. A destination that dies: the step is not committed anywhere, and
 #    every surviving rank says who died, within the timeout.
 make_job fast '{"timeouts": {"connect_seconds": 120, "step_seconds": 120}}'

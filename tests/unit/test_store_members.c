@@ -320,6 +320,34 @@ START_TEST(gather_times_out_naming_the_missing_key)
 }
 END_TEST
 
+/* A finished step's keys go, and only its: "step/1/" is not "step/10/". */
+START_TEST(drop_removes_a_finished_steps_keys)
+{
+    wex__store_client *c = join("source/0");
+    const char *keys[] = {"step/1/0/begin", "step/1/0/done/0/1", "step/10/0/x",
+                          "step/2/0/begin", "mem/0/1"};
+    int64_t dropped = -1;
+    void *value = NULL;
+    size_t len;
+
+    for (size_t i = 0; i < 5; i++)
+        ck_assert_int_eq(wex__store_set(c, keys[i], "v", 1), WEX_OK);
+    ck_assert_uint_eq(wex__store_key_count(server), 5);
+    ck_assert_int_eq(wex__store_drop(c, "step/1/", &dropped), WEX_OK);
+    ck_assert_int_eq(dropped, 2);
+    ck_assert_uint_eq(wex__store_key_count(server), 3);
+    ck_assert_int_eq(wex__store_get(c, "step/1/0/begin", 0, &value, &len),
+                     WEX_ERR_TIMEOUT);
+    for (size_t i = 2; i < 5; i++) {
+        ck_assert_int_eq(wex__store_get(c, keys[i], 0, &value, &len), WEX_OK);
+        free(value);
+    }
+    ck_assert_int_eq(wex__store_drop(c, "nothing/", &dropped), WEX_OK);
+    ck_assert_int_eq(dropped, 0);
+    wex__store_close(c);
+}
+END_TEST
+
 START_TEST(codec_refuses_malformed_member_requests)
 {
     uint8_t arg[40] = {0}, *msg;
@@ -349,6 +377,11 @@ START_TEST(codec_refuses_malformed_member_requests)
     ck_assert_int_eq(wex__store_encode_request(WEX__STORE_GATHER, "p", 1, arg,
                                                18, &msg, &len), WEX_OK);
     free(msg);
+    /* DROP: a prefix, nothing else. */
+    ck_assert_int_eq(wex__store_encode_request(WEX__STORE_DROP, "p", 1, arg, 1,
+                                               &msg, &len), WEX_ERR_INVALID);
+    ck_assert_int_eq(wex__store_encode_request(WEX__STORE_DROP, "", 0, NULL, 0,
+                                               &msg, &len), WEX_ERR_INVALID);
 }
 END_TEST
 
@@ -368,6 +401,7 @@ int main(void)
     tcase_add_test(t, barrier_timeout_lists_who_is_missing);
     tcase_add_test(t, gather_takes_a_death_as_the_answer);
     tcase_add_test(t, gather_times_out_naming_the_missing_key);
+    tcase_add_test(t, drop_removes_a_finished_steps_keys);
     tcase_add_test(t, codec_refuses_malformed_member_requests);
     suite_add_tcase(s, t);
     return wex_test_run(s);
