@@ -24,6 +24,8 @@
 
 #include "cuda_ipc_allocs.h"
 #include "cuda_ipc_key.h"
+#include "transport_common.h"
+#include "transport_state.h"
 
 #define FLUSH_TIMEOUT_DEFAULT_MS 60000
 #define TIMEOUT_MAX_MS 3600000
@@ -32,10 +34,6 @@
  * the plugin needs no libcuda at link time. */
 typedef int (*address_range_fn)(unsigned long long *base, size_t *size,
                                 unsigned long long ptr);
-
-struct wex_plugin_state {
-    const wex_host_services *host;
-};
 
 struct wex_transport_mem {
     ipc_alloc *alloc;
@@ -60,44 +58,12 @@ struct wex_transport_ctx {
     ipc_allocs exported, opened;
 };
 
-#define FAIL(h, status, ...)                                               \
-    ((h)->set_error((h)->ctx, (status), __VA_ARGS__), (status))
-
-static wex_status ipc_init(const wex_host_services *host,
-                           wex_plugin_state **state_p)
-{
-    wex_plugin_state *state = calloc(1, sizeof(*state));
-
-    if (state == NULL)
-        return WEX_ERR_NOMEM;
-    state->host = host;
-    *state_p = state;
-    return WEX_OK;
-}
-
-static void ipc_fini(wex_plugin_state *state)
-{
-    free(state);
-}
-
 static wex_status cuda_fail(const wex_host_services *h, cudaError_t e,
                             const char *what)
 {
     return FAIL(h, e == cudaErrorMemoryAllocation ? WEX_ERR_NOMEM
                                                   : WEX_ERR_SYSTEM,
                 "%s: %s", what, cudaGetErrorString(e));
-}
-
-static wex_status option_i64(const wex_host_services *h,
-                             const wex_options *o, const char *ptr,
-                             int64_t lo, int64_t hi, int64_t *v)
-{
-    if (o == NULL || h->opt_type(o, ptr) == WEX_JSON_MISSING)
-        return WEX_OK;
-    if (h->opt_get_i64(o, ptr, v) != WEX_OK || *v < lo || *v > hi)
-        return FAIL(h, WEX_ERR_INVALID, "%s: expected an integer in "
-                    "%lld..%lld", ptr, (long long)lo, (long long)hi);
-    return WEX_OK;
 }
 
 static void ipc_ctx_destroy(wex_transport_ctx *ctx);
@@ -120,9 +86,9 @@ static wex_status ipc_ctx_create(wex_plugin_state *state,
     if (args->side != WEX_SIDE_SOURCE && args->side != WEX_SIDE_DESTINATION)
         return FAIL(h, WEX_ERR_INVALID, "side %u is neither source nor "
                     "destination", args->side);
-    st = option_i64(h, args->options, "/device", -1, 1023, &device);
+    st = wt_option_i64(h, args->options, "/device", -1, 1023, &device);
     if (st == WEX_OK)
-        st = option_i64(h, args->options, "/flush_timeout_ms", 1,
+        st = wt_option_i64(h, args->options, "/flush_timeout_ms", 1,
                         TIMEOUT_MAX_MS, &timeout);
     if (st != WEX_OK)
         return st;
@@ -409,23 +375,15 @@ static wex_status ipc_put(wex_transport_ctx *ctx, wex_transport_peer *p,
     return WEX_OK;
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 static wex_status ipc_flush(wex_transport_ctx *ctx)
 {
-    double deadline = now_ms() + (double)ctx->flush_timeout_ms;
+    double deadline = wt_now_ms() + (double)ctx->flush_timeout_ms;
     struct timespec nap = {0, 20000};
     cudaError_t e = cudaEventRecord(ctx->done, ctx->stream);
 
     while (e == cudaSuccess &&
            (e = cudaEventQuery(ctx->done)) == cudaErrorNotReady) {
-        if (now_ms() > deadline)
+        if (wt_now_ms() > deadline)
             return FAIL(ctx->host, WEX_ERR_TIMEOUT, "device copies did not "
                         "complete within flush_timeout_ms (%lld ms)",
                         (long long)ctx->flush_timeout_ms);
@@ -460,7 +418,7 @@ static const wex_transport_ops ipc_ops = {
 
 static const wex_plugin_desc ipc_desc = {
     sizeof(wex_plugin_desc), WEX_ABI_1_0, WEX_KIND_TRANSPORT,
-    WEX_PLUGIN_THREAD_PER_CTX, "cuda-ipc", "0.1.0", ipc_init, ipc_fini,
+    WEX_PLUGIN_THREAD_PER_CTX, "cuda-ipc", "0.1.0", wt_plugin_init, wt_plugin_fini,
     &ipc_ops,
 };
 

@@ -30,13 +30,11 @@
 #include <wex/plugin.h>
 
 #include "nccl_key.h"
+#include "transport_common.h"
+#include "transport_state.h"
 
 #define TIMEOUT_DEFAULT_MS 60000
 #define TIMEOUT_MAX_MS 3600000
-
-struct wex_plugin_state {
-    const wex_host_services *host;
-};
 
 /* A communicator, and which destination rank owns it. */
 typedef struct comm {
@@ -83,51 +81,11 @@ struct wex_transport_ctx {
     size_t queued, queue_cap;
 };
 
-#define FAIL(h, status, ...)                                               \
-    ((h)->set_error((h)->ctx, (status), __VA_ARGS__), (status))
-
-static wex_status nccl_init(const wex_host_services *host,
-                            wex_plugin_state **state_p)
-{
-    wex_plugin_state *state = calloc(1, sizeof(*state));
-
-    if (state == NULL)
-        return WEX_ERR_NOMEM;
-    state->host = host;
-    *state_p = state;
-    return WEX_OK;
-}
-
-static void nccl_fini(wex_plugin_state *state)
-{
-    free(state);
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 static void nap(void)
 {
     struct timespec ts = {0, 50000};
 
     nanosleep(&ts, NULL);
-}
-
-static wex_status option_i64(const wex_host_services *h,
-                             const wex_options *o, const char *ptr,
-                             int64_t lo, int64_t hi, int64_t *v)
-{
-    if (o == NULL || h->opt_type(o, ptr) == WEX_JSON_MISSING)
-        return WEX_OK;
-    if (h->opt_get_i64(o, ptr, v) != WEX_OK || *v < lo || *v > hi)
-        return FAIL(h, WEX_ERR_INVALID, "%s: expected an integer in "
-                    "%lld..%lld", ptr, (long long)lo, (long long)hi);
-    return WEX_OK;
 }
 
 /* ---- communicators ------------------------------------------------- */
@@ -199,7 +157,7 @@ static wex_status settle(wex_transport_ctx *ctx, double deadline,
     for (comm *c = ctx->comms; c != NULL; c = c->next) {
         ncclResult_t state = ncclInProgress;
         while (ncclCommGetAsyncError(c->nccl, &state) == ncclSuccess &&
-               state == ncclInProgress && now_ms() < deadline)
+               state == ncclInProgress && wt_now_ms() < deadline)
             nap();
         if (state == ncclSuccess) {
             c->ready = 1;
@@ -272,9 +230,9 @@ static wex_status nccl_ctx_create(wex_plugin_state *state,
     if (args->side == WEX_SIDE_DESTINATION &&
         args->peer_count >= (uint64_t)INT32_MAX)
         return FAIL(h, WEX_ERR_INVALID, "too many peers");
-    st = option_i64(h, args->options, "/device", -1, 1023, &device);
+    st = wt_option_i64(h, args->options, "/device", -1, 1023, &device);
     if (st == WEX_OK)
-        st = option_i64(h, args->options, "/timeout_ms", 1, TIMEOUT_MAX_MS,
+        st = wt_option_i64(h, args->options, "/timeout_ms", 1, TIMEOUT_MAX_MS,
                         &timeout);
     if (st != WEX_OK)
         return st;
@@ -321,7 +279,7 @@ static wex_status nccl_ctx_create(wex_plugin_state *state,
  * any other is aborted. */
 static void comm_close(wex_transport_ctx *ctx, comm *c)
 {
-    double deadline = now_ms() + (double)ctx->timeout_ms;
+    double deadline = wt_now_ms() + (double)ctx->timeout_ms;
     ncclResult_t state = ncclInProgress;
 
     if (c->nccl == NULL)
@@ -333,7 +291,7 @@ static void comm_close(wex_transport_ctx *ctx, comm *c)
         return;
     }
     while (ncclCommGetAsyncError(c->nccl, &state) == ncclSuccess &&
-           state == ncclInProgress && now_ms() < deadline)
+           state == ncclInProgress && wt_now_ms() < deadline)
         nap();
     if (state == ncclSuccess)
         ncclCommDestroy(c->nccl);
@@ -579,7 +537,7 @@ static wex_status issue(wex_transport_ctx *ctx)
 
 static wex_status nccl_flush(wex_transport_ctx *ctx)
 {
-    double deadline = now_ms() + (double)ctx->timeout_ms;
+    double deadline = wt_now_ms() + (double)ctx->timeout_ms;
     cudaError_t e;
     wex_status st;
 
@@ -611,7 +569,7 @@ static wex_status nccl_flush(wex_transport_ctx *ctx)
                             ncclGetErrorString(state));
             }
         }
-        if (now_ms() > deadline) {
+        if (wt_now_ms() > deadline) {
             abort_all(ctx);
             return FAIL(ctx->host, WEX_ERR_TIMEOUT, "transfers did not "
                         "complete within timeout_ms (%lld ms): a peer is "
@@ -651,7 +609,7 @@ static const wex_transport_ops nccl_ops = {
 
 static const wex_plugin_desc nccl_desc = {
     sizeof(wex_plugin_desc), WEX_ABI_1_0, WEX_KIND_TRANSPORT,
-    WEX_PLUGIN_THREAD_PER_CTX, "nccl", "0.1.0", nccl_init, nccl_fini,
+    WEX_PLUGIN_THREAD_PER_CTX, "nccl", "0.1.0", wt_plugin_init, wt_plugin_fini,
     &nccl_ops,
 };
 

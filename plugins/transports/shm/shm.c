@@ -41,6 +41,7 @@
 
 #include "shm_fdpass.h"
 #include "shm_key.h"
+#include "transport_common.h"
 
 #define CONNECT_TIMEOUT_DEFAULT_MS 10000
 #define CONNECT_TIMEOUT_MAX_MS 3600000
@@ -89,9 +90,6 @@ struct wex_transport_ctx {
     uint64_t next_id;
     wex_transport_peer *peers;
 };
-
-#define FAIL(h, status, ...)                                               \
-    ((h)->set_error((h)->ctx, (status), __VA_ARGS__), (status))
 
 /* ---- plugin -------------------------------------------------------- */
 

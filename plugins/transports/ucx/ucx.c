@@ -50,6 +50,8 @@
 #include <wex/plugin.h>
 
 #include "ucx_key.h"
+#include "transport_common.h"
+#include "transport_state.h"
 
 #define FLUSH_TIMEOUT_DEFAULT_MS 60000
 #define CONNECT_TIMEOUT_DEFAULT_MS 10000
@@ -64,10 +66,6 @@
  * that cannot raise wakeup events. */
 #define IDLE_SPINS 64
 #define IDLE_WAIT_MS 5
-
-struct wex_plugin_state {
-    const wex_host_services *host;
-};
 
 /* An endpoint to one destination rank's worker, shared by every buffer
  * of that rank a source attaches. Never freed before the worker is
@@ -136,9 +134,6 @@ struct wex_transport_ctx {
     uint64_t outstanding; /* put requests not yet completed */
 };
 
-#define FAIL(h, status, ...)                                               \
-    ((h)->set_error((h)->ctx, (status), __VA_ARGS__), (status))
-
 static int64_t now_ms(void)
 {
     struct timespec ts;
@@ -165,23 +160,6 @@ static void source_progress(wex_transport_ctx *ctx, unsigned *idle)
 }
 
 /* ---- plugin -------------------------------------------------------- */
-
-static wex_status ucx_init(const wex_host_services *host,
-                           wex_plugin_state **state_p)
-{
-    wex_plugin_state *state = calloc(1, sizeof(*state));
-
-    if (state == NULL)
-        return WEX_ERR_NOMEM;
-    state->host = host;
-    *state_p = state;
-    return WEX_OK;
-}
-
-static void ucx_fini(wex_plugin_state *state)
-{
-    free(state);
-}
 
 /* ---- destination progress thread ----------------------------------- */
 
@@ -262,20 +240,6 @@ static void progress_stop(wex_transport_ctx *ctx)
 
 /* ---- context ------------------------------------------------------- */
 
-static wex_status get_option(const wex_host_services *h,
-                             const wex_options *options, const char *name,
-                             int64_t min, int64_t max, int64_t *value)
-{
-    if (options == NULL ||
-        h->opt_type(options, name) == WEX_JSON_MISSING)
-        return WEX_OK;
-    if (h->opt_get_i64(options, name, value) != WEX_OK || *value < min ||
-        *value > max)
-        return FAIL(h, WEX_ERR_INVALID, "%s: expected an integer in "
-                    "%lld..%lld", name, (long long)min, (long long)max);
-    return WEX_OK;
-}
-
 /* "/error_handling": "peer" (the default) or "none". */
 static wex_status get_err_mode(const wex_host_services *h,
                                const wex_options *options,
@@ -340,11 +304,11 @@ static wex_status ucx_ctx_create(wex_plugin_state *state,
                     "destination rank %llu is outside 0..%llu",
                     (unsigned long long)args->rank,
                     (unsigned long long)(args->destination_ranks - 1));
-    if ((st = get_option(h, args->options, "/flush_timeout_ms", 1,
+    if ((st = wt_option_i64(h, args->options, "/flush_timeout_ms", 1,
                          TIMEOUT_MAX_MS, &flush_timeout)) != WEX_OK ||
-        (st = get_option(h, args->options, "/connect_timeout_ms", 0,
+        (st = wt_option_i64(h, args->options, "/connect_timeout_ms", 0,
                          TIMEOUT_MAX_MS, &connect_timeout)) != WEX_OK ||
-        (st = get_option(h, args->options, "/max_outstanding", 1,
+        (st = wt_option_i64(h, args->options, "/max_outstanding", 1,
                          MAX_OUTSTANDING_MAX, &max_outstanding)) != WEX_OK ||
         (st = get_err_mode(h, args->options, &err_mode)) != WEX_OK)
         return st;
@@ -1135,7 +1099,7 @@ static const wex_transport_ops ucx_ops = {
 
 static const wex_plugin_desc ucx_desc = {
     sizeof(wex_plugin_desc), WEX_ABI_1_0, WEX_KIND_TRANSPORT,
-    WEX_PLUGIN_THREAD_PER_CTX, "ucx", "0.1.0", ucx_init, ucx_fini, &ucx_ops,
+    WEX_PLUGIN_THREAD_PER_CTX, "ucx", "0.1.0", wt_plugin_init, wt_plugin_fini, &ucx_ops,
 };
 
 WEX_PLUGIN_EXPORT wex_status wex_plugin_negotiate(const wex_negotiate_in *in,
