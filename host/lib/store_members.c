@@ -163,17 +163,65 @@ static int wex__barrier_look(const wex__conn *c, const char *key,
     return WEX__BARRIER_DONE;
 }
 
-/* With s->mu held: records that this connection reached the barrier. */
+/* With s->mu held: how many names have arrived at barrier `key`. */
+static uint64_t wex__arrivals(const wex__store_server *s, const char *key)
+{
+    char name[WEX__STORE_KEY_MAX + 2];
+    const wex__entry *e;
+
+    snprintf(name, sizeof(name), "%s#", key);
+    e = wex__map_find(s, name);
+    return e != NULL && e->len == 8 ? wex__store_get_u64(e->value) : 0;
+}
+
+/* With s->mu held: records that this connection reached the barrier,
+ * and counts the name the first time. */
 static wex_status wex__mark_arrival(wex__conn *c, const char *key)
 {
     char name[WEX__STORE_KEY_MAX + WEX__WHO_MAX + 2];
-    uint8_t *serial = malloc(8);
+    uint8_t *serial = malloc(8), *count;
+    int first;
 
     if (serial == NULL)
         return WEX_ERR_NOMEM;
     wex__store_put_u64(serial, c->serial);
     snprintf(name, sizeof(name), "%s@%s", key, c->who);
-    return wex__map_put(c->server, name, serial, 8);
+    first = wex__map_find(c->server, name) == NULL;
+    if (wex__map_put(c->server, name, serial, 8) != WEX_OK)
+        return WEX_ERR_NOMEM;
+    if (!first)
+        return WEX_OK;
+    if ((count = malloc(8)) == NULL)
+        return WEX_ERR_NOMEM;
+    wex__store_put_u64(count, wex__arrivals(c->server, key) + 1);
+    snprintf(name, sizeof(name), "%s#", key);
+    return wex__map_put(c->server, name, count, 8);
+}
+
+/* With s->mu held: whether looking at every member could change
+ * anything. Every change wakes every waiter, and a barrier of N ranks
+ * makes N changes: the O(N) look is kept for when every member could
+ * be accounted for (arrived or dead), or a death must be acted on. */
+static int wex__worth_a_look(const wex__conn *c, const char *key,
+                             uint64_t members, int fail_fast)
+{
+    const wex__store_server *s = c->server;
+
+    return wex__arrivals(s, key) + s->dead_count >= members ||
+           s->dead_count > c->acked || (fail_fast && s->dead_count > 0);
+}
+
+/* With s->mu held: looks at every member (see wex__barrier_look). */
+static int wex__look(wex__conn *c, const char *key, wex__roll *r,
+                     const uint8_t *optional, int fail_fast, char *missing,
+                     size_t cap)
+{
+    wex__roll_free(r);
+    if (wex__roll_call(c->server, r) != WEX_OK) {
+        snprintf(missing, cap, "(out of memory)");
+        return WEX__BARRIER_WAIT;
+    }
+    return wex__barrier_look(c, key, r, optional, fail_fast, missing, cap);
 }
 
 int wex__on_arrive(wex__conn *c, const char *key, const char *shown,
@@ -188,7 +236,7 @@ int wex__on_arrive(wex__conn *c, const char *key, const char *shown,
                    wex__store_get_u64(req->value + 24), NULL, NULL};
     const uint8_t *optional = req->value + 32;
     double next_check = 0;
-    char missing[512], text[WEX__ERROR_MAX];
+    char missing[512] = "", text[WEX__ERROR_MAX];
     const wex__entry *e;
     int why;
 
@@ -201,20 +249,22 @@ int wex__on_arrive(wex__conn *c, const char *key, const char *shown,
     for (;;) {
         if ((e = wex__map_find(s, key)) != NULL)
             break;
-        wex__roll_free(&r);
-        if (wex__roll_call(s, &r) != WEX_OK) {
-            pthread_mutex_unlock(&s->mu);
-            wex__roll_free(&r);
-            return wex__replyf(c, WEX__STORE_R_ERROR, "out of memory");
-        }
-        if (wex__barrier_look(c, key, &r, optional, fail_fast, missing,
-                              sizeof(missing)) != WEX__BARRIER_WAIT) {
+        if (wex__worth_a_look(c, key, r.ns + r.nd, fail_fast) &&
+            wex__look(c, key, &r, optional, fail_fast, missing,
+                      sizeof(missing)) != WEX__BARRIER_WAIT) {
             pthread_cond_broadcast(&s->changed);
             continue;
         }
         why = wex__wait_step(c, deadline, &next_check, 0);
         if (why == WEX__WAIT_MORE)
             continue;
+        /* Ending: one last look, which also says who is missing. */
+        if (why == WEX__WAIT_TIMEOUT &&
+            wex__look(c, key, &r, optional, fail_fast, missing,
+                      sizeof(missing)) != WEX__BARRIER_WAIT) {
+            pthread_cond_broadcast(&s->changed);
+            continue;
+        }
         wex__roll_free(&r);
         snprintf(text, sizeof(text), "rendezvous: barrier '%s': still "
                  "waiting after %.1f s for %s", shown, wait, missing);
