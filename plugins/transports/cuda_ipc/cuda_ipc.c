@@ -24,6 +24,7 @@
 
 #include "cuda_ipc_allocs.h"
 #include "cuda_ipc_key.h"
+#include "cuda_device.h"
 #include "transport_common.h"
 #include "transport_state.h"
 
@@ -73,11 +74,11 @@ static wex_status ipc_ctx_create(wex_plugin_state *state,
                                  wex_transport_ctx **ctx_p)
 {
     const wex_host_services *h = state->host;
-    int64_t device = -1, timeout = FLUSH_TIMEOUT_DEFAULT_MS;
+    int64_t timeout = FLUSH_TIMEOUT_DEFAULT_MS;
     enum cudaDriverEntryPointQueryResult found;
     wex_transport_ctx *ctx;
     cudaError_t e;
-    int count = 0;
+    int device = 0;
     wex_status st;
 
     if (args == NULL ||
@@ -86,20 +87,12 @@ static wex_status ipc_ctx_create(wex_plugin_state *state,
     if (args->side != WEX_SIDE_SOURCE && args->side != WEX_SIDE_DESTINATION)
         return FAIL(h, WEX_ERR_INVALID, "side %u is neither source nor "
                     "destination", args->side);
-    st = wt_option_i64(h, args->options, "/device", -1, 1023, &device);
+    st = wt_option_i64(h, args->options, "/flush_timeout_ms", 1,
+                       TIMEOUT_MAX_MS, &timeout);
     if (st == WEX_OK)
-        st = wt_option_i64(h, args->options, "/flush_timeout_ms", 1,
-                        TIMEOUT_MAX_MS, &timeout);
+        st = wt_cuda_device(h, args->options, &device);
     if (st != WEX_OK)
         return st;
-    e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess || count == 0)
-        return FAIL(h, WEX_ERR_UNSUPPORTED, "no CUDA device (cudaGetDevice"
-                    "Count: %s)", e != cudaSuccess ? cudaGetErrorString(e)
-                                                   : "0 devices");
-    if (device >= count)
-        return FAIL(h, WEX_ERR_INVALID, "/device: %lld, but this host has "
-                    "CUDA devices 0..%d", (long long)device, count - 1);
     ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL)
         return FAIL(h, WEX_ERR_NOMEM, "out of memory");
@@ -107,9 +100,8 @@ static wex_status ipc_ctx_create(wex_plugin_state *state,
     ctx->side = args->side;
     ctx->rank = args->rank;
     ctx->flush_timeout_ms = timeout;
-    /* -1: the application's current device, as for its own tensors. */
-    e = device >= 0 ? cudaSetDevice((int)device) : cudaGetDevice(&ctx->device);
-    ctx->device = device >= 0 ? (int)device : ctx->device;
+    ctx->device = device;
+    e = cudaSetDevice(device);
     if (e == cudaSuccess)
         e = cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking);
     if (e == cudaSuccess)

@@ -29,6 +29,7 @@
 
 #include <wex/plugin.h>
 
+#include "cuda_device.h"
 #include "nccl_key.h"
 #include "transport_common.h"
 #include "transport_state.h"
@@ -208,10 +209,9 @@ static wex_status nccl_ctx_create(wex_plugin_state *state,
                                   wex_transport_ctx **ctx_p)
 {
     const wex_host_services *h = state->host;
-    int64_t device = -1, timeout = TIMEOUT_DEFAULT_MS;
+    int64_t timeout = TIMEOUT_DEFAULT_MS;
     wex_transport_ctx *ctx;
-    cudaError_t e;
-    int count = 0;
+    int device = 0;
     wex_status st;
 
     if (args == NULL ||
@@ -230,20 +230,12 @@ static wex_status nccl_ctx_create(wex_plugin_state *state,
     if (args->side == WEX_SIDE_DESTINATION &&
         args->peer_count >= (uint64_t)INT32_MAX)
         return FAIL(h, WEX_ERR_INVALID, "too many peers");
-    st = wt_option_i64(h, args->options, "/device", -1, 1023, &device);
+    st = wt_option_i64(h, args->options, "/timeout_ms", 1, TIMEOUT_MAX_MS,
+                       &timeout);
     if (st == WEX_OK)
-        st = wt_option_i64(h, args->options, "/timeout_ms", 1, TIMEOUT_MAX_MS,
-                        &timeout);
+        st = wt_cuda_device(h, args->options, &device);
     if (st != WEX_OK)
         return st;
-    e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess || count == 0)
-        return FAIL(h, WEX_ERR_UNSUPPORTED, "no CUDA device (cudaGetDevice"
-                    "Count: %s)", e != cudaSuccess ? cudaGetErrorString(e)
-                                                   : "0 devices");
-    if (device >= count)
-        return FAIL(h, WEX_ERR_INVALID, "/device: %lld, but this host has "
-                    "CUDA devices 0..%d", (long long)device, count - 1);
     ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL)
         return FAIL(h, WEX_ERR_NOMEM, "out of memory");
@@ -262,10 +254,7 @@ static wex_status nccl_ctx_create(wex_plugin_state *state,
     if (args->peer_count > 0)
         memcpy(ctx->peers, args->peer_ranks,
                args->peer_count * sizeof(uint64_t));
-    if (device >= 0)
-        ctx->device = (int)device;
-    else
-        cudaGetDevice(&ctx->device);
+    ctx->device = device;
     st = ctx_setup(ctx);
     if (st != WEX_OK) {
         nccl_ctx_destroy(ctx);
