@@ -19,6 +19,7 @@
 #include "store_proto.h"
 
 #define TOKEN "s3cret-token"
+#include "store_fixture.h"
 
 /* ---- the codec ---------------------------------------------------------- */
 
@@ -173,32 +174,6 @@ END_TEST
 
 /* ---- helpers for the socket tests -------------------------------------- */
 
-static wex__store_server *server;
-static char address[64];
-
-static void setup(void)
-{
-    ck_assert_msg(wex__store_serve("127.0.0.1:0", TOKEN, &server) == WEX_OK,
-                  "%s", wex__last_error());
-    snprintf(address, sizeof(address), "%s", wex__store_address(server));
-    ck_assert_ptr_nonnull(strstr(address, "127.0.0.1:"));
-}
-
-static void teardown(void)
-{
-    wex__store_stop(server);
-    server = NULL;
-}
-
-static wex__store_client *join(const char *who)
-{
-    wex__store_client *c = NULL;
-
-    ck_assert_msg(wex__store_connect(address, TOKEN, who, 2.0, &c) == WEX_OK,
-                  "%s", wex__last_error());
-    return c;
-}
-
 /* Children report through their exit status and stderr; they must not
  * use ck_assert (that belongs to the test process). */
 static int child_failed(const char *what)
@@ -227,13 +202,6 @@ static int reap(pid_t pid)
     while (waitpid(pid, &status, 0) < 0)
         ck_assert_int_eq(errno, EINTR);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-static void pause_s(double s)
-{
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-
-    nanosleep(&ts, NULL);
 }
 
 static int raw_connect(void)

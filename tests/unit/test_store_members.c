@@ -14,38 +14,7 @@
 #include "store_proto.h"
 
 #define TOKEN "members-token"
-
-static wex__store_server *server;
-static char address[64];
-
-static void setup(void)
-{
-    ck_assert_msg(wex__store_serve("127.0.0.1:0", TOKEN, &server) == WEX_OK,
-                  "%s", wex__last_error());
-    snprintf(address, sizeof(address), "%s", wex__store_address(server));
-}
-
-static void teardown(void)
-{
-    wex__store_stop(server);
-    server = NULL;
-}
-
-static wex__store_client *join(const char *who)
-{
-    wex__store_client *c = NULL;
-
-    ck_assert_msg(wex__store_connect(address, TOKEN, who, 2.0, &c) == WEX_OK,
-                  "%s", wex__last_error());
-    return c;
-}
-
-static void pause_s(double s)
-{
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-
-    nanosleep(&ts, NULL);
-}
+#include "store_fixture.h"
 
 /* One member arriving on its own thread. */
 typedef struct member {

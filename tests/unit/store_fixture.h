@@ -1,0 +1,47 @@
+/* A rendezvous server per test on a free loopback port, and clients
+ * that join it with the test's token (define TOKEN before including). */
+#ifndef WEX_TEST_STORE_FIXTURE_H
+#define WEX_TEST_STORE_FIXTURE_H
+
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "error.h"
+#include "store.h"
+
+static wex__store_server *server;
+static char address[64];
+
+static void setup(void)
+{
+    ck_assert_msg(wex__store_serve("127.0.0.1:0", TOKEN, &server) == WEX_OK,
+                  "%s", wex__last_error());
+    snprintf(address, sizeof(address), "%s", wex__store_address(server));
+    ck_assert_ptr_nonnull(strstr(address, "127.0.0.1:"));
+}
+
+static void teardown(void)
+{
+    wex__store_stop(server);
+    server = NULL;
+}
+
+static wex__store_client *join(const char *who)
+{
+    wex__store_client *c = NULL;
+
+    ck_assert_msg(wex__store_connect(address, TOKEN, who, 2.0, &c) == WEX_OK,
+                  "%s", wex__last_error());
+    return c;
+}
+
+static void pause_s(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+
+    nanosleep(&ts, NULL);
+}
+
+#endif /* WEX_TEST_STORE_FIXTURE_H */
