@@ -15,11 +15,23 @@
 static wex__registry *registry;
 static wex__planner planner;
 
+static void open_text(const char *text)
+{
+    wex__job_config *job = NULL;
+
+    ck_assert_int_eq(wex__registry_scan(&registry), WEX_OK);
+    ck_assert_msg(wex__job_config_parse("failover job", text, ".", registry,
+                                        WEX__JOB_PLAN_ONLY, &job, NULL) ==
+                      WEX_OK,
+                  "%s", wex__last_error());
+    ck_assert_msg(wex__planner_open_job(&planner, registry, job) == WEX_OK,
+                  "%s", wex__last_error());
+}
+
 /* source parallel config, e.g. "\"tp\": 2, \"dp\": 2" */
 static void open_job(const char *source_parallel)
 {
     char text[1024];
-    wex__job_config *job = NULL;
 
     snprintf(text, sizeof(text),
              "{\"model\": \"%s/models/Qwen3-0.6B.config.json\", "
@@ -29,13 +41,7 @@ static void open_job(const char *source_parallel)
              "\"topology\": {\"placement\": \"colocated\", "
              "\"gpus_per_host\": 4}}",
              WEX_SAMPLES_DIR, source_parallel);
-    ck_assert_int_eq(wex__registry_scan(&registry), WEX_OK);
-    ck_assert_msg(wex__job_config_parse("failover job", text, ".", registry,
-                                        WEX__JOB_PLAN_ONLY, &job, NULL) ==
-                      WEX_OK,
-                  "%s", wex__last_error());
-    ck_assert_msg(wex__planner_open_job(&planner, registry, job) == WEX_OK,
-                  "%s", wex__last_error());
+    open_text(text);
 }
 
 static void close_job(void)
@@ -124,6 +130,40 @@ START_TEST(no_replica_is_refused_in_one_line)
 }
 END_TEST
 
+/* A policy that ignores the dead (the conformance kit's small policy
+ * takes every region from its first holder) is refused by the host, so
+ * the step fails instead of waiting on a dead peer. */
+START_TEST(a_policy_that_plans_from_the_dead_is_refused)
+{
+    const uint64_t dead[] = {0};
+    char text[512];
+    wex_plan_builder b;
+    wex_status st;
+
+    setenv("WEX_PLUGIN_MANIFESTS",
+           WEX_BROKEN_PLUGINS "/conf-policy/policy-conf-policy.json:"
+           WEX_BUILD_PLUGINS "/engine-hf.json", 1);
+    snprintf(text, sizeof(text),
+             "{\"model\": \"%s/models/Qwen3-0.6B.config.json\", "
+             "\"source\": {\"engine\": \"hf\"}, "
+             "\"destination\": {\"engine\": \"hf\"}, "
+             "\"policy\": {\"name\": \"conf-policy\"}, "
+             "\"transport\": \"shm\"}", WEX_SAMPLES_DIR);
+    open_text(text);
+    wex__plan_builder_init(&b, &planner.src, &planner.dst);
+    st = wex__planner_rank_without(&planner, WEX_SIDE_DESTINATION, 0, dead, 1,
+                                   &b);
+    ck_assert_int_eq(st, WEX_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(wex__last_error(), "policy conf-policy cannot fail "
+                                            "over: it planned an operation "
+                                            "from dead source rank 0"),
+                  "%s", wex__last_error());
+    wex__plan_builder_fini(&b);
+    close_job();
+    unsetenv("WEX_PLUGIN_MANIFESTS");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("failover_plan");
@@ -132,6 +172,7 @@ int main(void)
     tcase_set_timeout(t, 60);
     tcase_add_test(t, replicas_take_over_a_dead_source);
     tcase_add_test(t, no_replica_is_refused_in_one_line);
+    tcase_add_test(t, a_policy_that_plans_from_the_dead_is_refused);
     suite_add_tcase(s, t);
     return wex_test_run(s);
 }
