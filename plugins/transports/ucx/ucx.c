@@ -33,6 +33,13 @@
  * the detection for shared memory (about 5x the bandwidth measured on
  * one host), a dead destination then showing only as a flush timeout,
  * or not at all when its memory is shared and still mapped.
+ *
+ * Over TCP, UCX emulates puts with active messages and the destination's
+ * worker acknowledges each one. UCX 1.13 aborts the process when such an
+ * acknowledgement fails (ucp_request_try_send: "unexpected error"), which
+ * happens when the source died with puts still in flight; nothing here
+ * can intercept it, so that destination dies too and the host's
+ * rendezvous reports both deaths.
  */
 #include <errno.h>
 #include <poll.h>
