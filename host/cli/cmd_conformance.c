@@ -157,6 +157,15 @@ const conf_check_info conf_checks[CONF_LAST] = {
      "The stdout and stderr of every check process are captured: a line "
      "that did not come from the host's logger (\"wex: LEVEL: ...\") was "
      "printed by the plugin itself."},
+    {CONF_POLICY_FAILOVER,
+     "policy: plans around dead sources from their replicas",
+     "policies: failover (dead_sources)",
+     "Plans Qwen3-0.6B from an hf source with parallel {\"dp\": 2} (two "
+     "ranks, each holding the whole model) to one hf destination rank, "
+     "with source rank 0 listed in request->dead_sources, as the host asks "
+     "after a source dies. Destination rank 0's operations must all come "
+     "from source rank 1 and write each element exactly once, and source "
+     "rank 1 must list the same operations towards it in the same order."},
 };
 
 static void usage(FILE *out)
@@ -471,23 +480,32 @@ static void skip_rest(conf_ctx *ctx, int from, const char *why)
         conf_set(ctx, id, CONF_SKIP, "%s", why);
 }
 
-static void run_kind(conf_ctx *ctx, uint32_t kind, int first, int last,
-                     void (*check)(conf_ctx *ctx))
+static void run_kind(conf_ctx *ctx, uint32_t kind, const int *ids,
+                     size_t count, void (*check)(conf_ctx *ctx))
 {
     if (ctx->manifest.kind != kind) {
-        for (int id = first; id <= last; id++)
-            conf_set(ctx, id, CONF_SKIP, "not %s %s",
+        for (size_t i = 0; i < count; i++)
+            conf_set(ctx, ids[i], CONF_SKIP, "not %s %s",
                      kind == WEX_KIND_ENGINE ? "an" : "a",
                      wex__kind_name(kind));
         return;
     }
     if (ctx->results[CONF_INIT_FINI].status != CONF_PASS) {
-        for (int id = first; id <= last; id++)
-            conf_set(ctx, id, CONF_SKIP, "needs the plugin to load (C13)");
+        for (size_t i = 0; i < count; i++)
+            conf_set(ctx, ids[i], CONF_SKIP,
+                     "needs the plugin to load (C13)");
         return;
     }
     check(ctx);
 }
+
+/* Each kind's checks (C22 came after C21, so not always a range). */
+static const int engine_ids[] = {CONF_ENGINE_DESCRIBE, CONF_ENGINE_COVERAGE,
+                                 CONF_ENGINE_REFUSE};
+static const int policy_ids[] = {CONF_POLICY_COVERAGE, CONF_POLICY_AGREE,
+                                 CONF_POLICY_FAILOVER};
+static const int transport_ids[] = {CONF_TRANSPORT_ROUNDTRIP,
+                                    CONF_TRANSPORT_DEAD_PEER};
 
 static void run_checks(conf_ctx *ctx)
 {
@@ -504,12 +522,9 @@ static void run_checks(conf_ctx *ctx)
     conf_check_symbols(ctx);
     conf_check_negotiation(ctx);
     conf_check_init_fini(ctx);
-    run_kind(ctx, WEX_KIND_ENGINE, CONF_ENGINE_DESCRIBE, CONF_ENGINE_REFUSE,
-             conf_check_engine);
-    run_kind(ctx, WEX_KIND_POLICY, CONF_POLICY_COVERAGE, CONF_POLICY_AGREE,
-             conf_check_policy);
-    run_kind(ctx, WEX_KIND_TRANSPORT, CONF_TRANSPORT_ROUNDTRIP,
-             CONF_TRANSPORT_DEAD_PEER, conf_check_transport);
+    run_kind(ctx, WEX_KIND_ENGINE, engine_ids, 3, conf_check_engine);
+    run_kind(ctx, WEX_KIND_POLICY, policy_ids, 3, conf_check_policy);
+    run_kind(ctx, WEX_KIND_TRANSPORT, transport_ids, 2, conf_check_transport);
     if (ctx->stray_lines > 0)
         conf_set(ctx, CONF_SILENT, CONF_FAIL,
                  "printed %zu line%s itself instead of through host->log: "

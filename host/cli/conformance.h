@@ -46,7 +46,8 @@ enum {
     CONF_TRANSPORT_ROUNDTRIP,
     CONF_TRANSPORT_DEAD_PEER,
     CONF_SILENT,
-    CONF_LAST = CONF_SILENT
+    CONF_POLICY_FAILOVER, /* after C21: numbers stay as first published */
+    CONF_LAST = CONF_POLICY_FAILOVER
 };
 
 /* Outcomes. NOT_RUN only while the kit works. */

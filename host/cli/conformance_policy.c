@@ -1,9 +1,10 @@
 /*
- * Policies (C17, C18): plan a small job, Qwen3-0.6B from an hf source
- * rank to an hf destination rank, and check that the destination's
+ * Policies (C17, C18, C22): plan a small job, Qwen3-0.6B from an hf
+ * source rank to an hf destination rank, and check that the destination's
  * operations write every byte it holds exactly once and nothing else,
  * and that both ends list the same operations in the same order, every
- * time.
+ * time; then plan it again from two replicas with the first one dead, as
+ * the host does after a source dies, and check the same of the survivor.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,9 +75,10 @@ static int tally(const wex__rank_layout *l, size_t t, const wex__op *ops,
     return rc;
 }
 
-/* C17: destination rank 0's operations against its layout. */
-static void check_destination(const wex__side *dst, const wex__op *ops,
-                              size_t count)
+/* C17 (and C22): destination rank 0's operations against its layout.
+ * Returns whether they pass. */
+static int check_destination(int id, const wex__side *dst,
+                             const wex__op *ops, size_t count)
 {
     const wex__rank_layout *l = &dst->layouts[0];
     uint64_t bad = 0, moved = 0;
@@ -87,8 +89,8 @@ static void check_destination(const wex__side *dst, const wex__op *ops,
         tensor_tally c;
 
         if (tally(l, t, ops, count, &c) != 0) {
-            conf_report(CONF_POLICY_COVERAGE, CONF_FAIL, "kit: out of memory");
-            return;
+            conf_report(id, CONF_FAIL, "kit: out of memory");
+            return 0;
         }
         moved += c.written_sum;
         if (c.both == c.need && c.written == c.need &&
@@ -110,16 +112,19 @@ static void check_destination(const wex__side *dst, const wex__op *ops,
                      "%s: %llu elements written more than once", name,
                      (unsigned long long)(c.written_sum - c.written));
     }
-    if (bad > 0)
-        conf_report(CONF_POLICY_COVERAGE, CONF_FAIL,
+    if (bad > 0) {
+        conf_report(id, CONF_FAIL,
                     "destination rank 0 (%zu operations): %llu of %zu local "
                     "tensors not written exactly once; first %s",
                     count, (unsigned long long)bad, l->tensor_count, first);
-    else
-        conf_report(CONF_POLICY_COVERAGE, CONF_PASS,
+        return 0;
+    }
+    if (id == CONF_POLICY_COVERAGE)
+        conf_report(id, CONF_PASS,
                     "%zu operations write each of the destination's %llu "
                     "elements exactly once",
                     count, (unsigned long long)moved);
+    return 1;
 }
 
 static int same_op(const wex__op *a, const wex__op *b)
@@ -135,70 +140,74 @@ static int same_op(const wex__op *a, const wex__op *b)
            memcmp(a->extent, b->extent, a->ndim * sizeof(uint64_t)) == 0;
 }
 
-/* C18: the pair (source 0, destination 0) seen from both ends, and the
- * destination's list planned twice. */
-static void check_agreement(const wex_plan_builder *src,
+/* C18 (and C22): the pair (source `src_rank`, destination 0) seen from
+ * both ends, and the destination's list planned twice. Returns the number
+ * of operations between the two when they agree, -1 when not. */
+static long check_agreement(int id, uint64_t src_rank,
+                            const wex_plan_builder *src,
                             const wex_plan_builder *dst,
                             const wex_plan_builder *again)
 {
     size_t i = 0, j = 0, k = 0;
 
     if (again->count != dst->count) {
-        conf_report(CONF_POLICY_AGREE, CONF_FAIL,
+        conf_report(id, CONF_FAIL,
                     "planning destination rank 0 twice gave %zu, then %zu "
                     "operations",
                     dst->count, again->count);
-        return;
+        return -1;
     }
     for (k = 0; k < dst->count; k++)
         if (!same_op(&dst->ops[k], &again->ops[k])) {
-            conf_report(CONF_POLICY_AGREE, CONF_FAIL,
+            conf_report(id, CONF_FAIL,
                         "planning destination rank 0 twice: operation %zu "
                         "differs",
                         k);
-            return;
+            return -1;
         }
     for (k = 0;; k++) {
         while (i < src->count && src->ops[i].dst_rank != 0)
             i++;
-        while (j < dst->count && dst->ops[j].src_rank != 0)
+        while (j < dst->count && dst->ops[j].src_rank != src_rank)
             j++;
         if (i == src->count || j == dst->count)
             break;
         if (!same_op(&src->ops[i], &dst->ops[j])) {
-            conf_report(CONF_POLICY_AGREE, CONF_FAIL,
-                        "operation %zu between source rank 0 and destination "
-                        "rank 0 differs between the two ends' plans (both "
-                        "must list the same operations in the same order)",
-                        k);
-            return;
+            conf_report(id, CONF_FAIL,
+                        "operation %zu between source rank %llu and "
+                        "destination rank 0 differs between the two ends' "
+                        "plans (both must list the same operations in the "
+                        "same order)",
+                        k, (unsigned long long)src_rank);
+            return -1;
         }
         i++;
         j++;
     }
     if (i != src->count || j != dst->count) {
-        conf_report(CONF_POLICY_AGREE, CONF_FAIL,
-                    "source rank 0 and destination rank 0 list different "
+        conf_report(id, CONF_FAIL,
+                    "source rank %llu and destination rank 0 list different "
                     "numbers of operations with each other (%zu and %zu "
                     "in all)",
-                    src->count, dst->count);
-        return;
+                    (unsigned long long)src_rank, src->count, dst->count);
+        return -1;
     }
-    conf_report(CONF_POLICY_AGREE, CONF_PASS,
-                "both ends list the same %zu operations in the same order, "
-                "every time",
-                k);
+    return (long)k;
 }
 
-static char *job_text(const conf_ctx *ctx)
+static char *job_text(const conf_ctx *ctx, int source_replicas)
 {
-    cJSON *job = cJSON_CreateObject(), *side, *policy;
+    cJSON *job = cJSON_CreateObject(), *side, *policy, *parallel;
     char *text;
 
     cJSON_AddStringToObject(job, "name", "wex conformance");
     cJSON_AddStringToObject(job, "model", ctx->model_path);
     side = cJSON_AddObjectToObject(job, "source");
     cJSON_AddStringToObject(side, "engine", "hf");
+    if (source_replicas > 1) {
+        parallel = cJSON_AddObjectToObject(side, "parallel");
+        cJSON_AddNumberToObject(parallel, "dp", source_replicas);
+    }
     side = cJSON_AddObjectToObject(job, "destination");
     cJSON_AddStringToObject(side, "engine", "hf");
     policy = cJSON_AddObjectToObject(job, "policy");
@@ -212,44 +221,35 @@ static char *job_text(const conf_ctx *ctx)
     return text;
 }
 
-static void policy_child(conf_ctx *ctx, void *arg)
+/* Opens the conformance job; reports `ids` failed when it cannot. */
+static int open_job(conf_ctx *ctx, wex__registry *r, int source_replicas,
+                    const int *ids, size_t count, wex__planner *planner)
 {
-    wex_plan_builder dst, src, again;
     wex__job_config *job = NULL;
-    wex__registry *r = NULL;
-    wex__planner planner;
-    char *manifests, *text;
-    wex__plugin *p;
+    char *text = job_text(ctx, source_replicas);
 
-    (void)arg;
-    conf_begin(CONF_POLICY_COVERAGE);
-    if (ctx->hf_manifest == NULL) {
-        conf_report(CONF_POLICY_COVERAGE, CONF_FAIL,
-                    "kit: no hf engine on the plugin search path to lay "
-                    "the job out (set WEX_PLUGIN_PATH)");
-        conf_report(CONF_POLICY_AGREE, CONF_SKIP, "needs C17");
-        return;
-    }
-    manifests = malloc(strlen(ctx->manifest_path) +
-                       strlen(ctx->hf_manifest) + 2);
-    sprintf(manifests, "%s:%s", ctx->manifest_path, ctx->hf_manifest);
-    p = conf_load_plugin(ctx, manifests, &r);
-    if (p == NULL) {
-        conf_report(CONF_POLICY_COVERAGE, CONF_FAIL, "the host's loader: %s",
-                    wex__last_error());
-        conf_report(CONF_POLICY_AGREE, CONF_SKIP, "needs C17");
-        return;
-    }
-    text = job_text(ctx);
     if (wex__job_config_parse("conformance job", text, NULL, r,
-                              WEX__JOB_PLAN_ONLY, &job, NULL) != WEX_OK ||
-        wex__planner_open_job(&planner, r, job) != WEX_OK) {
-        conf_report(CONF_POLICY_COVERAGE, CONF_FAIL,
-                    "opening an hf -> hf job on %s: %s", CONF_MODEL_FILE,
-                    wex__last_error());
-        conf_report(CONF_POLICY_AGREE, CONF_SKIP, "needs C17");
+                              WEX__JOB_PLAN_ONLY, &job, NULL) == WEX_OK &&
+        wex__planner_open_job(planner, r, job) == WEX_OK)
+        return 1;
+    conf_report(ids[0], CONF_FAIL, "opening an hf%s -> hf job on %s: %s",
+                source_replicas > 1 ? " (dp 2)" : "", CONF_MODEL_FILE,
+                wex__last_error());
+    for (size_t i = 1; i < count; i++)
+        conf_report(ids[i], CONF_SKIP, "needs C%02d", ids[0]);
+    return 0;
+}
+
+/* C17, C18. */
+static void plan_whole(conf_ctx *ctx, wex__registry *r)
+{
+    static const int ids[] = {CONF_POLICY_COVERAGE, CONF_POLICY_AGREE};
+    wex_plan_builder dst, src, again;
+    wex__planner planner;
+    long agreed;
+
+    if (!open_job(ctx, r, 1, ids, 2, &planner))
         return;
-    }
     wex__plan_builder_init(&dst, &planner.src, &planner.dst);
     wex__plan_builder_init(&src, &planner.src, &planner.dst);
     wex__plan_builder_init(&again, &planner.src, &planner.dst);
@@ -260,7 +260,8 @@ static void policy_child(conf_ctx *ctx, void *arg)
         conf_report(CONF_POLICY_AGREE, CONF_SKIP, "needs C17");
         return;
     }
-    check_destination(&planner.dst, dst.ops, dst.count);
+    check_destination(CONF_POLICY_COVERAGE, &planner.dst, dst.ops,
+                      dst.count);
     conf_begin(CONF_POLICY_AGREE);
     if (wex__planner_rank(&planner, WEX_SIDE_SOURCE, 0, &src) != WEX_OK) {
         conf_report(CONF_POLICY_AGREE, CONF_FAIL,
@@ -274,13 +275,97 @@ static void policy_child(conf_ctx *ctx, void *arg)
                     wex__last_error());
         return;
     }
-    check_agreement(&src, &dst, &again);
+    agreed = check_agreement(CONF_POLICY_AGREE, 0, &src, &dst, &again);
+    if (agreed >= 0)
+        conf_report(CONF_POLICY_AGREE, CONF_PASS,
+                    "both ends list the same %ld operations in the same "
+                    "order, every time",
+                    agreed);
+    /* the child exits soon and takes everything with it */
+}
+
+/* C22: two source replicas, the first dead. The host's planner refuses a
+ * plan with an operation from a dead rank ("cannot fail over"); what is
+ * left to check is that the survivor's plan is whole and agreed. */
+static void plan_failover(conf_ctx *ctx, wex__registry *r)
+{
+    static const int ids[] = {CONF_POLICY_FAILOVER};
+    static const uint64_t dead[] = {0};
+    wex_plan_builder dst, src, again;
+    wex__planner planner;
+    long agreed;
+
+    conf_begin(CONF_POLICY_FAILOVER);
+    if (!open_job(ctx, r, 2, ids, 1, &planner))
+        return;
+    wex__plan_builder_init(&dst, &planner.src, &planner.dst);
+    wex__plan_builder_init(&src, &planner.src, &planner.dst);
+    wex__plan_builder_init(&again, &planner.src, &planner.dst);
+    if (wex__planner_rank_without(&planner, WEX_SIDE_DESTINATION, 0, dead, 1,
+                                  &dst) != WEX_OK) {
+        conf_report(CONF_POLICY_FAILOVER, CONF_FAIL,
+                    "planning destination rank 0 with source rank 0 dead "
+                    "(source rank 1 holds everything): %s",
+                    wex__last_error());
+        return;
+    }
+    if (!check_destination(CONF_POLICY_FAILOVER, &planner.dst, dst.ops,
+                           dst.count))
+        return;
+    if (wex__planner_rank_without(&planner, WEX_SIDE_SOURCE, 1, dead, 1,
+                                  &src) != WEX_OK ||
+        wex__planner_rank_without(&planner, WEX_SIDE_DESTINATION, 0, dead, 1,
+                                  &again) != WEX_OK) {
+        conf_report(CONF_POLICY_FAILOVER, CONF_FAIL,
+                    "planning again with source rank 0 dead: %s",
+                    wex__last_error());
+        return;
+    }
+    agreed = check_agreement(CONF_POLICY_FAILOVER, 1, &src, &dst, &again);
+    if (agreed >= 0)
+        conf_report(CONF_POLICY_FAILOVER, CONF_PASS,
+                    "with source rank 0 dead, source rank 1's %ld "
+                    "operations write each of the destination's elements "
+                    "exactly once, listed alike at both ends",
+                    agreed);
+}
+
+static void policy_child(conf_ctx *ctx, void *arg)
+{
+    wex__registry *r = NULL;
+    char *manifests;
+    wex__plugin *p;
+
+    (void)arg;
+    conf_begin(CONF_POLICY_COVERAGE);
+    if (ctx->hf_manifest == NULL) {
+        conf_report(CONF_POLICY_COVERAGE, CONF_FAIL,
+                    "kit: no hf engine on the plugin search path to lay "
+                    "the job out (set WEX_PLUGIN_PATH)");
+        conf_report(CONF_POLICY_AGREE, CONF_SKIP, "needs C17");
+        conf_report(CONF_POLICY_FAILOVER, CONF_SKIP, "needs C17");
+        return;
+    }
+    manifests = malloc(strlen(ctx->manifest_path) +
+                       strlen(ctx->hf_manifest) + 2);
+    sprintf(manifests, "%s:%s", ctx->manifest_path, ctx->hf_manifest);
+    p = conf_load_plugin(ctx, manifests, &r);
+    if (p == NULL) {
+        conf_report(CONF_POLICY_COVERAGE, CONF_FAIL, "the host's loader: %s",
+                    wex__last_error());
+        conf_report(CONF_POLICY_AGREE, CONF_SKIP, "needs C17");
+        conf_report(CONF_POLICY_FAILOVER, CONF_SKIP, "needs C17");
+        return;
+    }
+    plan_whole(ctx, r);
+    plan_failover(ctx, r);
     /* the child exits now and takes everything with it */
 }
 
 void conf_check_policy(conf_ctx *ctx)
 {
-    static const int ids[] = {CONF_POLICY_COVERAGE, CONF_POLICY_AGREE};
+    static const int ids[] = {CONF_POLICY_COVERAGE, CONF_POLICY_AGREE,
+                              CONF_POLICY_FAILOVER};
 
-    conf_run_child(ctx, "policy", ids, 2, policy_child, NULL);
+    conf_run_child(ctx, "policy", ids, 3, policy_child, NULL);
 }

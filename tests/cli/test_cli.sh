@@ -97,9 +97,20 @@ for t in local:
     (p,) = t["pieces"]
     assert p["tensor"] == t["name"] and p["extent"] == t["shape"] and set(p["at"]) == {0}
 PY
+"$wex" layout --model "$models/Qwen3-0.6B.config.json" --engine hf --parallel dp=2 --json >"$tmp/hf-dp2.json"
+check "layout hf dp=2" $?
+/usr/bin/python3 - "$tmp/hf-dp2.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["ranks"] == 2, d["ranks"]
+a, b = d["layout"]
+assert a["coords"] == {"dp": 0} and b["coords"] == {"dp": 1}, (a["coords"], b["coords"])
+assert a["tensors"] == b["tensors"], "the two replicas hold different things"
+PY
+check "layout hf dp=2: two ranks, each the whole checkpoint" $?
 "$wex" layout --model "$models/Qwen3-0.6B.config.json" --engine hf --parallel tp=2 2>"$tmp/err"
 [ $? -eq 2 ]; check "layout hf refuses tp=2" $?
-contains "$tmp/err" "parallel/tp: the hf layout is one unsharded rank"; check "layout tp error text" $?
+contains "$tmp/err" "parallel/tp: the hf layout is one unsharded rank per replica"; check "layout tp error text" $?
 "$wex" layout --model "$models/Qwen3-0.6B.config.json" --engine nope 2>"$tmp/err"
 [ $? -eq 2 ]; check "layout unknown engine exits 2" $?
 contains "$tmp/err" "no engine plugin named \"nope\" (available: "; check "layout unknown engine text" $?

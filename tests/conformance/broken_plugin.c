@@ -15,12 +15,14 @@
  *   PRINTS           init prints to stdout                          C21
  *   TWICE            the policy sends every region twice            C17
  *   ASYMMETRIC       source ranks list their operations reversed    C18
+ *   IGNORE_DEAD      the policy plans from dead sources too          C22
  *   DROP             the transport's put writes nothing             C19
  *   HANG             flush waits forever once its peer is dead      C20
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +224,23 @@ static void p_ctx_destroy(wex_policy_ctx *ctx)
     free(ctx);
 }
 
+/* Whether the host listed source rank `rank` as dead (the list is appended
+ * to the request: read it only when struct_size covers it). */
+static int dead(const wex_plan_request *req, uint64_t rank)
+{
+#ifdef IGNORE_DEAD
+    (void)req;
+    (void)rank;
+#else
+    if (req->struct_size >= offsetof(wex_plan_request, dead_source_count) +
+                                sizeof(req->dead_source_count))
+        for (uint64_t i = 0; i < req->dead_source_count; i++)
+            if (req->dead_sources[i] == rank)
+                return 1;
+#endif
+    return 0;
+}
+
 static int holds(const wex_piece_view *s, const wex_piece_view *d)
 {
     for (uint32_t k = 0; k < d->ndim; k++)
@@ -246,12 +265,13 @@ static wex_status piece_op(wex_policy_ctx *ctx, const wex_plan_request *req,
 
     base = host->layout_canonical_pieces(req->source, d->canonical, &count);
     for (uint64_t i = 0; i < count && s == NULL; i++)
-        if (holds(WEX_PIECE_VIEW_AT(base, i), d))
+        if (holds(WEX_PIECE_VIEW_AT(base, i), d) &&
+            !dead(req, WEX_PIECE_VIEW_AT(base, i)->rank))
             s = WEX_PIECE_VIEW_AT(base, i);
     if (s == NULL) {
         host->set_error(host->ctx, WEX_ERR_UNSUPPORTED,
-                        "no source piece holds a whole destination piece of "
-                        "canonical tensor %llu",
+                        "no live source piece holds a whole destination piece "
+                        "of canonical tensor %llu",
                         (unsigned long long)d->canonical);
         return WEX_ERR_UNSUPPORTED;
     }

@@ -4,7 +4,7 @@
 #  - every fake plugin (tests/plugins/fake_plugin.c), every broken plugin
 #    (tests/conformance/broken_plugin.c), the bad manifests of tests/data
 #    and manifests written here fail exactly the checks they break, so each
-#    of C01..C21 is seen failing at least once;
+#    of C01..C22 is seen failing at least once;
 #  - the PLUGIN argument's forms, exit codes, --json, --help.
 #   test_conformance.sh WEX PLUGIN_DIR FAKE_DIR MODELS_DIR BROKEN_DIR DATA_DIR
 set -u
@@ -23,7 +23,7 @@ check() { # name, status of the condition
 contains() { grep -qF -- "$2" "$1"; }
 
 # expect WHAT "Cnn Cnn ..." ARGS...: the kit exits 1 (0 when nothing may
-# fail), prints 21 check lines and a summary, and the checks that FAIL are
+# fail), prints 22 check lines and a summary, and the checks that FAIL are
 # exactly the expected ones.
 expect() {
     local what=$1 want=$2 rc got want_rc=1 lines
@@ -33,7 +33,7 @@ expect() {
     got=$(grep -oE '^FAIL C[0-9]+' "$tmp/out" | cut -c6- | tr '\n' ' ' | sed 's/ $//')
     lines=$(grep -cE '^(PASS|FAIL|SKIP) C[0-9][0-9] ' "$tmp/out")
     [ -z "$want" ] && want_rc=0
-    if [ "$rc" -eq "$want_rc" ] && [ "$got" = "$want" ] && [ "$lines" -eq 21 ] &&
+    if [ "$rc" -eq "$want_rc" ] && [ "$got" = "$want" ] && [ "$lines" -eq 22 ] &&
         grep -qE '^summary: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped: ' "$tmp/out"; then
         pass=$((pass + 1))
         for c in $got; do seen_failing="$seen_failing$c "; done
@@ -71,7 +71,7 @@ expect "fake borrowed-entry" "C03 C10 C13" "$(f borrowed-entry engine)"
 # loads fine, but as an engine it holds nothing of the model
 expect "fake good" "C15" "$(f good engine)"
 # an engine's ops table behind a policy: plans nothing
-expect "fake policy" "C17" "$(f policy policy)"
+expect "fake policy" "C17 C22" "$(f policy policy)"
 # an engine's ops table behind a transport: too small
 expect "fake transport" "C11 C13" "$(f transport transport)"
 
@@ -98,9 +98,12 @@ check "C15 names the uncovered tensor" $?
 expect "broken accept-any-tp" "C16" "$(b accept-any-tp engine)"
 expect "broken prints" "C21" "$(b prints engine)"
 contains "$tmp/out" "broken plugin: initialised"; check "C21 quotes what was printed" $?
-expect "broken twice" "C17" "$(b twice policy)"
+expect "broken twice" "C17 C22" "$(b twice policy)"
 contains "$tmp/out" "written more than once"; check "C17 says what is wrong" $?
-expect "broken asymmetric" "C18" "$(b asymmetric policy)"
+expect "broken asymmetric" "C18 C22" "$(b asymmetric policy)"
+expect "broken ignores-dead" "C22" "$(b ignores-dead policy)"
+contains "$tmp/out" "cannot fail over: it planned an operation from dead source rank 0"
+check "C22 says the policy planned from the dead" $?
 expect "broken drop" "C19" "$(b drop transport)"
 start=$SECONDS
 expect "broken hang" "C20" "$(b hang transport)" --deadline 2
@@ -138,7 +141,7 @@ manifest "$tmp/required.json" ', "options_schema": {"type": "object", "required"
 expect "options_schema that refuses {}" "" "$tmp/required.json"
 
 # ---- every check is seen failing --------------------------------------------
-for n in $(seq -w 1 21); do
+for n in $(seq -w 1 22); do
     case "$seen_failing" in
     *" C$n "*) ;;
     *) fail=$((fail + 1)); echo "FAIL: no plugin made C$n fail" ;;
@@ -165,7 +168,7 @@ contains "$tmp/err" "Qwen3-0.6B.config.json"; check "no model explained" $?
 "$wex" conformance "$lib" --timeout 0 >"$tmp/out" 2>"$tmp/err"; [ $? -eq 2 ]; check "--timeout 0 exits 2" $?
 
 "$wex" conformance --help >"$tmp/out"; check "--help exits 0" $?
-for n in $(seq -w 1 21); do
+for n in $(seq -w 1 22); do
     grep -qE "^  C$n " "$tmp/out" || { fail=$((fail + 1)); echo "FAIL: --help does not explain C$n"; }
 done
 "$wex" --help | grep -qE '^  conformance +'; check "wex --help lists conformance" $?
@@ -177,11 +180,11 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["plugin"]["name"] == "fake-refuse" and d["plugin"]["kind"] == "engine", d["plugin"]
 ids = [c["id"] for c in d["checks"]]
-assert ids == ["C%02d" % i for i in range(1, 22)], ids
+assert ids == ["C%02d" % i for i in range(1, 23)], ids
 failed = [c["id"] for c in d["checks"] if c["status"] == "fail"]
 assert failed == ["C05", "C08", "C13"], failed
 assert all(c["status"] in ("pass", "fail", "skip") and c["title"] and c["rule"] for c in d["checks"])
-assert (d["passed"], d["failed"], d["skipped"], d["conformant"]) == (7, 3, 11, False), d
+assert (d["passed"], d["failed"], d["skipped"], d["conformant"]) == (7, 3, 12, False), d
 PY
 "$wex" conformance --json --models "$models" "$plugins/transport-shm.json" >"$tmp/json"
 [ $? -eq 0 ]; check "--json exits 0 when conformant" $?

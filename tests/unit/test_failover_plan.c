@@ -141,20 +141,20 @@ START_TEST(a_policy_that_plans_from_the_dead_is_refused)
     wex_status st;
 
     setenv("WEX_PLUGIN_MANIFESTS",
-           WEX_BROKEN_PLUGINS "/conf-policy/policy-conf-policy.json:"
+           WEX_BROKEN_PLUGINS "/ignores-dead/policy-ignores-dead.json:"
            WEX_BUILD_PLUGINS "/engine-hf.json", 1);
     snprintf(text, sizeof(text),
              "{\"model\": \"%s/models/Qwen3-0.6B.config.json\", "
              "\"source\": {\"engine\": \"hf\"}, "
              "\"destination\": {\"engine\": \"hf\"}, "
-             "\"policy\": {\"name\": \"conf-policy\"}, "
+             "\"policy\": {\"name\": \"ignores-dead\"}, "
              "\"transport\": \"shm\"}", WEX_SAMPLES_DIR);
     open_text(text);
     wex__plan_builder_init(&b, &planner.src, &planner.dst);
     st = wex__planner_rank_without(&planner, WEX_SIDE_DESTINATION, 0, dead, 1,
                                    &b);
     ck_assert_int_eq(st, WEX_ERR_UNSUPPORTED);
-    ck_assert_msg(strstr(wex__last_error(), "policy conf-policy cannot fail "
+    ck_assert_msg(strstr(wex__last_error(), "policy ignores-dead cannot fail "
                                             "over: it planned an operation "
                                             "from dead source rank 0"),
                   "%s", wex__last_error());

@@ -15,6 +15,7 @@ struct wex_plugin_state {
 struct wex_engine_ctx {
     const wex_host_services *host;
     const wex_model *model;
+    uint64_t replicas; /* parallel.dp */
 };
 
 static wex_status hf_init(const wex_host_services *host,
@@ -34,12 +35,16 @@ static void hf_fini(wex_plugin_state *state)
     free(state);
 }
 
-/* hf has no parallelism: any size other than 1 is a mistake to report. */
-static wex_status check_parallel(const wex_host_services *host,
-                                 const wex_options *parallel)
+/* hf has no sharding: any tp, pp, ep... other than 1 is a mistake to
+ * report. dp is the one key it takes: that many replicas, each holding the
+ * whole checkpoint (plain data-parallel trainers). */
+static wex_status read_parallel(const wex_host_services *host,
+                                const wex_options *parallel,
+                                uint64_t *replicas_p)
 {
-    static const char *const keys[] = {"/tp", "/pp", "/ep", "/dp", "/etp",
+    static const char *const keys[] = {"/tp", "/pp", "/ep", "/etp",
                                        "/attn_dp"};
+    int64_t dp = 1;
 
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         int64_t v = 1;
@@ -48,11 +53,20 @@ static wex_status check_parallel(const wex_host_services *host,
         if (host->opt_get_i64(parallel, keys[i], &v) != WEX_OK || v != 1) {
             host->set_error(host->ctx, WEX_ERR_INVALID,
                             "parallel%s: the hf layout is one unsharded "
-                            "rank; expected 1",
+                            "rank per replica; expected 1",
                             keys[i]);
             return WEX_ERR_INVALID;
         }
     }
+    if (host->opt_type(parallel, "/dp") != WEX_JSON_MISSING &&
+        (host->opt_get_i64(parallel, "/dp", &dp) != WEX_OK || dp < 1 ||
+         dp > 65536)) {
+        host->set_error(host->ctx, WEX_ERR_INVALID,
+                        "parallel/dp: expected an integer from 1 to 65536 "
+                        "(replicas of the whole checkpoint)");
+        return WEX_ERR_INVALID;
+    }
+    *replicas_p = (uint64_t)dp;
     return WEX_OK;
 }
 
@@ -61,7 +75,8 @@ static wex_status hf_ctx_create(wex_plugin_state *state,
                                 wex_engine_ctx **ctx_p)
 {
     wex_engine_ctx *ctx;
-    wex_status status = check_parallel(state->host, args->parallel);
+    uint64_t replicas = 1;
+    wex_status status = read_parallel(state->host, args->parallel, &replicas);
 
     if (status != WEX_OK)
         return status;
@@ -70,6 +85,7 @@ static wex_status hf_ctx_create(wex_plugin_state *state,
         return WEX_ERR_NOMEM;
     ctx->host = state->host;
     ctx->model = args->model;
+    ctx->replicas = replicas;
     *ctx_p = ctx;
     return WEX_OK;
 }
@@ -81,8 +97,7 @@ static void hf_ctx_destroy(wex_engine_ctx *ctx)
 
 static wex_status hf_rank_count(wex_engine_ctx *ctx, uint64_t *count_p)
 {
-    (void)ctx;
-    *count_p = 1;
+    *count_p = ctx->replicas;
     return WEX_OK;
 }
 
@@ -94,7 +109,9 @@ static wex_status hf_describe_rank(wex_engine_ctx *ctx, uint64_t rank,
     uint64_t count = host->model_tensor_count(ctx->model);
     wex_status status = WEX_OK;
 
-    (void)rank; /* the host checked it against rank_count */
+    /* the host checked rank against rank_count */
+    if (ctx->replicas > 1)
+        status = host->layout_set_coord(b, "dp", (int64_t)rank);
     for (uint64_t i = 0; status == WEX_OK && i < count; i++) {
         wex_tensor_info info = {sizeof(info), 0, 0, 0, NULL, NULL};
         wex_local_tensor_desc local = {sizeof(local), 0, 0, 0, NULL, NULL};
