@@ -1,0 +1,217 @@
+/*
+ * The source's side: attaching a destination's buffer from its key, puts
+ * bounded by max_outstanding, and flush with a deadline.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ucx_internal.h"
+
+/* ---- peers --------------------------------------------------------- */
+
+wex_status ucx_peer_attach(wex_transport_ctx *ctx, uint64_t peer_rank,
+                           const void *key, uint64_t key_len,
+                           wex_transport_peer **peer_p)
+{
+    const wex_host_services *h = ctx->host;
+    wex_transport_peer *p;
+    ucx_conn *c;
+    ucs_status_t us;
+    wex_status st;
+    char why[200];
+    ucx_key k;
+
+    if (ctx->side != WEX_SIDE_SOURCE)
+        return FAIL(h, WEX_ERR_UNSUPPORTED,
+                    "peer_attach on destination rank %llu: only source "
+                    "ranks write",
+                    (unsigned long long)ctx->rank);
+    if (key_len > WEX_TRANSPORT_KEY_MAX)
+        return FAIL(h, WEX_ERR_INVALID,
+                    "key for destination rank %llu: %llu bytes, more than "
+                    "any ucx key",
+                    (unsigned long long)peer_rank,
+                    (unsigned long long)key_len);
+    if (ucx_key_decode(key, (size_t)key_len, &k, why, sizeof(why)) != 0)
+        return FAIL(h, WEX_ERR_INVALID,
+                    "key for destination rank %llu is not a valid ucx key: "
+                    "%s",
+                    (unsigned long long)peer_rank, why);
+    if (k.rank != peer_rank)
+        return FAIL(h, WEX_ERR_INVALID,
+                    "the key is destination rank %llu's, not rank %llu's",
+                    (unsigned long long)k.rank,
+                    (unsigned long long)peer_rank);
+    c = ucx_find_conn(ctx, &k);
+    if (c != NULL && c->rank != k.rank)
+        return FAIL(h, WEX_ERR_INVALID,
+                    "the key names the worker of destination rank %llu, "
+                    "already attached as rank %llu",
+                    (unsigned long long)k.rank, (unsigned long long)c->rank);
+    if (c != NULL && c->failure != UCS_OK)
+        return ucx_peer_failed(ctx, c);
+    p = calloc(1, sizeof(*p));
+    if (p == NULL)
+        return FAIL(h, WEX_ERR_NOMEM, "out of memory");
+    if (c == NULL && (st = ucx_conn_open(ctx, &k, &c)) != WEX_OK) {
+        free(p);
+        return st;
+    }
+    us = ucp_ep_rkey_unpack(c->ep, k.rkey, &p->rkey);
+    if (us != UCS_OK) {
+        free(p);
+        ucx_close_conns(ctx, 0);
+        return FAIL(h, WEX_ERR_INVALID,
+                    "destination rank %llu's rkey does not unpack: %s (a key "
+                    "from another UCX version or configuration?)",
+                    (unsigned long long)k.rank, ucs_status_string(us));
+    }
+    c->peers++;
+    p->conn = c;
+    p->rank = k.rank;
+    p->address = k.address;
+    p->bytes = k.size;
+    p->next = ctx->peers;
+    if (ctx->peers != NULL)
+        ctx->peers->prev = p;
+    ctx->peers = p;
+    *peer_p = p;
+    return WEX_OK;
+}
+
+void ucx_peer_free(wex_transport_ctx *ctx, wex_transport_peer *p)
+{
+    if (p->prev != NULL)
+        p->prev->next = p->next;
+    else
+        ctx->peers = p->next;
+    if (p->next != NULL)
+        p->next->prev = p->prev;
+    ucp_rkey_destroy(p->rkey);
+    p->conn->peers--;
+    free(p);
+}
+
+void ucx_peer_detach(wex_transport_ctx *ctx, wex_transport_peer *p)
+{
+    if (p == NULL)
+        return;
+    ucx_peer_free(ctx, p);
+    ucx_close_conns(ctx, 0);
+}
+
+/* ---- data path ----------------------------------------------------- */
+
+static void put_done(void *request, ucs_status_t status, void *user_data)
+{
+    ucx_conn *c = user_data;
+
+    c->ctx->outstanding--;
+    if (status != UCS_OK && status != UCS_ERR_CANCELED &&
+        c->failure == UCS_OK)
+        c->failure = status;
+    ucp_request_free(request);
+}
+
+wex_status ucx_put(wex_transport_ctx *ctx, wex_transport_peer *p,
+                   uint64_t offset, const void *src, uint64_t bytes)
+{
+    ucx_conn *c = p->conn;
+    ucp_request_param_t param;
+    void *req;
+
+    if (offset > p->bytes || bytes > p->bytes - offset)
+        return FAIL(ctx->host, WEX_ERR_INVALID,
+                    "put of %llu bytes at offset %llu overruns destination "
+                    "rank %llu's %llu-byte buffer",
+                    (unsigned long long)bytes, (unsigned long long)offset,
+                    (unsigned long long)p->rank,
+                    (unsigned long long)p->bytes);
+    if (bytes == 0)
+        return WEX_OK;
+    if (c->failure != UCS_OK)
+        return ucx_peer_failed(ctx, c);
+    if (ctx->outstanding >= ctx->max_outstanding) {
+        int64_t deadline = ucx_now_ms() + ctx->flush_timeout_ms;
+        unsigned idle = 0;
+
+        while (ctx->outstanding >= ctx->max_outstanding) {
+            if (c->failure != UCS_OK)
+                return ucx_peer_failed(ctx, c);
+            if (ucx_now_ms() >= deadline) {
+                c->stuck = 1;
+                return FAIL(ctx->host, WEX_ERR_TIMEOUT,
+                            "put to destination rank %llu: %llu puts still "
+                            "in flight after %d ms (flush_timeout_ms)",
+                            (unsigned long long)p->rank,
+                            (unsigned long long)ctx->outstanding,
+                            ctx->flush_timeout_ms);
+            }
+            ucx_source_progress(ctx, &idle);
+        }
+    }
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                         UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send = put_done;
+    param.user_data = c;
+    req = ucp_put_nbx(c->ep, src, (size_t)bytes, p->address + offset,
+                      p->rkey, &param);
+    if (UCS_PTR_IS_ERR(req)) {
+        if (c->failure == UCS_OK)
+            c->failure = UCS_PTR_STATUS(req);
+        return ucx_peer_failed(ctx, c);
+    }
+    if (req != NULL)
+        ctx->outstanding++;
+    return WEX_OK;
+}
+
+wex_status ucx_flush(wex_transport_ctx *ctx)
+{
+    const wex_host_services *h = ctx->host;
+    int64_t deadline = ucx_now_ms() + ctx->flush_timeout_ms;
+    const ucx_conn *failed = NULL, *late = NULL;
+    uint64_t pending = 0;
+    unsigned idle = 0;
+
+    if (ctx->side != WEX_SIDE_SOURCE)
+        return WEX_OK;
+    for (ucx_conn *c = ctx->conns; c != NULL; c = c->next)
+        if (c->ep != NULL && c->failure == UCS_OK)
+            ucx_flush_start(c);
+    for (;;) {
+        pending = 0;
+        late = NULL;
+        for (ucx_conn *c = ctx->conns; c != NULL && failed == NULL;
+             c = c->next) {
+            if (c->ep == NULL)
+                continue;
+            if (c->failure == UCS_OK && c->flush_done &&
+                c->flush_status != UCS_OK)
+                c->failure = c->flush_status;
+            if (c->failure != UCS_OK)
+                failed = c;
+            else if (!c->flush_done && pending++ == 0)
+                late = c;
+        }
+        if (failed != NULL || pending == 0 || ucx_now_ms() >= deadline)
+            break;
+        ucx_source_progress(ctx, &idle);
+    }
+    for (ucx_conn *c = ctx->conns; c != NULL; c = c->next) {
+        if (c->ep != NULL && !c->flush_done && failed == NULL)
+            c->stuck = 1; /* timed out */
+        if (c->ep != NULL)
+            ucx_flush_abandon(c);
+    }
+    if (failed != NULL)
+        return ucx_peer_failed(ctx, failed);
+    if (pending != 0)
+        return FAIL(h, WEX_ERR_TIMEOUT,
+                    "flush: destination rank %llu (host %s, pid %u)%s did not "
+                    "confirm its puts within %d ms (flush_timeout_ms)",
+                    (unsigned long long)late->rank, late->host, late->pid,
+                    pending > 1 ? " and others" : "", ctx->flush_timeout_ms);
+    return WEX_OK;
+}

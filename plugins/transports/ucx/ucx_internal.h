@@ -1,0 +1,147 @@
+/*
+ * The ucx transport's shared definitions: its objects and the functions
+ * one file of it calls in another. ucx.c says how the transport works.
+ *   ucx.c       contexts, the destination's progress thread, the descriptor
+ *   ucx_conn.c  endpoints to destination workers: open, flush, close
+ *   ucx_mem.c   destination memory: map, publish keys, unmap
+ *   ucx_data.c  attached peers, put and flush
+ *   ucx_key.c   the key a destination publishes for each buffer
+ */
+#ifndef WEX_UCX_INTERNAL_H
+#define WEX_UCX_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <ucp/api/ucp.h>
+#include <wex/plugin.h>
+
+#include "ucx_key.h"
+#include "transport_common.h"
+#include "transport_state.h"
+
+#define FLUSH_TIMEOUT_DEFAULT_MS 60000
+#define CONNECT_TIMEOUT_DEFAULT_MS 10000
+#define TIMEOUT_MAX_MS 3600000
+#define MAX_OUTSTANDING_DEFAULT 1024
+#define MAX_OUTSTANDING_MAX 1048576
+/* How long closing endpoints may take to flush and say goodbye before
+ * they are abandoned to the worker's destruction. */
+#define CLOSE_TIMEOUT_MS 2000
+/* Progress calls that found nothing to do before the progress thread
+ * sleeps, and how long it sleeps at most: a safety net for interfaces
+ * that cannot raise wakeup events. */
+#define IDLE_SPINS 64
+#define IDLE_WAIT_MS 5
+
+/* An endpoint to one destination rank's worker, shared by every buffer
+ * of that rank a source attaches. Never freed before the worker is
+ * destroyed: a late completion may still name it. */
+typedef struct ucx_conn {
+    struct ucx_conn *next;
+    wex_transport_ctx *ctx;
+    ucp_ep_h ep; /* NULL once closed */
+    uint8_t *address;
+    uint32_t address_len;
+    uint64_t rank;
+    uint32_t pid;
+    char host[UCX_HOST_MAX + 1];
+    uint64_t peers;       /* attached buffers using it */
+    ucs_status_t failure; /* UCS_OK until the endpoint fails */
+    int stuck; /* a flush or put timed out: close it by force */
+    /* the flush in progress */
+    void *flush_req;
+    int flush_done;
+    ucs_status_t flush_status;
+} ucx_conn;
+
+struct wex_transport_mem {
+    wex_transport_mem *prev, *next;
+    ucp_mem_h memh;
+    void *address;
+    uint64_t bytes;
+    uint64_t map_bytes; /* our own mmap's length, or 0: caller's memory,
+                           or UCX's (freed by ucp_mem_unmap) */
+};
+
+struct wex_transport_peer {
+    wex_transport_peer *prev, *next;
+    ucx_conn *conn;
+    ucp_rkey_h rkey;
+    uint64_t rank;
+    uint64_t address; /* in the destination */
+    uint64_t bytes;
+};
+
+struct wex_transport_ctx {
+    wex_plugin_state *state;
+    const wex_host_services *host;
+    uint32_t side;
+    uint64_t rank;
+    int flush_timeout_ms;
+    int connect_timeout_ms;
+    uint64_t max_outstanding;
+    ucp_err_handling_mode_t err_mode;
+    ucp_context_h context;
+    ucp_worker_h worker;
+    /* destination */
+    pthread_mutex_t lock; /* every UCP call, against the progress thread */
+    ucp_address_t *address;
+    size_t address_len;
+    char host_name[UCX_HOST_MAX + 1];
+    pthread_t thread;
+    int thread_started;
+    atomic_int stop;
+    int efd;     /* the worker's event fd, or -1: sleep instead */
+    int wake_fd; /* an eventfd that ends the thread's sleep */
+    wex_transport_mem *mems;
+    /* source */
+    ucx_conn *conns;
+    wex_transport_peer *peers;
+    uint64_t outstanding; /* put requests not yet completed */
+};
+
+/* ---- ucx_conn.c ---------------------------------------------------- */
+
+int64_t ucx_now_ms(void);
+/* One progress pass on a source's worker; naps after a run of idle ones. */
+void ucx_source_progress(wex_transport_ctx *ctx, unsigned *idle);
+/* The error for a failed endpoint, naming its destination. */
+wex_status ucx_peer_failed(wex_transport_ctx *ctx, const ucx_conn *c);
+/* Closes endpoints no peer uses any more (all of them with `all`). */
+void ucx_close_conns(wex_transport_ctx *ctx, int all);
+ucx_conn *ucx_find_conn(wex_transport_ctx *ctx, const ucx_key *k);
+void ucx_flush_start(ucx_conn *c);
+void ucx_flush_abandon(ucx_conn *c);
+/* Opens an endpoint to the worker `k` names and waits (connect_timeout_ms)
+ * until it is wired up. */
+wex_status ucx_conn_open(wex_transport_ctx *ctx, const ucx_key *k,
+                         ucx_conn **conn_p);
+
+/* ---- ucx_mem.c ----------------------------------------------------- */
+
+wex_status ucx_mem_alloc(wex_transport_ctx *ctx, uint64_t bytes,
+                         void **address_p, wex_transport_mem **mem_p);
+wex_status ucx_mem_register(wex_transport_ctx *ctx, void *address,
+                            uint64_t bytes, uint32_t memory_kind,
+                            wex_transport_mem **mem_p);
+void ucx_mem_deregister(wex_transport_ctx *ctx, wex_transport_mem *m);
+wex_status ucx_mem_key(wex_transport_ctx *ctx, wex_transport_mem *m,
+                       void *key, uint64_t *key_len);
+/* Unmaps and frees `m`, already unlinked from ctx->mems. */
+void ucx_mem_free(wex_transport_ctx *ctx, wex_transport_mem *m);
+
+/* ---- ucx_data.c ---------------------------------------------------- */
+
+wex_status ucx_peer_attach(wex_transport_ctx *ctx, uint64_t peer_rank,
+                           const void *key, uint64_t key_len,
+                           wex_transport_peer **peer_p);
+void ucx_peer_detach(wex_transport_ctx *ctx, wex_transport_peer *p);
+/* Releases `p` (its rkey, its hold on its endpoint) and unlinks it. */
+void ucx_peer_free(wex_transport_ctx *ctx, wex_transport_peer *p);
+wex_status ucx_put(wex_transport_ctx *ctx, wex_transport_peer *p,
+                   uint64_t offset, const void *src, uint64_t bytes);
+wex_status ucx_flush(wex_transport_ctx *ctx);
+
+#endif /* WEX_UCX_INTERNAL_H */

@@ -1,0 +1,241 @@
+/*
+ * Destination memory: buffers mapped with ucp_mem_map (fresh pages, UCX's
+ * own shared memory, or the caller's) and the keys that let sources
+ * write into them.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "ucx_internal.h"
+
+/* ---- memory -------------------------------------------------------- */
+
+static wex_status map_memory(wex_transport_ctx *ctx, void *address,
+                             uint64_t bytes, ucp_mem_h *memh_p)
+{
+    ucp_mem_map_params_t mp;
+    ucs_status_t us;
+
+    memset(&mp, 0, sizeof(mp));
+    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+                    UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    mp.address = address;
+    mp.length = (size_t)bytes;
+    pthread_mutex_lock(&ctx->lock);
+    us = ucp_mem_map(ctx->context, &mp, memh_p);
+    pthread_mutex_unlock(&ctx->lock);
+    if (us != UCS_OK)
+        return FAIL(ctx->host,
+                    us == UCS_ERR_NO_MEMORY ? WEX_ERR_NOMEM : WEX_ERR_SYSTEM,
+                    "ucp_mem_map of %llu bytes at %p: %s",
+                    (unsigned long long)bytes, address,
+                    ucs_status_string(us));
+    return WEX_OK;
+}
+
+static wex_status mem_new(wex_transport_ctx *ctx, void *address,
+                          uint64_t bytes, uint64_t map_bytes,
+                          wex_transport_mem **mem_p)
+{
+    wex_transport_mem *m = calloc(1, sizeof(*m));
+    wex_status st;
+
+    if (m == NULL)
+        return FAIL(ctx->host, WEX_ERR_NOMEM, "out of memory");
+    st = map_memory(ctx, address, bytes, &m->memh);
+    if (st != WEX_OK) {
+        free(m);
+        return st;
+    }
+    m->address = address;
+    m->bytes = bytes;
+    m->map_bytes = map_bytes;
+    pthread_mutex_lock(&ctx->lock);
+    m->next = ctx->mems;
+    if (ctx->mems != NULL)
+        ctx->mems->prev = m;
+    ctx->mems = m;
+    pthread_mutex_unlock(&ctx->lock);
+    *mem_p = m;
+    return WEX_OK;
+}
+
+/* Memory UCX allocates itself (UCX_ALLOC_PRIO: SysV or POSIX shared
+ * memory first), which its shared-memory transports can write into
+ * directly, where caller memory needs puts emulated over active messages.
+ * Those transports only serve endpoints without peer error handling, so
+ * only error_handling "none" asks for it. NULL when UCX cannot oblige
+ * with zeroed, page-aligned memory. */
+static wex_transport_mem *ucx_allocated(wex_transport_ctx *ctx,
+                                        uint64_t bytes, uint64_t page)
+{
+    ucp_mem_map_params_t mp;
+    ucp_mem_attr_t attr;
+    wex_transport_mem *m = calloc(1, sizeof(*m));
+    ucs_status_t us;
+
+    if (m == NULL)
+        return NULL;
+    memset(&mp, 0, sizeof(mp));
+    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+                    UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                    UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+    mp.address = NULL;
+    mp.length = (size_t)bytes;
+    mp.flags = UCP_MEM_MAP_ALLOCATE;
+    memset(&attr, 0, sizeof(attr));
+    attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH;
+    pthread_mutex_lock(&ctx->lock);
+    us = ucp_mem_map(ctx->context, &mp, &m->memh);
+    if (us == UCS_OK && (ucp_mem_query(m->memh, &attr) != UCS_OK ||
+                         attr.length < bytes ||
+                         (uintptr_t)attr.address % page != 0)) {
+        ucp_mem_unmap(ctx->context, m->memh);
+        us = UCS_ERR_UNSUPPORTED;
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    if (us != UCS_OK) {
+        WEX_DEBUG(ctx->host, "UCX could not allocate %llu bytes (%s): "
+                  "using anonymous memory",
+                  (unsigned long long)bytes, ucs_status_string(us));
+        free(m);
+        return NULL;
+    }
+    /* The last of UCX's methods is the heap, which is not zeroed. */
+    memset(attr.address, 0, (size_t)bytes);
+    m->address = attr.address;
+    m->bytes = bytes;
+    pthread_mutex_lock(&ctx->lock);
+    m->next = ctx->mems;
+    if (ctx->mems != NULL)
+        ctx->mems->prev = m;
+    ctx->mems = m;
+    pthread_mutex_unlock(&ctx->lock);
+    return m;
+}
+
+wex_status ucx_mem_alloc(wex_transport_ctx *ctx, uint64_t bytes,
+                         void **address_p, wex_transport_mem **mem_p)
+{
+    const wex_host_services *h = ctx->host;
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t map_bytes = (bytes + page - 1) / page * page;
+    void *address;
+    wex_status st;
+
+    if (bytes == 0 || map_bytes < bytes || map_bytes > (uint64_t)SIZE_MAX / 2)
+        return FAIL(h, WEX_ERR_INVALID, "mem_alloc of %llu bytes",
+                    (unsigned long long)bytes);
+    if (ctx->err_mode == UCP_ERR_HANDLING_MODE_NONE &&
+        (*mem_p = ucx_allocated(ctx, bytes, page)) != NULL) {
+        *address_p = (*mem_p)->address;
+        return WEX_OK;
+    }
+    /* Fresh anonymous pages: zeroed, page aligned, faulted in now so the
+     * first step does not pay for it (UCX pins them itself where a
+     * transport needs it). */
+    address = mmap(NULL, (size_t)map_bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (address == MAP_FAILED)
+        return FAIL(h, errno == ENOMEM ? WEX_ERR_NOMEM : WEX_ERR_SYSTEM,
+                    "mmap of %llu bytes: %s", (unsigned long long)map_bytes,
+                    strerror(errno));
+    st = mem_new(ctx, address, bytes, map_bytes, mem_p);
+    if (st != WEX_OK) {
+        munmap(address, (size_t)map_bytes);
+        return st;
+    }
+    *address_p = address;
+    return WEX_OK;
+}
+
+wex_status ucx_mem_register(wex_transport_ctx *ctx, void *address,
+                            uint64_t bytes, uint32_t memory_kind,
+                            wex_transport_mem **mem_p)
+{
+    const wex_host_services *h = ctx->host;
+
+    if (memory_kind != WEX_MEMORY_HOST)
+        return FAIL(h, WEX_ERR_UNSUPPORTED,
+                    "memory kind %u: this ucx transport moves host memory "
+                    "only", memory_kind);
+    if (address == NULL || bytes == 0 ||
+        (uint64_t)(uintptr_t)address + bytes < (uint64_t)(uintptr_t)address)
+        return FAIL(h, WEX_ERR_INVALID, "mem_register of %p + %llu bytes",
+                    address, (unsigned long long)bytes);
+    return mem_new(ctx, address, bytes, 0, mem_p);
+}
+
+/* Called with ctx->lock held (or with no progress thread left). */
+void ucx_mem_free(wex_transport_ctx *ctx, wex_transport_mem *m)
+{
+    ucp_mem_unmap(ctx->context, m->memh);
+    if (m->map_bytes != 0)
+        munmap(m->address, (size_t)m->map_bytes);
+    free(m);
+}
+
+void ucx_mem_deregister(wex_transport_ctx *ctx, wex_transport_mem *m)
+{
+    if (m == NULL)
+        return;
+    pthread_mutex_lock(&ctx->lock);
+    if (m->prev != NULL)
+        m->prev->next = m->next;
+    else
+        ctx->mems = m->next;
+    if (m->next != NULL)
+        m->next->prev = m->prev;
+    ucx_mem_free(ctx, m);
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+wex_status ucx_mem_key(wex_transport_ctx *ctx, wex_transport_mem *m,
+                       void *key, uint64_t *key_len)
+{
+    const wex_host_services *h = ctx->host;
+    void *rkey = NULL;
+    size_t rkey_len = 0, len, cap;
+    ucs_status_t us;
+    ucx_key k;
+
+    if (ctx->side != WEX_SIDE_DESTINATION)
+        return FAIL(h, WEX_ERR_UNSUPPORTED,
+                    "mem_key on source rank %llu: only destination ranks "
+                    "expose buffers",
+                    (unsigned long long)ctx->rank);
+    if (m == NULL || key == NULL || key_len == NULL)
+        return FAIL(h, WEX_ERR_INVALID, "mem_key: NULL argument");
+    pthread_mutex_lock(&ctx->lock);
+    us = ucp_rkey_pack(ctx->context, m->memh, &rkey, &rkey_len);
+    pthread_mutex_unlock(&ctx->lock);
+    if (us != UCS_OK)
+        return FAIL(h, WEX_ERR_SYSTEM, "ucp_rkey_pack: %s",
+                    ucs_status_string(us));
+    memset(&k, 0, sizeof(k));
+    k.pid = (uint32_t)getpid();
+    k.rank = ctx->rank;
+    k.address = (uint64_t)(uintptr_t)m->address;
+    k.size = m->bytes;
+    k.worker_address = (const uint8_t *)ctx->address;
+    k.worker_address_len = (uint32_t)ctx->address_len;
+    k.rkey = rkey;
+    k.rkey_len = (uint32_t)rkey_len;
+    k.host_len = (uint32_t)strlen(ctx->host_name);
+    memcpy(k.host, ctx->host_name, k.host_len);
+    cap = (size_t)(*key_len < WEX_TRANSPORT_KEY_MAX ? *key_len
+                                                     : WEX_TRANSPORT_KEY_MAX);
+    len = ucx_key_encode(&k, key, cap);
+    ucp_rkey_buffer_release(rkey);
+    if (len == 0)
+        return FAIL(h, WEX_ERR_INVALID,
+                    "mem_key: a %llu-byte key buffer is too small (%zu bytes "
+                    "needed: a %zu-byte worker address, a %zu-byte rkey)",
+                    (unsigned long long)*key_len, ucx_key_length(&k),
+                    ctx->address_len, rkey_len);
+    *key_len = len;
+    return WEX_OK;
+}
