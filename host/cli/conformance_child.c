@@ -38,12 +38,44 @@ _Static_assert(sizeof(record) <= PIPE_BUF, "records must be atomic");
 
 static int report_pipe = -1;
 
-static double now_s(void)
+double conf_now_s(void)
 {
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int conf_write_all(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+
+    while (n > 0) {
+        ssize_t r = write(fd, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+int conf_read_all(int fd, void *buf, size_t n)
+{
+    char *p = buf;
+
+    while (n > 0) {
+        ssize_t r = read(fd, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
 }
 
 /* One line: newlines and tabs become spaces. */
@@ -299,10 +331,10 @@ void conf_run_child(conf_ctx *ctx, const char *phase, const int *ids,
     }
     setpgid(pid, pid); /* either side may win the race; both set it */
     close(fds[1]);
-    deadline = now_s() + ctx->timeout_s;
+    deadline = conf_now_s() + ctx->timeout_s;
     while (!eof) {
         struct pollfd p = {fds[0], POLLIN, 0};
-        double left = deadline - now_s();
+        double left = deadline - conf_now_s();
         ssize_t n;
 
         if (left <= 0) {
@@ -330,7 +362,7 @@ void conf_run_child(conf_ctx *ctx, const char *phase, const int *ids,
             exited = 1;
             break;
         }
-        if (now_s() >= deadline) {
+        if (conf_now_s() >= deadline) {
             timed_out = 1;
             break;
         }

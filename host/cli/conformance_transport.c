@@ -58,60 +58,20 @@ static uint8_t pattern(uint64_t i)
     return (uint8_t)((((i + 17) * 0x9e3779b97f4a7c15ull) >> 56) | 1u);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-
-    while (n > 0) {
-        ssize_t r = write(fd, p, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
-static int read_all(int fd, void *buf, size_t n)
-{
-    char *p = buf;
-
-    while (n > 0) {
-        ssize_t r = read(fd, p, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
 /* A length-prefixed message: the key (len > 0), or an error text. */
 static void send_msg(int fd, uint32_t tag, const void *data, uint32_t len)
 {
-    (void)(write_all(fd, &tag, sizeof(tag)) == 0 &&
-           write_all(fd, &len, sizeof(len)) == 0 &&
-           write_all(fd, data, len) == 0);
+    (void)(conf_write_all(fd, &tag, sizeof(tag)) == 0 &&
+           conf_write_all(fd, &len, sizeof(len)) == 0 &&
+           conf_write_all(fd, data, len) == 0);
 }
 
 static int recv_msg(int fd, uint32_t *tag, void *data, uint32_t cap,
                     uint32_t *len)
 {
-    if (read_all(fd, tag, sizeof(*tag)) != 0 ||
-        read_all(fd, len, sizeof(*len)) != 0 || *len > cap ||
-        read_all(fd, data, *len) != 0)
+    if (conf_read_all(fd, tag, sizeof(*tag)) != 0 ||
+        conf_read_all(fd, len, sizeof(*len)) != 0 || *len > cap ||
+        conf_read_all(fd, data, *len) != 0)
         return -1;
     return 0;
 }
@@ -224,7 +184,7 @@ static void destination_main(const tport *t, int to_tester, int from_tester)
         return;
     }
     send_msg(to_tester, TAG_KEY, key, (uint32_t)key_len);
-    while (read_all(from_tester, &cmd, 1) == 0 && cmd == 'v') {
+    while (conf_read_all(from_tester, &cmd, 1) == 0 && cmd == 'v') {
         if (verify(buf, why, sizeof(why)) == 0)
             send_msg(to_tester, TAG_VERIFIED, "", 1);
         else
@@ -322,7 +282,7 @@ static int round_trip(const tport *t, pid_t *dest_p, int *to_dest,
                     wex__last_error());
         return 0;
     }
-    if (write_all(down[1], "v", 1) != 0 ||
+    if (conf_write_all(down[1], "v", 1) != 0 ||
         recv_msg(up[0], &tag, key, sizeof(key), &len) != 0) {
         conf_report(CONF_TRANSPORT_ROUNDTRIP, CONF_FAIL,
                     "the destination process died while checking its "
@@ -363,13 +323,13 @@ static void dead_peer(const tport *t, pid_t dest, wex_transport_ctx *src,
                   "put + flush towards a killed destination did not return "
                   "within %u s",
                   deadline);
-    t0 = now_s();
+    t0 = conf_now_s();
     wex__error_clear();
     st = t->ops->put(src, peer, 0, bytes, sizeof(bytes));
     if (st >= 0)
         while ((st = t->ops->flush(src)) > 0)
             ;
-    took = now_s() - t0;
+    took = conf_now_s() - t0;
     snprintf(msg, sizeof(msg), "%s", wex__last_error());
     conf_watchdog(deadline, CONF_TRANSPORT_DEAD_PEER,
                   "put + flush towards a killed destination returned, but "

@@ -28,6 +28,7 @@
 #include "error.h"
 #include "nccl_key.h"
 #include "options.h"
+#include "proc_io.h"
 #include "registry.h"
 
 #define SKIP 77
@@ -50,14 +51,6 @@ static int failures;
             failures++;                                                    \
         }                                                                  \
     } while (0)
-
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static wex_status open_ctx(uint32_t side, const uint64_t *peers,
                            uint64_t peer_count, wex_transport_ctx **ctx_p)

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "check_run.h"
+#include "proc_io.h"
 #include "error.h"
 #include "options.h"
 #include "registry.h"
@@ -59,14 +60,6 @@ static void setup(void)
 static void teardown(void)
 {
     wex__registry_free(registry);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* A transport context; `options` is JSON text or NULL. */
@@ -156,38 +149,6 @@ typedef struct dest {
     uint8_t key[WEX_TRANSPORT_KEY_MAX];
     uint64_t key_len;
 } dest;
-
-static int write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-
-    while (n > 0) {
-        ssize_t r = write(fd, p, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
-static int read_all(int fd, void *buf, size_t n)
-{
-    char *p = buf;
-
-    while (n > 0) {
-        ssize_t r = read(fd, p, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
 
 /* Every written byte holds the pattern and every other one is zero. */
 static int verify(const uint8_t *buf)

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "check_run.h"
+#include "proc_io.h"
 #include "error.h"
 #include "options.h"
 #include "registry.h"
@@ -77,14 +78,6 @@ static void setup_quiet(void)
 static void teardown(void)
 {
     wex__registry_free(registry);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* A transport context; `options` is JSON text or NULL. */
@@ -198,38 +191,6 @@ typedef struct dest {
     uint8_t key[2][WEX_TRANSPORT_KEY_MAX]; /* [0] mem_alloc, [1] registered */
     uint64_t key_len[2];
 } dest;
-
-static int write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-
-    while (n > 0) {
-        ssize_t r = write(fd, p, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
-static int read_all(int fd, void *buf, size_t n)
-{
-    char *p = buf;
-
-    while (n > 0) {
-        ssize_t r = read(fd, p, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
 
 static int send_key(wex_transport_ctx *ctx, wex_transport_mem *mem, int fd)
 {
