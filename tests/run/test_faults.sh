@@ -49,7 +49,7 @@ PY
 # over `r` (the report), `errors` (joined) and `code` (the exit status).
 fault_case() { # label, job, fault, extra args, python check
     local label=$1 job=$2 fault=$3 args=$4 check=$5 code try
-    for try in 1 2 3; do
+    for try in 1 2 3 4 5; do
         WEX_RUN_FAULT=$fault "$WEX" run "$TMP/$job.json" --steps 3 --json $args \
             >"$TMP/out.json" 2>"$TMP/err"
         code=$?
