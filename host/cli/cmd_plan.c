@@ -209,10 +209,11 @@ static void print_human(const wex__planner *p, const plan_args *a,
 {
     const wex__plan_stats *s = &r->stats;
 
-    printf("job        %s: %s (%" PRIu64 " ranks) -> %s (%" PRIu64
-           " ranks) on %" PRIu64 " host%s, policy %s\n",
+    printf("job        %s: %s (%" PRIu64 " rank%s) -> %s (%" PRIu64
+           " rank%s) on %" PRIu64 " host%s, policy %s\n",
            p->job->path, p->job->source.name, p->src.ranks,
-           p->job->destination.name, p->dst.ranks, p->topology.hosts,
+           p->src.ranks == 1 ? "" : "s", p->job->destination.name,
+           p->dst.ranks, p->dst.ranks == 1 ? "" : "s", p->topology.hosts,
            p->topology.hosts == 1 ? "" : "s", p->job->policy.name);
     if (a->has_rank) {
         printf("rank       %s %" PRIu64 ": %" PRIu64 " operations, %" PRIu64

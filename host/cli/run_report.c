@@ -194,12 +194,14 @@ int wex_run_report(launch *l, const run_args *a, size_t failed)
             puts(text);
         free(text);
     } else {
-        printf("job        %s: %s (%llu ranks) -> %s (%llu ranks) over %s, "
-               "verify %s\n",
+        printf("job        %s: %s (%llu rank%s) -> %s (%llu rank%s) over "
+               "%s, verify %s\n",
                l->plan.job->path, l->plan.job->source.name,
                (unsigned long long)l->plan.src.ranks,
+               l->plan.src.ranks == 1 ? "" : "s",
                l->plan.job->destination.name,
                (unsigned long long)l->plan.dst.ranks,
+               l->plan.dst.ranks == 1 ? "" : "s",
                l->plan.job->transport.name,
                l->plan.job->verify_digest ? "digest" : "none");
         for (uint64_t s = 0; s < a->steps; s++) {
