@@ -4,7 +4,8 @@
  * a forked child (conformance_child.c), so a plugin that crashes, hangs or
  * prints fails its check instead of taking the kit down.
  *
- * Files: cmd_conformance.c (arguments, the check table, reporting),
+ * Files: cmd_conformance.c (arguments, reporting),
+ * conformance_checks.c (the check table),
  * conformance_child.c (child processes, deadlines, captured output),
  * conformance_elf.c (the dynamic symbol table and DT_NEEDED),
  * conformance_abi.c (manifest, symbols, negotiation, init/fini),

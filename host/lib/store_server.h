@@ -1,7 +1,8 @@
 /*
  * The rendezvous server's insides, shared by its files: store_server.c
- * (the map, connections, SET/GET/ADD/WAIT_GE) and store_members.c (the
- * step barrier and the verdict gather, which know who is alive).
+ * (connections, SET/GET/ADD/WAIT_GE/DROP), store_map.c (the keys) and
+ * store_members.c (the step barrier and the verdict gather, which know
+ * who is alive).
  *
  * Deaths: a client that said HELLO and then went without BYE is
  * appended to `dead`; death number i (0-based) is "acknowledged" by a
@@ -79,6 +80,10 @@ enum { WEX__WAIT_MORE, WEX__WAIT_DEAD, WEX__WAIT_TIMEOUT, WEX__WAIT_GONE };
 wex__entry *wex__map_find(const wex__store_server *s, const char *key);
 wex_status wex__map_put(wex__store_server *s, const char *key,
                         uint8_t *value, size_t len);
+/* Removes every key starting with `prefix`; returns how many. */
+size_t wex__map_drop(wex__store_server *s, const char *prefix);
+/* Frees every entry and the buckets. */
+void wex__map_free(wex__store_server *s);
 
 /* Keys and names go into one-line messages: no control characters. */
 void wex__printable(const char *in, char *out, size_t cap);
