@@ -5,11 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "error.h"
+#include "fd_io.h"
 #include "planner.h"
 
 typedef struct plan_args {
@@ -106,14 +106,6 @@ static int parse_args(int argc, char **argv, plan_args *a)
     return 0;
 }
 
-static double now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 typedef struct plan_result {
     wex__plan_stats stats;
     double plan_seconds, predicted, lower_bound;
@@ -126,7 +118,7 @@ static wex_status run_plan(wex__planner *p, const plan_args *a, FILE *ops,
 {
     wex_plan_builder b;
     wex_status st;
-    double t0 = now();
+    double t0 = wex__now();
     int progress = !a->json && isatty(STDERR_FILENO) && !a->has_rank;
 
     st = wex__plan_stats_init(&out->stats, &p->src, &p->dst);
@@ -148,7 +140,7 @@ static wex_status run_plan(wex__planner *p, const plan_args *a, FILE *ops,
     }
     if (progress)
         fputs("\r\033[K", stderr);
-    out->plan_seconds = now() - t0;
+    out->plan_seconds = wex__now() - t0;
     wex__plan_builder_fini(&b);
     if (st == WEX_OK && !a->has_rank) {
         /* A ranks' stats need no bound; the whole plan's need both. */

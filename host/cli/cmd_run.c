@@ -143,14 +143,6 @@ static int parse_args(int argc, char **argv, run_args *a)
     return 0;
 }
 
-double wex_run_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Best of several single-thread memcpy passes over 256 MiB. */
 double wex_run_memcpy_gbps(void)
 {
@@ -166,9 +158,9 @@ double wex_run_memcpy_gbps(void)
     memset(a, 1, n);
     memset(b, 2, n);
     for (int i = 0; i < 5; i++) {
-        double t0 = wex_run_now();
+        double t0 = wex__now();
         memcpy(b, a, n);
-        double dt = wex_run_now() - t0;
+        double dt = wex__now() - t0;
         if (dt > 0 && (double)n / dt > best)
             best = (double)n / dt;
         a[i] = b[n - 1 - (size_t)i]; /* keep the copies observable */

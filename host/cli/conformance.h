@@ -21,6 +21,7 @@
 #include <cjson/cJSON.h>
 #include <wex/abi.h>
 
+#include "fd_io.h"
 #include "manifest.h"
 #include "registry.h"
 
@@ -106,12 +107,6 @@ int conf_set(conf_ctx *ctx, int id, int status, const char *fmt, ...)
 void conf_run_child(conf_ctx *ctx, const char *phase, const int *ids,
                     size_t count, void (*fn)(conf_ctx *ctx, void *arg),
                     void *arg);
-
-/* A monotonic clock, in seconds. */
-double conf_now_s(void);
-/* Whole writes and reads on a pipe: 0, or -1 when it fails or closes. */
-int conf_write_all(int fd, const void *buf, size_t n);
-int conf_read_all(int fd, void *buf, size_t n);
 
 /* ---- child side ------------------------------------------------------- */
 

@@ -18,7 +18,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "conformance.h"
@@ -37,46 +36,6 @@ _Static_assert(sizeof(record) <= PIPE_BUF, "records must be atomic");
 #define STRAY_KEEP 8
 
 static int report_pipe = -1;
-
-double conf_now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-int conf_write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-
-    while (n > 0) {
-        ssize_t r = write(fd, p, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
-int conf_read_all(int fd, void *buf, size_t n)
-{
-    char *p = buf;
-
-    while (n > 0) {
-        ssize_t r = read(fd, p, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
 
 /* One line: newlines and tabs become spaces. */
 static void flatten(char *s)
@@ -331,10 +290,10 @@ void conf_run_child(conf_ctx *ctx, const char *phase, const int *ids,
     }
     setpgid(pid, pid); /* either side may win the race; both set it */
     close(fds[1]);
-    deadline = conf_now_s() + ctx->timeout_s;
+    deadline = wex__now() + ctx->timeout_s;
     while (!eof) {
         struct pollfd p = {fds[0], POLLIN, 0};
-        double left = deadline - conf_now_s();
+        double left = deadline - wex__now();
         ssize_t n;
 
         if (left <= 0) {
@@ -362,7 +321,7 @@ void conf_run_child(conf_ctx *ctx, const char *phase, const int *ids,
             exited = 1;
             break;
         }
-        if (conf_now_s() >= deadline) {
+        if (wex__now() >= deadline) {
             timed_out = 1;
             break;
         }

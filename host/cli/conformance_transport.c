@@ -16,7 +16,6 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "conformance.h"
@@ -61,17 +60,17 @@ static uint8_t pattern(uint64_t i)
 /* A length-prefixed message: the key (len > 0), or an error text. */
 static void send_msg(int fd, uint32_t tag, const void *data, uint32_t len)
 {
-    (void)(conf_write_all(fd, &tag, sizeof(tag)) == 0 &&
-           conf_write_all(fd, &len, sizeof(len)) == 0 &&
-           conf_write_all(fd, data, len) == 0);
+    (void)(wex__write_all(fd, &tag, sizeof(tag)) == 0 &&
+           wex__write_all(fd, &len, sizeof(len)) == 0 &&
+           wex__write_all(fd, data, len) == 0);
 }
 
 static int recv_msg(int fd, uint32_t *tag, void *data, uint32_t cap,
                     uint32_t *len)
 {
-    if (conf_read_all(fd, tag, sizeof(*tag)) != 0 ||
-        conf_read_all(fd, len, sizeof(*len)) != 0 || *len > cap ||
-        conf_read_all(fd, data, *len) != 0)
+    if (wex__read_all(fd, tag, sizeof(*tag)) != 0 ||
+        wex__read_all(fd, len, sizeof(*len)) != 0 || *len > cap ||
+        wex__read_all(fd, data, *len) != 0)
         return -1;
     return 0;
 }
@@ -184,7 +183,7 @@ static void destination_main(const tport *t, int to_tester, int from_tester)
         return;
     }
     send_msg(to_tester, TAG_KEY, key, (uint32_t)key_len);
-    while (conf_read_all(from_tester, &cmd, 1) == 0 && cmd == 'v') {
+    while (wex__read_all(from_tester, &cmd, 1) == 0 && cmd == 'v') {
         if (verify(buf, why, sizeof(why)) == 0)
             send_msg(to_tester, TAG_VERIFIED, "", 1);
         else
@@ -282,7 +281,7 @@ static int round_trip(const tport *t, pid_t *dest_p, int *to_dest,
                     wex__last_error());
         return 0;
     }
-    if (conf_write_all(down[1], "v", 1) != 0 ||
+    if (wex__write_all(down[1], "v", 1) != 0 ||
         recv_msg(up[0], &tag, key, sizeof(key), &len) != 0) {
         conf_report(CONF_TRANSPORT_ROUNDTRIP, CONF_FAIL,
                     "the destination process died while checking its "
@@ -323,13 +322,13 @@ static void dead_peer(const tport *t, pid_t dest, wex_transport_ctx *src,
                   "put + flush towards a killed destination did not return "
                   "within %u s",
                   deadline);
-    t0 = conf_now_s();
+    t0 = wex__now();
     wex__error_clear();
     st = t->ops->put(src, peer, 0, bytes, sizeof(bytes));
     if (st >= 0)
         while ((st = t->ops->flush(src)) > 0)
             ;
-    took = conf_now_s() - t0;
+    took = wex__now() - t0;
     snprintf(msg, sizeof(msg), "%s", wex__last_error());
     conf_watchdog(deadline, CONF_TRANSPORT_DEAD_PEER,
                   "put + flush towards a killed destination returned, but "

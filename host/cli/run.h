@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "fd_io.h"
 #include "runtime.h"
 
 #include <stdio.h>
@@ -44,7 +45,6 @@ typedef struct launch {
     int *killed;              /* per worker: the signal that ended it */
 } launch;
 
-double wex_run_now(void);
 /* Best of several single-thread memcpy passes, GB/s. */
 double wex_run_memcpy_gbps(void);
 /* What a worker posted under report/SIDE/RANK, or NULL. */

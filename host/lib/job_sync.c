@@ -19,9 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "error.h"
+#include "fd_io.h"
 #include "runtime.h"
 
 typedef struct step_try {
@@ -31,14 +31,6 @@ typedef struct step_try {
     double started;           /* when the first try's barrier passed */
     char why[WEX__ERROR_MAX]; /* why this rank could not take part */
 } step_try;
-
-static double now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void try_key(char *key, size_t cap, const step_try *t, const char *what)
 {
@@ -319,7 +311,7 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
         return STEP_FAILED;
     }
     if (t->number == 0)
-        t->started = now();
+        t->started = wex__now();
     /* Everyone has passed this barrier, so everyone is done with the
      * step before last: one rank drops its keys, or a long job's
      * rendezvous would grow by a step's keys every step. (The last step
@@ -376,7 +368,7 @@ static void fill_report(const wex_job *job, wex_sync_report *r, uint64_t step,
 wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
 {
     step_try t = {step, 0, job->plan.job->verify_digest,
-                  job->plan.job->step_seconds, now(), ""};
+                  job->plan.job->step_seconds, wex__now(), ""};
     char why[WEX__ERROR_MAX] = "", first[WEX__ERROR_MAX] = "";
     int result;
     wex_status st = WEX_OK;
@@ -404,7 +396,7 @@ wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
     job->earlier_steps[1] = step;
     if (r != NULL)
         fill_report(job, r, step, result == STEP_OK, t.number + 1,
-                    now() - t.started);
+                    wex__now() - t.started);
     if (result == STEP_OK)
         return WEX_OK;
     if (t.number > 0)

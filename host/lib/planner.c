@@ -3,17 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "error.h"
-
-static double now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "fd_io.h"
 
 static void shape_text(const wex__tensor *t, char *out, size_t cap)
 {
@@ -143,7 +135,7 @@ wex_status wex__planner_open_job(wex__planner *p, wex__registry *registry,
     memset(p, 0, sizeof(*p));
     p->job = job;
     st = load_models(p);
-    t0 = now();
+    t0 = wex__now();
     if (st == WEX_OK &&
         (st = wex__side_open(&p->src, "source", registry, j->source.name,
                              p->src_model, j->source_parallel,
@@ -155,7 +147,7 @@ wex_status wex__planner_open_job(wex__planner *p, wex__registry *registry,
                              j->destination_parallel,
                              j->destination.options)) != WEX_OK)
         st = name_the_field(st, j->path, "destination", j->destination.name);
-    p->layout_seconds = now() - t0;
+    p->layout_seconds = wex__now() - t0;
     if (st == WEX_OK)
         st = wex__topology_place(j->topology, j->path, &p->src, &p->dst,
                                  &p->topology);

@@ -24,6 +24,8 @@
 #include <stdint.h>
 #include <wex/abi.h>
 
+#include "fd_io.h"
+
 typedef struct wex__store_server wex__store_server;
 typedef struct wex__store_client wex__store_client;
 
@@ -109,10 +111,9 @@ void wex__store_close(wex__store_client *c);
 void wex__store_abandon(wex__store_client *c);
 
 /* ---- socket helpers shared by the client and the server -------------
- * (in store_client.c). Deadlines are wex__store_now() seconds; a negative
- * deadline waits forever. Failures set the last error: WEX_ERR_TIMEOUT,
+ * (in store_client.c). Deadlines are wex__now() seconds (fd_io.h); a
+ * negative deadline waits forever. Failures set the last error: WEX_ERR_TIMEOUT,
  * WEX_ERR_PEER when the other end closed, WEX_ERR_SYSTEM. */
-double wex__store_now(void);
 wex_status wex__store_read_full(int fd, void *buf, size_t n,
                                 double deadline);
 wex_status wex__store_write_full(int fd, const void *buf, size_t n,

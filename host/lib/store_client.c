@@ -36,21 +36,13 @@ struct wex__store_client {
 
 /* ---- socket helpers ---------------------------------------------------- */
 
-double wex__store_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int wex__poll_ms(double deadline)
 {
     double left;
 
     if (deadline < 0)
         return -1;
-    left = deadline - wex__store_now();
+    left = deadline - wex__now();
     if (left <= 0)
         return 0;
     if (left > 1e6) /* poll takes an int; it is re-armed after waking */
@@ -68,7 +60,7 @@ static wex_status wex__wait_fd(int fd, short events, double deadline)
         int n = poll(&p, 1, wex__poll_ms(deadline));
         if (n > 0)
             return WEX_OK;
-        if (n == 0 && deadline >= 0 && wex__store_now() >= deadline)
+        if (n == 0 && deadline >= 0 && wex__now() >= deadline)
             return wex__error(WEX_ERR_TIMEOUT, "timed out");
         if (n < 0 && errno != EINTR)
             return wex__error(WEX_ERR_SYSTEM, "poll: %s", strerror(errno));
@@ -266,7 +258,7 @@ static wex_status wex__read_reply(int fd, double wait_s, uint8_t **msg_p,
     wex_status st;
 
     st = wex__store_read_full(fd, header, sizeof(header),
-                              wex__store_now() + wait_s + WEX__STORE_GRACE_S);
+                              wex__now() + wait_s + WEX__STORE_GRACE_S);
     if (st == WEX_OK)
         st = wex__store_frame_length(header, WEX__STORE_RESPONSE_MIN,
                                      WEX__STORE_RESPONSE_MAX, &n);
@@ -278,7 +270,7 @@ static wex_status wex__read_reply(int fd, double wait_s, uint8_t **msg_p,
                           "reply", n);
     memcpy(msg, header, sizeof(header));
     st = wex__store_read_full(fd, msg + WEX__STORE_HEADER, n,
-                              wex__store_now() + WEX__STORE_IO_S);
+                              wex__now() + WEX__STORE_IO_S);
     if (st == WEX_OK)
         st = wex__store_decode_response(msg, WEX__STORE_HEADER + n, resp);
     if (st != WEX_OK) {
@@ -309,7 +301,7 @@ static wex_status wex__call(wex__store_client *c, uint8_t op,
     if (st != WEX_OK)
         return wex__error_prefix(st, "rendezvous %s", c->address);
     st = wex__store_write_full(c->fd, req, req_len,
-                               wex__store_now() + WEX__STORE_IO_S);
+                               wex__now() + WEX__STORE_IO_S);
     free(req);
     if (st == WEX_OK)
         st = wex__read_reply(c->fd, wait_s, msg_p, resp);
@@ -375,7 +367,7 @@ wex_status wex__store_connect(const char *address, const char *token,
                               wex__store_client **client_p)
 {
     char host[256], port[8];
-    double start = wex__store_now(), deadline, backoff = 0.05;
+    double start = wex__now(), deadline, backoff = 0.05;
     wex__store_client *c;
     wex__store_response resp;
     uint8_t *hello, *msg;
@@ -401,10 +393,10 @@ wex_status wex__store_connect(const char *address, const char *token,
     /* The server may not be up yet: retry refused connections until the
      * deadline, backing off so a few hundred waiting ranks stay quiet. */
     while ((st = wex__connect_once(host, port, deadline, &fd)) != WEX_OK) {
-        double left = deadline - wex__store_now();
+        double left = deadline - wex__now();
         if (left <= 0) {
             st = wex__error(WEX_ERR_TIMEOUT, "rendezvous %s: no server after "
-                            "%.1f s (%s)", address, wex__store_now() - start,
+                            "%.1f s (%s)", address, wex__now() - start,
                             wex__last_error());
             free(hello);
             return st;
@@ -421,7 +413,7 @@ wex_status wex__store_connect(const char *address, const char *token,
     c->fd = fd;
     snprintf(c->address, sizeof(c->address), "%s", address);
     st = wex__store_write_full(fd, hello, hello_len,
-                               wex__store_now() + WEX__STORE_IO_S);
+                               wex__now() + WEX__STORE_IO_S);
     free(hello);
     if (st == WEX_OK)
         st = wex__read_reply(fd, WEX__STORE_IO_S, &msg, &resp);
@@ -645,7 +637,7 @@ void wex__store_close(wex__store_client *c)
     if (!c->broken &&
         wex__store_encode_request(WEX__STORE_BYE, "", 0, NULL, 0, &req,
                                   &len) == WEX_OK) {
-        double deadline = wex__store_now() + WEX__STORE_BYE_S;
+        double deadline = wex__now() + WEX__STORE_BYE_S;
         if (wex__store_write_full(c->fd, req, len, deadline) == WEX_OK &&
             wex__read_reply(c->fd, 0, &msg, &resp) == WEX_OK)
             free(msg);

@@ -59,7 +59,7 @@ int wex__reply(wex__conn *c, uint8_t status, const void *payload,
 
     if (st == WEX_OK) {
         st = wex__store_write_full(c->fd, msg, n,
-                                   wex__store_now() + WEX__MESSAGE_S);
+                                   wex__now() + WEX__MESSAGE_S);
         free(msg);
     }
     return st == WEX_OK;
@@ -158,7 +158,7 @@ int wex__wait_step(wex__conn *c, double deadline, double *next_check,
                    int watch_deaths)
 {
     wex__store_server *s = c->server;
-    double now = wex__store_now(), until;
+    double now = wex__now(), until;
     struct timespec ts;
 
     if (s->stopping)
@@ -196,7 +196,7 @@ int wex__end_wait(wex__conn *c, int why, const char *timeout_text)
 
 double wex__deadline(const uint8_t *ms)
 {
-    return wex__store_now() + (double)wex__store_get_u64(ms) / 1000.0;
+    return wex__now() + (double)wex__store_get_u64(ms) / 1000.0;
 }
 
 /* ---- requests --------------------------------------------------------- */
@@ -427,7 +427,7 @@ static wex_status wex__read_request(wex__conn *c, uint8_t **msg_p,
     st = wex__store_read_full(c->fd, header, 1, idle_deadline);
     if (st == WEX_OK)
         st = wex__store_read_full(c->fd, header + 1, sizeof(header) - 1,
-                                  wex__store_now() + WEX__MESSAGE_S);
+                                  wex__now() + WEX__MESSAGE_S);
     if (st == WEX_OK)
         st = wex__store_frame_length(header, WEX__STORE_REQUEST_MIN, max, &n);
     if (st != WEX_OK)
@@ -438,7 +438,7 @@ static wex_status wex__read_request(wex__conn *c, uint8_t **msg_p,
                           "message", n);
     memcpy(msg, header, sizeof(header));
     st = wex__store_read_full(c->fd, msg + WEX__STORE_HEADER, n,
-                              wex__store_now() + WEX__MESSAGE_S);
+                              wex__now() + WEX__MESSAGE_S);
     if (st != WEX_OK) {
         free(msg);
         return st;
@@ -452,7 +452,7 @@ static void *wex__conn_main(void *arg)
 {
     wex__conn *c = arg;
     wex__store_server *s = c->server;
-    double hello_deadline = wex__store_now() + WEX__HELLO_S;
+    double hello_deadline = wex__now() + WEX__HELLO_S;
 
     for (;;) {
         wex__store_request req;

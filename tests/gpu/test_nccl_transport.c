@@ -26,9 +26,9 @@
 #include <cuda_runtime_api.h>
 
 #include "error.h"
+#include "fd_io.h"
 #include "nccl_key.h"
 #include "options.h"
-#include "proc_io.h"
 #include "registry.h"
 
 #define SKIP 77
@@ -179,7 +179,7 @@ static void check_dead_destination(const char *self)
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     alarm(60); /* a hang is the failure this check is about */
-    t0 = now_s();
+    t0 = wex__now();
     CHECK(open_ctx(WEX_SIDE_SOURCE, &source0, 1, &src) == WEX_OK,
           "source context");
     cudaMalloc(&data, BYTES);
@@ -189,7 +189,7 @@ static void check_dead_destination(const char *self)
         st = ops->put(src, peer, 0, data, BYTES);
     if (src != NULL && st == WEX_OK)
         st = ops->flush(src);
-    took = now_s() - t0;
+    took = wex__now() - t0;
     CHECK(st < 0, "put + flush towards a killed destination fails");
     CHECK(took < TIMEOUT_MS / 1000.0 + 10, "and within timeout_ms (%.1f s)",
           took);
@@ -232,7 +232,7 @@ static void check_pair_on_one_gpu(void)
     double t0;
 
     alarm(60);
-    t0 = now_s();
+    t0 = wex__now();
     if (destination(&dst, &mem, &buf, key, &key_len) != 0 ||
         open_ctx(WEX_SIDE_SOURCE, &source0, 1, &src) != WEX_OK ||
         ops->peer_attach(src, 0, key, key_len, &peer) != WEX_OK) {
@@ -262,13 +262,13 @@ static void check_pair_on_one_gpu(void)
               "the received bytes are the sent ones, nothing else written");
         printf("3. two ranks on one GPU: NCCL accepted; %u bytes sent, "
                "received and checked in %.1f s\n", BYTES - 4096,
-               now_s() - t0);
+               wex__now() - t0);
         free(got);
     } else {
         CHECK(fs.st < 0 && fd.st < 0, "both sides fail together");
         printf("3. two ranks on one GPU: NCCL refused the pair in %.1f s, "
                "as expected (not a failure): source: %s; destination: %s\n",
-               now_s() - t0, fs.error, fd.error);
+               wex__now() - t0, fs.error, fd.error);
     }
     ops->peer_detach(src, peer);
     ops->ctx_destroy(src);

@@ -17,12 +17,11 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "check_run.h"
-#include "proc_io.h"
 #include "error.h"
+#include "fd_io.h"
 #include "options.h"
 #include "registry.h"
 
@@ -208,10 +207,10 @@ static int destination_main(int key_fd, int go_fd, int mode)
     if (ops->mem_key(ctx, mem, key, &key_len) != WEX_OK)
         goto out;
     len = (uint32_t)key_len;
-    if (write_all(key_fd, &len, sizeof(len)) != 0 ||
-        write_all(key_fd, key, len) != 0)
+    if (wex__write_all(key_fd, &len, sizeof(len)) != 0 ||
+        wex__write_all(key_fd, key, len) != 0)
         goto out;
-    if (read_all(go_fd, &cmd, 1) != 0)
+    if (wex__read_all(go_fd, &cmd, 1) != 0)
         cmd = 0;
     rc = cmd == 'v' ? verify(buf) : cmd == 'x' ? 0 : 2;
 out:
@@ -219,7 +218,7 @@ out:
         fprintf(stderr, "destination: %s\n", wex__last_error());
     if (len == 0) {
         uint32_t zero = 0;
-        (void)write_all(key_fd, &zero, sizeof(zero));
+        (void)wex__write_all(key_fd, &zero, sizeof(zero));
     }
     if (mem != NULL)
         ops->mem_deregister(ctx, mem);
@@ -248,9 +247,9 @@ static void spawn_destination(dest *d, int mode)
     close(key_pipe[1]);
     close(go_pipe[0]);
     d->go_fd = go_pipe[1];
-    ck_assert_msg(read_all(key_pipe[0], &len, sizeof(len)) == 0 && len > 0 &&
+    ck_assert_msg(wex__read_all(key_pipe[0], &len, sizeof(len)) == 0 && len > 0 &&
                       len <= sizeof(d->key) &&
-                      read_all(key_pipe[0], d->key, len) == 0,
+                      wex__read_all(key_pipe[0], d->key, len) == 0,
                   "the destination failed to expose its buffer");
     close(key_pipe[0]);
     d->key_len = len;
@@ -261,7 +260,7 @@ static int finish_destination(dest *d, char cmd)
 {
     int status = 0;
 
-    ck_assert_int_eq(write_all(d->go_fd, &cmd, 1), 0);
+    ck_assert_int_eq(wex__write_all(d->go_fd, &cmd, 1), 0);
     close(d->go_fd);
     ck_assert_int_eq(waitpid(d->pid, &status, 0), d->pid);
     ck_assert_msg(WIFEXITED(status), "destination died (status 0x%x)",
@@ -438,9 +437,9 @@ static void gone_before_attach(int private_memory)
     spawn_destination(&d, private_memory);
     ck_assert_int_eq(finish_destination(&d, 'x'), 0); /* exited, reaped */
     ctx = must_open(WEX_SIDE_SOURCE, 0, "{\"connect_timeout_ms\": 3000}");
-    t0 = now_s();
+    t0 = wex__now();
     st = ops->peer_attach(ctx, DEST_RANK, d.key, d.key_len, &peer);
-    took = now_s() - t0;
+    took = wex__now() - t0;
     ck_assert_msg(st == WEX_ERR_PEER, "status %d: %s", st, wex__last_error());
     ck_assert_msg(strstr(wex__last_error(), "is gone") != NULL &&
                       strstr(wex__last_error(), "destination rank 3") != NULL,
@@ -475,9 +474,9 @@ START_TEST(destination_closed_before_attach)
     ops->mem_deregister(dst, mem);
     ops->ctx_destroy(dst);
     src = must_open(WEX_SIDE_SOURCE, 0, "{\"connect_timeout_ms\": 300}");
-    t0 = now_s();
+    t0 = wex__now();
     st = ops->peer_attach(src, 1, key, key_len, &peer);
-    took = now_s() - t0;
+    took = wex__now() - t0;
     ck_assert_msg(st == WEX_ERR_TIMEOUT, "status %d: %s", st,
                   wex__last_error());
     ck_assert_msg(strstr(wex__last_error(), "300 ms") != NULL, "%s",
@@ -556,13 +555,13 @@ START_TEST(ptrace_refusal_is_explained)
                 ops->peer_detach(ctx, peer);
             ops->ctx_destroy(ctx);
         }
-        (void)write_all(result[1], &st, sizeof(st));
-        (void)write_all(result[1], msg, sizeof(msg));
+        (void)wex__write_all(result[1], &st, sizeof(st));
+        (void)wex__write_all(result[1], msg, sizeof(msg));
         _exit(0);
     }
     close(result[1]);
-    ck_assert_int_eq(read_all(result[0], &st, sizeof(st)), 0);
-    ck_assert_int_eq(read_all(result[0], msg, sizeof(msg)), 0);
+    ck_assert_int_eq(wex__read_all(result[0], &st, sizeof(st)), 0);
+    ck_assert_int_eq(wex__read_all(result[0], msg, sizeof(msg)), 0);
     close(result[0]);
     msg[sizeof(msg) - 1] = '\0';
     ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
@@ -822,13 +821,13 @@ static double gbps(uint64_t bytes, double seconds)
 static double time_puts(wex_transport_ctx *src, wex_transport_peer *peer,
                         const uint8_t *data, int reps)
 {
-    double t0 = now_s();
+    double t0 = wex__now();
 
     for (int r = 0; r < reps; r++)
         ck_assert_msg(ops->put(src, peer, 0, data, BUF_BYTES) == WEX_OK, "%s",
                       wex__last_error());
     ck_assert_int_eq(ops->flush(src), WEX_OK);
-    return gbps(BUF_BYTES * (uint64_t)reps, now_s() - t0);
+    return gbps(BUF_BYTES * (uint64_t)reps, wex__now() - t0);
 }
 
 START_TEST(same_process_and_throughput)
@@ -867,12 +866,12 @@ START_TEST(same_process_and_throughput)
     put_vm = time_puts(src, to_priv, data, REPS);
     ck_assert(memcmp(shared_buf, data, BUF_BYTES) == 0);
     ck_assert(memcmp(target, data, BUF_BYTES) == 0);
-    t0 = now_s();
+    t0 = wex__now();
     for (int r = 0; r < REPS; r++) {
         memcpy(plain, data, BUF_BYTES);
         __asm__ __volatile__("" : : "r"(plain) : "memory");
     }
-    copy = gbps(BUF_BYTES * REPS, now_s() - t0);
+    copy = gbps(BUF_BYTES * REPS, wex__now() - t0);
     printf("shm throughput, 64 MiB x %d in one process (informative): "
            "put into memfd %.2f GB/s, put via process_vm_writev %.2f GB/s, "
            "memcpy %.2f GB/s\n",

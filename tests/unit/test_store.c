@@ -223,7 +223,7 @@ static int raw_connect(void)
 /* Sends bytes the server may refuse half-way: errors are ignored. */
 static void raw_send(int fd, const void *p, size_t n)
 {
-    (void)wex__store_write_full(fd, p, n, wex__store_now() + 2.0);
+    (void)wex__store_write_full(fd, p, n, wex__now() + 2.0);
 }
 
 /* One reply's status, with its text in `text`. */
@@ -232,12 +232,12 @@ static int raw_reply(int fd, char *text, size_t cap)
     uint8_t hdr[4], body[1024];
     uint32_t n = 0;
 
-    ck_assert_int_eq(wex__store_read_full(fd, hdr, 4, wex__store_now() + 2.0),
+    ck_assert_int_eq(wex__store_read_full(fd, hdr, 4, wex__now() + 2.0),
                      WEX_OK);
     n = wex__store_get_u32(hdr);
     ck_assert_uint_ge(n, 1);
     ck_assert_uint_le(n, sizeof(body));
-    ck_assert_int_eq(wex__store_read_full(fd, body, n, wex__store_now() + 2.0),
+    ck_assert_int_eq(wex__store_read_full(fd, body, n, wex__now() + 2.0),
                      WEX_OK);
     snprintf(text, cap, "%.*s", (int)n - 1, (const char *)body + 1);
     return body[0];
@@ -268,7 +268,7 @@ static void ck_closed(int fd)
 {
     char byte;
 
-    ck_assert_int_eq(wex__store_read_full(fd, &byte, 1, wex__store_now() + 2.0),
+    ck_assert_int_eq(wex__store_read_full(fd, &byte, 1, wex__now() + 2.0),
                      WEX_ERR_PEER);
 }
 
@@ -319,13 +319,13 @@ START_TEST(get_waits_for_a_later_set)
 {
     wex__store_client *c = join("destination/0");
     pid_t setter = spawn(child_setter, 300);
-    double t0 = wex__store_now();
+    double t0 = wex__now();
     void *value;
     size_t len;
 
     ck_assert_msg(wex__store_get(c, "layout/source/0", 3.0, &value, &len) == WEX_OK,
                   "%s", wex__last_error());
-    ck_assert_double_ge(wex__store_now() - t0, 0.25);
+    ck_assert_double_ge(wex__now() - t0, 0.25);
     ck_assert_str_eq(value, "digest-123");
     free(value);
     ck_assert_int_eq(reap(setter), 0);
@@ -343,18 +343,18 @@ START_TEST(timeouts_are_kept)
     wex__store_client *c = join("source/0");
     void *value = NULL;
     size_t len;
-    double t0 = wex__store_now(), took;
+    double t0 = wex__now(), took;
 
     ck_assert_int_eq(wex__store_get(c, "never", 0.3, &value, &len),
                      WEX_ERR_TIMEOUT);
-    took = wex__store_now() - t0;
+    took = wex__now() - t0;
     ck_assert_msg(took >= 0.28 && took < 1.0, "get took %.3f s", took);
     ck_assert_str_eq(wex__last_error(),
                      "rendezvous: key 'never' not set within 0.3 s");
-    t0 = wex__store_now();
+    t0 = wex__now();
     ck_assert_int_eq(wex__store_add(c, "count", 2, NULL), WEX_OK);
     ck_assert_int_eq(wex__store_wait_ge(c, "count", 3, 0.3), WEX_ERR_TIMEOUT);
-    took = wex__store_now() - t0;
+    took = wex__now() - t0;
     ck_assert_msg(took >= 0.28 && took < 1.0, "wait_ge took %.3f s", took);
     ck_assert_str_eq(wex__last_error(),
                      "rendezvous: counter 'count' is 2, not 3, after 0.3 s");
@@ -594,7 +594,7 @@ START_TEST(stalled_connections_are_dropped)
 {
     uint8_t hdr[4];
     wex__store_client *c;
-    double t0 = wex__store_now();
+    double t0 = wex__now();
     int silent = raw_connect(), half = raw_connect();
     char byte;
 
@@ -605,7 +605,7 @@ START_TEST(stalled_connections_are_dropped)
     ck_assert_int_eq(wex__store_set(c, "served", "yes", 3), WEX_OK);
     ck_assert_int_eq(wex__store_read_full(silent, &byte, 1, t0 + 15.0),
                      WEX_ERR_PEER);
-    ck_assert_double_ge(wex__store_now() - t0, 9.0);
+    ck_assert_double_ge(wex__now() - t0, 9.0);
     wex__store_close(c);
     close(silent);
     close(half);
@@ -617,7 +617,7 @@ END_TEST
 START_TEST(abandoned_client_fails_pending_waits)
 {
     wex__store_client *gone = join("source/1"), *c = join("destination/0");
-    double t0 = wex__store_now();
+    double t0 = wex__now();
     void *value;
     size_t len;
 
@@ -626,7 +626,7 @@ START_TEST(abandoned_client_fails_pending_waits)
     ck_assert_int_eq(wex__store_get(c, "never", 5.0, &value, &len), WEX_ERR_PEER);
     ck_assert_str_eq(wex__last_error(), "rendezvous: source/1 disconnected "
                                         "without saying goodbye");
-    ck_assert_double_lt(wex__store_now() - t0, 1.0);
+    ck_assert_double_lt(wex__now() - t0, 1.0);
     /* Every later unsatisfied wait fails the same way... */
     ck_assert_int_eq(wex__store_wait_ge(c, "nothing", 1, 5.0), WEX_ERR_PEER);
     ck_assert_ptr_nonnull(strstr(wex__last_error(), "source/1"));
@@ -662,9 +662,9 @@ START_TEST(killed_process_fails_the_others_waits)
     pause_s(0.05);
     kill(child, SIGKILL);
     ck_assert_int_eq(reap(child), 128 + SIGKILL);
-    t0 = wex__store_now();
+    t0 = wex__now();
     ck_assert_int_eq(wex__store_barrier(c, "step/7", 3, 5.0), WEX_ERR_PEER);
-    ck_assert_double_lt(wex__store_now() - t0, 1.0);
+    ck_assert_double_lt(wex__now() - t0, 1.0);
     ck_assert_str_eq(wex__last_error(), "rendezvous: destination/2 "
                                         "disconnected without saying goodbye");
     wex__store_close(c);
@@ -710,9 +710,9 @@ static int child_waits_for_stop(int unused)
         return child_failed("connect");
     if (wex__store_set(c, "waiting", "1", 1) != WEX_OK)
         return child_failed("set");
-    t0 = wex__store_now();
+    t0 = wex__now();
     st = wex__store_get(c, "never", 10.0, &value, &len);
-    if (st != WEX_ERR_PEER || wex__store_now() - t0 > 3.0)
+    if (st != WEX_ERR_PEER || wex__now() - t0 > 3.0)
         return child_failed("get during stop");
     wex__store_close(c);
     return 0;
@@ -730,15 +730,15 @@ START_TEST(stop_with_clients_connected_does_not_hang)
     ck_assert_int_eq(wex__store_get(idle, "waiting", 2.0, &value, &len), WEX_OK);
     free(value);
     pause_s(0.1);
-    t0 = wex__store_now();
+    t0 = wex__now();
     wex__store_stop(server);
     server = NULL;
-    ck_assert_double_lt(wex__store_now() - t0, 1.0);
+    ck_assert_double_lt(wex__now() - t0, 1.0);
     ck_assert_int_eq(reap(child), 0);
     ck_assert_int_eq(wex__store_set(idle, "k", "v", 1), WEX_ERR_PEER);
-    t0 = wex__store_now();
+    t0 = wex__now();
     wex__store_close(idle);
-    ck_assert_double_lt(wex__store_now() - t0, 1.0);
+    ck_assert_double_lt(wex__now() - t0, 1.0);
     close(raw);
 }
 END_TEST
@@ -776,10 +776,10 @@ START_TEST(connect_retries_until_the_server_starts)
     port = ntohs(sa.sin_port);
     close(fd);
     snprintf(where, sizeof(where), "127.0.0.1:%d", port);
-    t0 = wex__store_now();
+    t0 = wex__now();
     ck_assert_int_eq(wex__store_connect(where, TOKEN, "x", 0.2, &c),
                      WEX_ERR_TIMEOUT);
-    ck_assert_double_lt(wex__store_now() - t0, 0.6);
+    ck_assert_double_lt(wex__now() - t0, 0.6);
     ck_assert_ptr_nonnull(strstr(wex__last_error(), "no server after"));
 
     child = spawn(child_connects_early, port);

@@ -75,7 +75,7 @@ static void finish(member *m)
 START_TEST(barrier_waits_for_every_member)
 {
     member m[3];
-    double t0 = wex__store_now();
+    double t0 = wex__now();
 
     start(&m[0], "source/0", "step/1/0/begin", 1, 2, 0);
     start(&m[1], "destination/0", "step/1/0/begin", 1, 2, 0);
@@ -87,7 +87,7 @@ START_TEST(barrier_waits_for_every_member)
         ck_assert_uint_eq(m[i].dead_count, 0);
         free(m[i].dead);
     }
-    ck_assert_double_ge(wex__store_now() - t0, 0.3);
+    ck_assert_double_ge(wex__now() - t0, 0.3);
 }
 END_TEST
 
@@ -178,7 +178,7 @@ START_TEST(fail_fast_names_the_dead_member_to_everyone)
 {
     wex__store_client *gone = join("destination/1");
     member m[2];
-    double t0 = wex__store_now();
+    double t0 = wex__now();
 
     wex__store_abandon(gone);
     pause_s(0.1);
@@ -193,7 +193,7 @@ START_TEST(fail_fast_names_the_dead_member_to_everyone)
                           "%s", m[i].error);
         free(m[i].dead);
     }
-    ck_assert_double_lt(wex__store_now() - t0, 3.0);
+    ck_assert_double_lt(wex__now() - t0, 3.0);
 }
 END_TEST
 
@@ -209,14 +209,14 @@ START_TEST(news_of_a_death_fails_the_barrier_once)
 
     wex__store_abandon(gone);
     pause_s(0.1);
-    t0 = wex__store_now();
+    t0 = wex__now();
     ck_assert_int_eq(wex__store_arrive(s0, "step/8/0/begin", 0, 2, 1, NULL,
                                        5.0, &dead, &n), WEX_ERR_PEER);
     ck_assert_msg(strstr(wex__last_error(), "source/1 (dead)") != NULL, "%s",
                   wex__last_error());
     ck_assert_int_eq(wex__store_arrive(d0, "step/8/0/begin", 0, 2, 1, NULL,
                                        5.0, &dead, &n), WEX_ERR_PEER);
-    ck_assert_double_lt(wex__store_now() - t0, 1.0);
+    ck_assert_double_lt(wex__now() - t0, 1.0);
     /* The next step: source 1 comes back while the others wait. */
     member m[2];
     start_with(&m[0], "source/0", "step/9/0/begin", 2, 1, 0, 0, 5.0);
@@ -260,11 +260,11 @@ START_TEST(gather_takes_a_death_as_the_answer)
     double t0;
 
     ck_assert_int_eq(wex__store_set(d0, "verdict/0", "ok", 2), WEX_OK);
-    t0 = wex__store_now();
+    t0 = wex__now();
     wex__store_abandon(d1);
     ck_assert_msg(wex__store_gather(s0, "verdict/", 2, "destination/", 5.0,
                                     &g) == WEX_OK, "%s", wex__last_error());
-    ck_assert_double_lt(wex__store_now() - t0, 1.0);
+    ck_assert_double_lt(wex__now() - t0, 1.0);
     ck_assert_int_eq(g[0].present, 1);
     ck_assert_str_eq(g[0].value, "ok");
     ck_assert_int_eq(g[1].present, 0);

@@ -20,12 +20,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "check_run.h"
-#include "proc_io.h"
 #include "error.h"
+#include "fd_io.h"
 #include "options.h"
 #include "registry.h"
 
@@ -201,8 +200,8 @@ static int send_key(wex_transport_ctx *ctx, wex_transport_mem *mem, int fd)
     if (ops->mem_key(ctx, mem, key, &key_len) != WEX_OK)
         return -1;
     len = (uint32_t)key_len;
-    return write_all(fd, &len, sizeof(len)) == 0 &&
-                   write_all(fd, key, len) == 0
+    return wex__write_all(fd, &len, sizeof(len)) == 0 &&
+                   wex__write_all(fd, key, len) == 0
                ? 0
                : -1;
 }
@@ -230,7 +229,7 @@ static int destination_main(int key_fd, int go_fd, const char *options)
     if (send_key(ctx, amem, key_fd) != 0 || send_key(ctx, rmem, key_fd) != 0)
         goto out;
     sent = 1;
-    if (read_all(go_fd, &cmd, 1) != 0)
+    if (wex__read_all(go_fd, &cmd, 1) != 0)
         cmd = 0;
     rc = cmd == 'v' ? verify(abuf, ALLOC_BYTES, 0) |
                           verify(rbuf, REG_BYTES, 1)
@@ -241,7 +240,7 @@ out:
         fprintf(stderr, "destination: %s\n", wex__last_error());
     if (!sent) {
         uint32_t zero = 0;
-        (void)write_all(key_fd, &zero, sizeof(zero));
+        (void)wex__write_all(key_fd, &zero, sizeof(zero));
     }
     if (rmem != NULL)
         ops->mem_deregister(ctx, rmem);
@@ -273,9 +272,9 @@ static void spawn_destination(dest *d, const char *options)
     d->go_fd = go_pipe[1];
     for (int i = 0; i < 2; i++) {
         uint32_t len = 0;
-        ck_assert_msg(read_all(key_pipe[0], &len, sizeof(len)) == 0 &&
+        ck_assert_msg(wex__read_all(key_pipe[0], &len, sizeof(len)) == 0 &&
                           len > 0 && len <= sizeof(d->key[i]) &&
-                          read_all(key_pipe[0], d->key[i], len) == 0,
+                          wex__read_all(key_pipe[0], d->key[i], len) == 0,
                       "the destination failed to expose its buffers");
         d->key_len[i] = len;
     }
@@ -287,7 +286,7 @@ static int finish_destination(dest *d, char cmd)
 {
     int status = 0;
 
-    ck_assert_int_eq(write_all(d->go_fd, &cmd, 1), 0);
+    ck_assert_int_eq(wex__write_all(d->go_fd, &cmd, 1), 0);
     close(d->go_fd);
     ck_assert_int_eq(waitpid(d->pid, &status, 0), d->pid);
     ck_assert_msg(WIFEXITED(status), "destination died (status 0x%x)",
@@ -374,18 +373,18 @@ static void put_pattern_across_processes(const char *tls,
     memset(plain, 1, ALLOC_BYTES);
     ck_assert_int_eq(ops->put(ctx, to_alloc, 0, zeros, ALLOC_BYTES), WEX_OK);
     ck_assert_msg(ops->flush(ctx) == WEX_OK, "%s", wex__last_error());
-    t0 = now_s();
+    t0 = wex__now();
     for (int r = 0; r < REPS; r++)
         ck_assert_int_eq(ops->put(ctx, to_alloc, 0, zeros, ALLOC_BYTES),
                          WEX_OK);
     ck_assert_msg(ops->flush(ctx) == WEX_OK, "%s", wex__last_error());
-    big = gbps(ALLOC_BYTES * REPS, now_s() - t0);
-    t0 = now_s();
+    big = gbps(ALLOC_BYTES * REPS, wex__now() - t0);
+    t0 = wex__now();
     for (int r = 0; r < REPS; r++) {
         memcpy(plain, zeros, ALLOC_BYTES);
         __asm__ __volatile__("" : : "r"(plain) : "memory");
     }
-    copy = gbps(ALLOC_BYTES * REPS, now_s() - t0);
+    copy = gbps(ALLOC_BYTES * REPS, wex__now() - t0);
     free(plain);
 
     src_alloc = pattern_buffer(ALLOC_BYTES, 0);
@@ -393,10 +392,10 @@ static void put_pattern_across_processes(const char *tls,
     va = make_ops(ALLOC_BYTES, &na);
     vr = make_ops(REG_BYTES, &nr);
     /* the small pieces alone, timed, then everything else */
-    t0 = now_s();
+    t0 = wex__now();
     put_all(ctx, to_alloc, va + 3, na - 3, src_alloc);
     ck_assert_msg(ops->flush(ctx) == WEX_OK, "%s", wex__last_error());
-    small = (double)(na - 3) / (now_s() - t0);
+    small = (double)(na - 3) / (wex__now() - t0);
     put_all(ctx, to_alloc, va, 3, src_alloc);
     put_all(ctx, to_reg, vr, nr, src_reg);
     ck_assert_msg(ops->flush(ctx) == WEX_OK, "%s", wex__last_error());
@@ -461,7 +460,7 @@ static void expect_dead(wex_transport_ctx *ctx, wex_transport_peer *peer,
         if (st == WEX_OK)
             st = ops->flush(ctx);
     }
-    took = now_s() - t0;
+    took = wex__now() - t0;
     ck_assert_msg(st == WEX_ERR_PEER || st == WEX_ERR_TIMEOUT ||
                       (lenient && st == WEX_OK),
                   "%s: status %d: %s", what, st, wex__last_error());
@@ -472,12 +471,12 @@ static void expect_dead(wex_transport_ctx *ctx, wex_transport_peer *peer,
     ck_assert_msg(took < 6.0, "%s: took %.2f s", what, took);
     if (attach_status == WEX_OK && st != WEX_OK) {
         /* it stays failed, and says so at once */
-        t0 = now_s();
+        t0 = wex__now();
         ck_assert_int_ne(ops->flush(ctx), WEX_OK);
         ck_assert_int_ne(ops->put(ctx, peer, 0, bytes, sizeof(bytes)),
                          WEX_OK);
-        ck_assert_msg(now_s() - t0 < 3.5, "%s: again took %.2f s", what,
-                      now_s() - t0);
+        ck_assert_msg(wex__now() - t0 < 3.5, "%s: again took %.2f s", what,
+                      wex__now() - t0);
     }
     printf("ucx (UCX_TLS=%s, error_handling %s): %s: %s after %.2f s: %s\n",
            tls_name(), lenient ? "none" : "peer", what,
@@ -486,11 +485,11 @@ static void expect_dead(wex_transport_ctx *ctx, wex_transport_peer *peer,
                                    : "put+flush succeeded",
            took, st != WEX_OK ? wex__last_error() : "(into memory the "
            "source still maps)");
-    t0 = now_s();
+    t0 = wex__now();
     if (peer != NULL)
         ops->peer_detach(ctx, peer);
     ops->ctx_destroy(ctx);
-    destroy = now_s() - t0;
+    destroy = wex__now() - t0;
     ck_assert_msg(destroy < 5.0, "%s: ctx_destroy took %.2f s", what,
                   destroy);
     fflush(stdout);
@@ -513,7 +512,7 @@ static void killed_before_attach(const char *tls, const char *error_handling)
     ctx = must_open(WEX_SIDE_SOURCE, 0,
                     options_for(error_handling, sopt, sizeof(sopt),
                                 DEAD_OPTIONS));
-    t0 = now_s();
+    t0 = wex__now();
     wex__error_clear();
     st = ops->peer_attach(ctx, DEST_RANK, d.key[0], d.key_len[0], &peer);
     expect_dead(ctx, st == WEX_OK ? peer : NULL, st, t0,
@@ -543,7 +542,7 @@ static void killed_after_attach(const char *tls, const char *error_handling)
     ck_assert_int_eq(ops->put(ctx, peer, 0, bytes, sizeof(bytes)), WEX_OK);
     ck_assert_msg(ops->flush(ctx) == WEX_OK, "%s", wex__last_error());
     kill_destination(&d);
-    t0 = now_s();
+    t0 = wex__now();
     wex__error_clear();
     expect_dead(ctx, peer, WEX_OK, t0, "killed after attach",
                 error_handling != NULL);
@@ -611,13 +610,13 @@ START_TEST(destination_stopped)
     ck_assert_int_eq(ops->put(ctx, peer, 0, data, 4096), WEX_OK);
     ck_assert_msg(ops->flush(ctx) == WEX_OK, "%s", wex__last_error());
     ck_assert_int_eq(kill(d.pid, SIGSTOP), 0);
-    t0 = now_s();
+    t0 = wex__now();
     st = WEX_OK;
     for (int i = 0; i < 8 && st == WEX_OK; i++)
         st = ops->put(ctx, peer, 0, data, 16u << 20);
     if (st == WEX_OK)
         st = ops->flush(ctx);
-    took = now_s() - t0;
+    took = wex__now() - t0;
     ck_assert_msg(st == WEX_ERR_TIMEOUT, "status %d: %s", st,
                   wex__last_error());
     ck_assert_msg(strstr(wex__last_error(), "1000 ms") != NULL &&
@@ -627,10 +626,10 @@ START_TEST(destination_stopped)
     printf("ucx (UCX_TLS=tcp): destination stopped: %.2f s: %s\n", took,
            wex__last_error());
     fflush(stdout);
-    t0 = now_s();
+    t0 = wex__now();
     ops->peer_detach(ctx, peer);
     ops->ctx_destroy(ctx);
-    took = now_s() - t0;
+    took = wex__now() - t0;
     ck_assert_msg(took < 3.0, "ctx_destroy took %.2f s", took);
     kill_destination(&d);
     free(data);

@@ -1,17 +1,10 @@
-/*
- * What the multi-process transport tests share: a monotonic clock, and
- * whole reads and writes on the pipes between a test and the destination
- * processes it forks.
- */
-#ifndef WEX_TEST_PROC_IO_H
-#define WEX_TEST_PROC_IO_H
+#include "fd_io.h"
 
 #include <errno.h>
-#include <stddef.h>
 #include <time.h>
 #include <unistd.h>
 
-static inline double now_s(void)
+double wex__now(void)
 {
     struct timespec ts;
 
@@ -19,8 +12,7 @@ static inline double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* 0 once all `n` bytes are written; -1 when the pipe fails or closes. */
-static inline int write_all(int fd, const void *buf, size_t n)
+int wex__write_all(int fd, const void *buf, size_t n)
 {
     const char *p = buf;
 
@@ -36,8 +28,7 @@ static inline int write_all(int fd, const void *buf, size_t n)
     return 0;
 }
 
-/* 0 once all `n` bytes are read; -1 on failure or end of file first. */
-static inline int read_all(int fd, void *buf, size_t n)
+int wex__read_all(int fd, void *buf, size_t n)
 {
     char *p = buf;
 
@@ -52,5 +43,3 @@ static inline int read_all(int fd, void *buf, size_t n)
     }
     return 0;
 }
-
-#endif /* WEX_TEST_PROC_IO_H */
