@@ -24,6 +24,35 @@ double wt_now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+wex_status wt_key_decoded(const wex_host_services *h, const char *transport,
+                          uint64_t peer_rank, uint64_t key_len, int decode_rc,
+                          const char *why)
+{
+    if (key_len > WEX_TRANSPORT_KEY_MAX)
+        return FAIL(h, WEX_ERR_INVALID,
+                    "key for destination rank %llu: %llu bytes, more than "
+                    "any %s key",
+                    (unsigned long long)peer_rank,
+                    (unsigned long long)key_len, transport);
+    if (decode_rc != 0)
+        return FAIL(h, WEX_ERR_INVALID,
+                    "key for destination rank %llu is not a valid %s key: "
+                    "%s",
+                    (unsigned long long)peer_rank, transport, why);
+    return WEX_OK;
+}
+
+wex_status wt_key_rank(const wex_host_services *h, uint64_t key_rank,
+                       uint64_t peer_rank)
+{
+    if (key_rank != peer_rank)
+        return FAIL(h, WEX_ERR_INVALID,
+                    "the key is destination rank %llu's, not rank %llu's",
+                    (unsigned long long)key_rank,
+                    (unsigned long long)peer_rank);
+    return WEX_OK;
+}
+
 wex_status wt_plugin_init(const wex_host_services *host,
                           wex_plugin_state **state_p)
 {

@@ -305,15 +305,14 @@ static wex_status ipc_peer_attach(wex_transport_ctx *ctx, uint64_t peer_rank,
     cuda_ipc_key k;
     char why[160];
     wex_status st;
+    int rc = -1;
 
-    if (cuda_ipc_key_decode(key, (size_t)key_len, &k, why, sizeof(why)) != 0)
-        return FAIL(h, WEX_ERR_INVALID, "key for destination rank %llu is "
-                    "not a valid cuda-ipc key: %s",
-                    (unsigned long long)peer_rank, why);
-    if (k.rank != peer_rank)
-        return FAIL(h, WEX_ERR_INVALID, "the key is destination rank %llu's, "
-                    "not rank %llu's", (unsigned long long)k.rank,
-                    (unsigned long long)peer_rank);
+    if (key_len <= WEX_TRANSPORT_KEY_MAX)
+        rc = cuda_ipc_key_decode(key, (size_t)key_len, &k, why, sizeof(why));
+    if ((st = wt_key_decoded(h, "cuda-ipc", peer_rank, key_len, rc, why)) !=
+            WEX_OK ||
+        (st = wt_key_rank(h, k.rank, peer_rank)) != WEX_OK)
+        return st;
     p = calloc(1, sizeof(*p));
     if (p == NULL)
         return FAIL(h, WEX_ERR_NOMEM, "out of memory");
@@ -410,7 +409,8 @@ static const wex_transport_ops ipc_ops = {
 
 static const wex_plugin_desc ipc_desc = {
     sizeof(wex_plugin_desc), WEX_ABI_1_0, WEX_KIND_TRANSPORT,
-    WEX_PLUGIN_THREAD_PER_CTX, "cuda-ipc", "0.1.0", wt_plugin_init, wt_plugin_fini,
+    WEX_PLUGIN_THREAD_PER_CTX, "cuda-ipc", "0.1.0", wt_plugin_init,
+    wt_plugin_fini,
     &ipc_ops,
 };
 

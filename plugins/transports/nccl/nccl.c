@@ -389,17 +389,16 @@ static wex_status nccl_peer_attach(wex_transport_ctx *ctx, uint64_t peer_rank,
     nccl_key k;
     comm *c;
     wex_status st;
+    int rc = -1;
 
     if (ctx->broken)
         return FAIL(h, WEX_ERR_PEER, "communicators were aborted");
-    if (nccl_key_decode(key, (size_t)key_len, &k, why, sizeof(why)) != 0)
-        return FAIL(h, WEX_ERR_INVALID, "key for destination rank %llu is "
-                    "not a valid nccl key: %s",
-                    (unsigned long long)peer_rank, why);
-    if (k.rank != peer_rank)
-        return FAIL(h, WEX_ERR_INVALID, "the key is destination rank %llu's, "
-                    "not rank %llu's", (unsigned long long)k.rank,
-                    (unsigned long long)peer_rank);
+    if (key_len <= WEX_TRANSPORT_KEY_MAX)
+        rc = nccl_key_decode(key, (size_t)key_len, &k, why, sizeof(why));
+    if ((st = wt_key_decoded(h, "nccl", peer_rank, key_len, rc, why)) !=
+            WEX_OK ||
+        (st = wt_key_rank(h, k.rank, peer_rank)) != WEX_OK)
+        return st;
     if (nccl_key_member(&k, ctx->rank, &rank, &size) != 0)
         return FAIL(h, WEX_ERR_INVALID, "source rank %llu is not among "
                     "destination rank %llu's senders: the ranks disagree "

@@ -605,24 +605,14 @@ static wex_status shm_peer_attach(wex_transport_ctx *ctx, uint64_t peer_rank,
     shm_fetch fetch;
     wex_status st;
     shm_key k;
-    int fd = -1;
+    int fd = -1, rc = -1;
 
-    if (key_len > WEX_TRANSPORT_KEY_MAX)
-        return FAIL(h, WEX_ERR_INVALID,
-                    "key for destination rank %llu: %llu bytes, more than "
-                    "any shm key",
-                    (unsigned long long)peer_rank,
-                    (unsigned long long)key_len);
-    if (shm_key_decode(key, (size_t)key_len, &k, why, sizeof(why)) != 0)
-        return FAIL(h, WEX_ERR_INVALID,
-                    "key for destination rank %llu is not a valid shm key: "
-                    "%s",
-                    (unsigned long long)peer_rank, why);
-    if (k.rank != peer_rank)
-        return FAIL(h, WEX_ERR_INVALID,
-                    "the key is destination rank %llu's, not rank %llu's",
-                    (unsigned long long)k.rank,
-                    (unsigned long long)peer_rank);
+    if (key_len <= WEX_TRANSPORT_KEY_MAX)
+        rc = shm_key_decode(key, (size_t)key_len, &k, why, sizeof(why));
+    if ((st = wt_key_decoded(h, "shm", peer_rank, key_len, rc, why)) !=
+            WEX_OK ||
+        (st = wt_key_rank(h, k.rank, peer_rank)) != WEX_OK)
+        return st;
     p = calloc(1, sizeof(*p));
     if (p == NULL)
         return FAIL(h, WEX_ERR_NOMEM, "out of memory");

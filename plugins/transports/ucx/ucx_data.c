@@ -20,28 +20,19 @@ wex_status ucx_peer_attach(wex_transport_ctx *ctx, uint64_t peer_rank,
     wex_status st;
     char why[200];
     ucx_key k;
+    int rc = -1;
 
     if (ctx->side != WEX_SIDE_SOURCE)
         return FAIL(h, WEX_ERR_UNSUPPORTED,
                     "peer_attach on destination rank %llu: only source "
                     "ranks write",
                     (unsigned long long)ctx->rank);
-    if (key_len > WEX_TRANSPORT_KEY_MAX)
-        return FAIL(h, WEX_ERR_INVALID,
-                    "key for destination rank %llu: %llu bytes, more than "
-                    "any ucx key",
-                    (unsigned long long)peer_rank,
-                    (unsigned long long)key_len);
-    if (ucx_key_decode(key, (size_t)key_len, &k, why, sizeof(why)) != 0)
-        return FAIL(h, WEX_ERR_INVALID,
-                    "key for destination rank %llu is not a valid ucx key: "
-                    "%s",
-                    (unsigned long long)peer_rank, why);
-    if (k.rank != peer_rank)
-        return FAIL(h, WEX_ERR_INVALID,
-                    "the key is destination rank %llu's, not rank %llu's",
-                    (unsigned long long)k.rank,
-                    (unsigned long long)peer_rank);
+    if (key_len <= WEX_TRANSPORT_KEY_MAX)
+        rc = ucx_key_decode(key, (size_t)key_len, &k, why, sizeof(why));
+    if ((st = wt_key_decoded(h, "ucx", peer_rank, key_len, rc, why)) !=
+            WEX_OK ||
+        (st = wt_key_rank(h, k.rank, peer_rank)) != WEX_OK)
+        return st;
     c = ucx_find_conn(ctx, &k);
     if (c != NULL && c->rank != k.rank)
         return FAIL(h, WEX_ERR_INVALID,

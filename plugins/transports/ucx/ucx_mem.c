@@ -13,6 +13,17 @@
 
 /* ---- memory -------------------------------------------------------- */
 
+/* Puts `m` on the context's list, which ctx_destroy empties. */
+static void link_mem(wex_transport_ctx *ctx, wex_transport_mem *m)
+{
+    pthread_mutex_lock(&ctx->lock);
+    m->next = ctx->mems;
+    if (ctx->mems != NULL)
+        ctx->mems->prev = m;
+    ctx->mems = m;
+    pthread_mutex_unlock(&ctx->lock);
+}
+
 static wex_status map_memory(wex_transport_ctx *ctx, void *address,
                              uint64_t bytes, ucp_mem_h *memh_p)
 {
@@ -53,12 +64,7 @@ static wex_status mem_new(wex_transport_ctx *ctx, void *address,
     m->address = address;
     m->bytes = bytes;
     m->map_bytes = map_bytes;
-    pthread_mutex_lock(&ctx->lock);
-    m->next = ctx->mems;
-    if (ctx->mems != NULL)
-        ctx->mems->prev = m;
-    ctx->mems = m;
-    pthread_mutex_unlock(&ctx->lock);
+    link_mem(ctx, m);
     *mem_p = m;
     return WEX_OK;
 }
@@ -108,12 +114,7 @@ static wex_transport_mem *ucx_allocated(wex_transport_ctx *ctx,
     memset(attr.address, 0, (size_t)bytes);
     m->address = attr.address;
     m->bytes = bytes;
-    pthread_mutex_lock(&ctx->lock);
-    m->next = ctx->mems;
-    if (ctx->mems != NULL)
-        ctx->mems->prev = m;
-    ctx->mems = m;
-    pthread_mutex_unlock(&ctx->lock);
+    link_mem(ctx, m);
     return m;
 }
 
