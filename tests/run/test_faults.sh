@@ -9,14 +9,7 @@ SAMPLES=$(cd "$2" && pwd)
 SCHEMAS=$(cd "$3" && pwd)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-fails=0
-pass() { echo "ok   $1"; }
-fail() { echo "FAIL $1"; fails=$((fails + 1)); }
-shm_before=$(ls /dev/shm | sort)
-shm_clean() {
-    if [ "$(ls /dev/shm | sort)" == "$shm_before" ]; then pass "$1: /dev/shm clean"
-    else fail "$1: /dev/shm has new entries: $(comm -13 <(echo "$shm_before") <(ls /dev/shm | sort) | tr '\n' ' ')"; fi
-}
+source "$(dirname "$0")/checks.sh"
 export UCX_LOG_LEVEL=error UCX_WARN_UNUSED_ENV_VARS=n
 
 # The Qwen3-0.6B sample, cut to 8 layers and a 32k vocabulary so the

@@ -8,14 +8,7 @@ SCHEMAS=$(cd "$3" && pwd)
 JOB=$SAMPLES/jobs/qwen3-0.6b-megatron-to-vllm-colocated.json
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"; [ -n "${STORE_PID:-}" ] && kill "$STORE_PID" 2>/dev/null' EXIT
-fails=0
-pass() { echo "ok   $1"; }
-fail() { echo "FAIL $1"; fails=$((fails + 1)); }
-shm_before=$(ls /dev/shm | sort)
-shm_clean() {
-    if [ "$(ls /dev/shm | sort)" == "$shm_before" ]; then pass "$1: /dev/shm clean"
-    else fail "$1: /dev/shm has new entries: $(comm -13 <(echo "$shm_before") <(ls /dev/shm | sort) | tr '\n' ' ')"; fi
-}
+source "$(dirname "$0")/checks.sh"
 
 # A job file beside the samples' models, with its own timeouts.
 make_job() { # name, extra top-level JSON members
