@@ -11,4 +11,12 @@ $sudo apt-get install -y -qq --no-install-recommends \
     libucx-dev ucx-utils libxxhash-dev \
     python3 python3-jsonschema iproute2 \
     clang libclang-rt-14-dev >/dev/null
+# The Python package and its tests (tests/python, samples/python), for the
+# python3 first on PATH. torch is pinned to the CPU wheel this machine
+# carries: an unpinned torch would download a CUDA build of several GB.
+# transformers 4.x: its model classes' parameter names are the checkpoints'
+# (5.x fuses MoE experts; see docs/python.md).
+python3 -m pip install -q --disable-pip-version-check \
+    "torch==2.13.0" "transformers==4.57.6" safetensors numpy pytest \
+    "scikit-build-core>=0.10"
 echo "dependencies installed"

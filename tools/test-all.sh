@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds wex and runs every test: the suite (warnings as errors), the
 # install + an out-of-tree plugin built against the installed SDK and
-# loaded by the installed wex, then the suite again under ASan + UBSan,
+# loaded by the installed wex, the Python package installed with pip into
+# a fresh venv and its tests, then the suite again under ASan + UBSan,
 # then every libFuzzer target for 60 s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,13 +27,25 @@ echo "$listing" | grep -qE '^replicated +engine +1\.0\.0 +1\.0-1\.0 +loaded ' \
     || { echo "the installed wex did not load the out-of-tree plugin"; exit 1; }
 pkg-config --with-path="$PWD/install/lib/pkgconfig" --variable=plugindir wex
 
+echo "== the Python package: pip install . into a fresh venv, then its tests"
+# --system-site-packages: torch, transformers and pytest come from the
+# python3 tools/install-deps.sh set up; the venv gets wex alone, built
+# from this tree, with nothing pointing it at the build above.
+rm -rf build-venv
+python3 -m venv --system-site-packages build-venv
+build-venv/bin/python -m pip install -q --disable-pip-version-check \
+    --no-build-isolation .
+(cd / && env -u WEX_LIBRARY "$OLDPWD/build-venv/bin/python" -c \
+    'import wex; print("import wex:", wex.__version__, wex.__file__)')
+env -u WEX_LIBRARY build-venv/bin/python -m pytest -q tests/python
+
 echo "== the suite under AddressSanitizer + UndefinedBehaviorSanitizer"
 cmake -S . -B build-asan -DWEX_WERROR=ON -DWEX_SANITIZE=ON \
       -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     LSAN_OPTIONS=suppressions="$PWD/tests/lsan.supp" \
-    ctest --test-dir build-asan --output-on-failure -j "$jobs"
+    python3 tools/ctest-lsan-retry.py build-asan -j "$jobs"
 
 echo "== fuzz targets (libFuzzer, ASan + UBSan), 60 s each"
 bash tools/fuzz.sh 60

@@ -1,15 +1,18 @@
 /* wex layout: how an engine lays a model out over its ranks. */
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "catalog.h"
 #include "cli.h"
+#include "cli_args.h"
 #include "engine.h"
+#include "layout_document.h"
 #include "error.h"
+#include "host_registry.h"
 #include "json_pointer.h"
+#include "layout_options.h"
 #include "schema_store.h"
 
 static void usage(FILE *out)
@@ -18,6 +21,7 @@ static void usage(FILE *out)
             "usage: wex layout --model CONFIG.json --engine NAME "
             "[--parallel K=V,...]\n"
             "                  [--options JSON] [--rank N] [--json]\n"
+            "       wex layout --engine NAME --help-options\n"
             "\n"
             "Describes how engine NAME lays the model of CONFIG.json (a "
             "Hugging Face\nconfig.json) out over its ranks: the local "
@@ -28,8 +32,10 @@ static void usage(FILE *out)
             "\n"
             "                      pp_layers=12:14:14:12 for an uneven "
             "pipeline split\n"
-            "  --options JSON      engine options (see the engine's "
-            "manifest)\n"
+            "  --options JSON      engine options (--help-options lists "
+            "them)\n"
+            "  --help-options      the engine's options: values, defaults, "
+            "what each means\n"
             "  --rank N            only rank N\n"
             "  --json              a document valid against "
             "schemas/layout.schema.json\n"
@@ -38,159 +44,124 @@ static void usage(FILE *out)
             "rank (tensors,\npieces, bytes) and the replication factor.\n");
 }
 
+/* One value of --parallel: every key takes a count (or, listed, counts);
+ * the job schema says which counts each key allows. */
+static int parallel_value(const char *key, const char *text, double *out)
+{
+    char option[96];
+    uint64_t v;
+
+    snprintf(option, sizeof(option), "--parallel: %s", key);
+    if (cli_parse_u64("wex layout", option, text, 0, UINT32_MAX, &v) != 0)
+        return -1;
+    *out = (double)v;
+    return 0;
+}
+
 /* "tp=4,pp=2,pp_layers=3:5" -> {"tp":4,"pp":2,"pp_layers":[3,5]} */
 static cJSON *parse_parallel(const char *text)
 {
     cJSON *obj = cJSON_CreateObject();
     char *copy = strdup(text), *save = NULL;
+    int ok = obj != NULL && copy != NULL;
 
-    for (char *kv = strtok_r(copy, ",", &save); kv && obj;
+    for (char *kv = ok ? strtok_r(copy, ",", &save) : NULL; kv && ok;
          kv = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(kv, '='), *end;
+        char *eq = strchr(kv, '='), *v, *colon;
+        double n;
         if (eq == NULL || eq == kv) {
             fprintf(stderr, "wex layout: --parallel: expected K=V, got "
                             "'%s'\n", kv);
-            cJSON_Delete(obj);
-            obj = NULL;
+            ok = 0;
             break;
         }
         *eq = '\0';
-        if (strchr(eq + 1, ':') != NULL) {
-            cJSON *list = cJSON_AddArrayToObject(obj, kv);
-            char *s2 = NULL;
-            for (char *v = strtok_r(eq + 1, ":", &s2); v;
-                 v = strtok_r(NULL, ":", &s2))
-                cJSON_AddItemToArray(list,
-                                     cJSON_CreateNumber(strtod(v, NULL)));
+        if (strchr(eq + 1, ':') == NULL) {
+            ok = parallel_value(kv, eq + 1, &n) == 0 &&
+                 cJSON_AddNumberToObject(obj, kv, n) != NULL;
             continue;
         }
-        errno = 0;
-        double v = strtod(eq + 1, &end);
-        if (*end != '\0' || errno != 0 || end == eq + 1) {
-            fprintf(stderr, "wex layout: --parallel: %s: expected a "
-                            "number, got '%s'\n", kv, eq + 1);
-            cJSON_Delete(obj);
-            obj = NULL;
-            break;
+        cJSON *list = cJSON_AddArrayToObject(obj, kv);
+        for (v = eq + 1; ok && list != NULL; v = colon + 1) {
+            colon = strchr(v, ':');
+            if (colon != NULL)
+                *colon = '\0';
+            ok = parallel_value(kv, v, &n) == 0;
+            if (ok)
+                cJSON_AddItemToArray(list, cJSON_CreateNumber(n));
+            if (colon == NULL)
+                break;
         }
-        cJSON_AddNumberToObject(obj, kv, v);
+        ok = ok && list != NULL;
     }
     free(copy);
+    if (!ok) {
+        cJSON_Delete(obj);
+        obj = NULL;
+    }
     return obj;
-}
-
-static cJSON *u64_array(const uint64_t *v, uint32_t n)
-{
-    cJSON *a = cJSON_CreateArray();
-
-    for (uint32_t i = 0; i < n; i++)
-        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v[i]));
-    return a;
-}
-
-static cJSON *rank_json(const wex_model *model, const wex__rank_layout *l)
-{
-    cJSON *r = cJSON_CreateObject();
-    cJSON *coords = cJSON_AddObjectToObject(r, "coords");
-    cJSON *tensors = cJSON_AddArrayToObject(r, "tensors");
-    cJSON **pieces = calloc(l->tensor_count + 1, sizeof(*pieces));
-
-    cJSON_AddNumberToObject(r, "rank", (double)l->rank);
-    for (size_t i = 0; i < l->coord_count; i++)
-        cJSON_AddNumberToObject(coords, l->coords[i].key,
-                                (double)l->coords[i].value);
-    for (size_t i = 0; i < l->tensor_count; i++) {
-        const wex__local_tensor *t = &l->tensors[i];
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "name", t->name);
-        cJSON_AddStringToObject(o, "dtype", wex_dtype_name(t->dtype));
-        cJSON_AddItemToObject(o, "shape", u64_array(t->shape, t->ndim));
-        pieces[i] = cJSON_AddArrayToObject(o, "pieces");
-        cJSON_AddItemToArray(tensors, o);
-    }
-    for (size_t i = 0; i < l->piece_count; i++) {
-        const wex__piece *p = &l->pieces[i];
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "tensor",
-                                model->tensors[p->canonical].name);
-        cJSON_AddItemToObject(o, "offset", u64_array(p->offset, p->ndim));
-        cJSON_AddItemToObject(o, "extent", u64_array(p->extent, p->ndim));
-        cJSON_AddItemToObject(o, "at",
-                              u64_array(p->at, l->tensors[p->tensor].ndim));
-        cJSON_AddItemToArray(pieces[p->tensor], o);
-    }
-    free(pieces);
-    return r;
-}
-
-static cJSON *model_json(const wex_model *model)
-{
-    cJSON *m = cJSON_CreateObject();
-    cJSON *tensors;
-
-    cJSON_AddStringToObject(m, "architecture", model->architecture);
-    tensors = cJSON_AddArrayToObject(m, "tensors");
-    for (uint64_t i = 0; i < model->count; i++) {
-        const wex__tensor *t = &model->tensors[i];
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "name", t->name);
-        cJSON_AddStringToObject(o, "dtype", wex_dtype_name(t->dtype));
-        cJSON_AddItemToObject(o, "shape", u64_array(t->shape, t->ndim));
-        cJSON_AddItemToArray(tensors, o);
-    }
-    cJSON_AddNumberToObject(m, "total_bytes", (double)model->total_bytes);
-    return m;
 }
 
 typedef struct layout_args {
     const char *model, *engine, *parallel, *options;
-    long long rank; /* -1: all */
+    uint64_t rank;
+    int has_rank; /* else every rank */
     int json;
+    int help_options;
 } layout_args;
 
+/* -1 to go on, or the exit status to return at once (--help, a
+ * mistake). */
 static int parse_args(int argc, char **argv, layout_args *a)
 {
+    enum {
+        OPT_MODEL = CLI_LONG_ONLY,
+        OPT_ENGINE,
+        OPT_PARALLEL,
+        OPT_OPTIONS,
+        OPT_RANK,
+        OPT_JSON,
+        OPT_HELP_OPTIONS
+    };
+    static const struct option options[] = {
+        {"model", required_argument, NULL, OPT_MODEL},
+        {"engine", required_argument, NULL, OPT_ENGINE},
+        {"parallel", required_argument, NULL, OPT_PARALLEL},
+        {"options", required_argument, NULL, OPT_OPTIONS},
+        {"rank", required_argument, NULL, OPT_RANK},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"help-options", no_argument, NULL, OPT_HELP_OPTIONS},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    cli_parser p;
+    int c;
+
     memset(a, 0, sizeof(*a));
-    a->rank = -1;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(arg, "--json") == 0) {
-            a->json = 1;
-            continue;
+    cli_parser_init(&p, "wex layout", argc, argv, "h", options);
+    while ((c = cli_next(&p)) != CLI_DONE) {
+        switch (c) {
+        case OPT_MODEL: a->model = p.arg; break;
+        case OPT_ENGINE: a->engine = p.arg; break;
+        case OPT_PARALLEL: a->parallel = p.arg; break;
+        case OPT_OPTIONS: a->options = p.arg; break;
+        case OPT_JSON: a->json = 1; break;
+        case OPT_HELP_OPTIONS: a->help_options = 1; break;
+        case OPT_RANK:
+            if (cli_u64(&p, 0, CLI_RANK_MAX, &a->rank) != 0)
+                return CLI_EXIT_USAGE;
+            a->has_rank = 1;
+            break;
+        default:
+            return cli_other_option(&p, c, usage);
         }
-        if (next == NULL) {
-            fprintf(stderr, "wex layout: unknown or incomplete option "
-                            "'%s'\n", arg);
-            return -1;
-        }
-        if (strcmp(arg, "--model") == 0)
-            a->model = next;
-        else if (strcmp(arg, "--engine") == 0)
-            a->engine = next;
-        else if (strcmp(arg, "--parallel") == 0)
-            a->parallel = next;
-        else if (strcmp(arg, "--options") == 0)
-            a->options = next;
-        else if (strcmp(arg, "--rank") == 0) {
-            char *end;
-            a->rank = strtoll(next, &end, 10);
-            if (*end || a->rank < 0) {
-                fprintf(stderr, "wex layout: --rank: expected a rank "
-                                "number, got '%s'\n", next);
-                return -1;
-            }
-        } else {
-            fprintf(stderr, "wex layout: unknown option '%s'\n", arg);
-            return -1;
-        }
-        i++;
     }
+    if (a->help_options && a->engine != NULL)
+        return layout_print_options(a->engine);
     if (a->model == NULL || a->engine == NULL) {
         fprintf(stderr, "wex layout: --model and --engine are required\n");
-        return -1;
+        return CLI_EXIT_USAGE;
     }
-    return 0;
+    return -1;
 }
 
 /* The parallel config must follow the job schema's definition. */
@@ -208,37 +179,42 @@ static int check_parallel(const cJSON *parallel)
     return 0;
 }
 
+static int print_document(wex__engine *e, uint64_t first, uint64_t last)
+{
+    cJSON *doc = wex__layout_document(e, first, last);
+    char *text = doc ? cJSON_PrintUnformatted(doc) : NULL;
+
+    if (doc == NULL) {
+        fprintf(stderr, "wex layout: %s\n", wex__last_error());
+        return CLI_EXIT_USAGE;
+    }
+    if (text)
+        printf("%s\n", text);
+    free(text);
+    cJSON_Delete(doc);
+    return CLI_EXIT_OK;
+}
+
 static int describe_all(wex__engine *e, const layout_args *a,
                         const wex_model *model)
 {
-    uint64_t first = a->rank >= 0 ? (uint64_t)a->rank : 0;
-    uint64_t last = a->rank >= 0 ? (uint64_t)a->rank : e->ranks - 1;
-    cJSON *doc = NULL, *ranks = NULL;
+    uint64_t first = a->has_rank ? a->rank : 0;
+    uint64_t last = a->has_rank ? a->rank : e->ranks - 1;
     uint64_t total = 0;
-    int rc = WEX_EXIT_OK;
+    int rc = CLI_EXIT_OK;
 
-    if (a->json) {
-        doc = cJSON_CreateObject();
-        cJSON_AddItemToObject(doc, "model", model_json(model));
-        cJSON_AddStringToObject(doc, "engine", a->engine);
-        cJSON_AddItemToObject(doc, "parallel",
-                              cJSON_Duplicate(e->parallel.root, 1));
-        cJSON_AddNumberToObject(doc, "ranks", (double)e->ranks);
-        ranks = cJSON_AddArrayToObject(doc, "layout");
-    } else {
-        printf("model   %s: %llu tensors, %llu bytes\n",
-               model->architecture, (unsigned long long)model->count,
-               (unsigned long long)model->total_bytes);
-        printf("engine  %s: %llu ranks\n", a->engine,
-               (unsigned long long)e->ranks);
-    }
-    for (uint64_t r = first; r <= last && rc == WEX_EXIT_OK; r++) {
+    if (a->json)
+        return print_document(e, first, last);
+    printf("model   %s: %llu tensors, %llu bytes\n", model->architecture,
+           (unsigned long long)model->count,
+           (unsigned long long)model->total_bytes);
+    printf("engine  %s: %llu ranks\n", a->engine,
+           (unsigned long long)e->ranks);
+    for (uint64_t r = first; r <= last && rc == CLI_EXIT_OK; r++) {
         wex__rank_layout l;
         if (wex__engine_describe(e, r, &l) != WEX_OK) {
             fprintf(stderr, "wex layout: %s\n", wex__last_error());
-            rc = WEX_EXIT_USAGE;
-        } else if (a->json) {
-            cJSON_AddItemToArray(ranks, rank_json(model, &l));
+            rc = CLI_EXIT_USAGE;
         } else {
             printf("rank %-5llu %zu tensors, %zu pieces, %llu bytes\n",
                    (unsigned long long)r, l.tensor_count, l.piece_count,
@@ -247,39 +223,31 @@ static int describe_all(wex__engine *e, const layout_args *a,
         total += l.bytes;
         wex__rank_layout_fini(&l);
     }
-    if (rc == WEX_EXIT_OK && a->json) {
-        char *text = cJSON_PrintUnformatted(doc);
-        if (text)
-            printf("%s\n", text);
-        free(text);
-    } else if (rc == WEX_EXIT_OK && a->rank < 0) {
+    if (rc == CLI_EXIT_OK && !a->has_rank)
         printf("total   %llu bytes held, %.3fx the model\n",
                (unsigned long long)total,
                model->total_bytes ? (double)total /
                                         (double)model->total_bytes
                                   : 0.0);
-    }
-    cJSON_Delete(doc);
     return rc;
 }
 
-int wex_cmd_layout(int argc, char **argv)
+int cmd_layout(int argc, char **argv)
 {
     cJSON *parallel = NULL, *options = NULL;
     wex__registry *r = NULL;
     wex_model *model = NULL;
     wex__engine *e = NULL;
     layout_args a;
-    int rc = WEX_EXIT_USAGE;
+    int rc;
 
-    if (wex_cli_wants_help(argc, argv)) {
+    if (cli_wants_help(argc, argv)) {
         usage(stdout);
-        return WEX_EXIT_OK;
+        return CLI_EXIT_OK;
     }
-    if (parse_args(argc, argv, &a) != 0) {
-        usage(stderr);
-        return WEX_EXIT_USAGE;
-    }
+    if ((rc = parse_args(argc, argv, &a)) >= 0)
+        return rc;
+    rc = CLI_EXIT_USAGE;
     parallel = a.parallel ? parse_parallel(a.parallel) : cJSON_CreateObject();
     if (parallel == NULL || check_parallel(parallel) != 0)
         goto out;
@@ -294,9 +262,9 @@ int wex_cmd_layout(int argc, char **argv)
         fprintf(stderr, "wex layout: %s\n", wex__last_error());
         goto out;
     }
-    if (a.rank >= 0 && (uint64_t)a.rank >= e->ranks) {
-        fprintf(stderr, "wex layout: --rank %lld: engine %s has ranks "
-                        "0..%llu\n", a.rank, a.engine,
+    if (a.has_rank && a.rank >= e->ranks) {
+        fprintf(stderr, "wex layout: --rank %llu: engine %s has ranks "
+                        "0..%llu\n", (unsigned long long)a.rank, a.engine,
                 (unsigned long long)(e->ranks - 1));
         goto out;
     }

@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_args.h"
 #include "error.h"
-#include "fd_io.h"
-#include "planner.h"
+#include "host_registry.h"
+#include "plan_summary.h"
+#include "quantize.h"
 
 typedef struct plan_args {
     const char *job;
@@ -46,150 +48,72 @@ static void usage(FILE *out)
             "moves no bytes.\n");
 }
 
+/* -1 to go on, or the exit status to return at once (--help, a
+ * mistake). */
 static int parse_args(int argc, char **argv, plan_args *a)
 {
+    enum { OPT_JSON = CLI_LONG_ONLY, OPT_OPS, OPT_RANK, OPT_SIDE };
+    static const struct option options[] = {
+        {"json", no_argument, NULL, OPT_JSON},
+        {"ops", required_argument, NULL, OPT_OPS},
+        {"rank", required_argument, NULL, OPT_RANK},
+        {"side", required_argument, NULL, OPT_SIDE},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    cli_parser p;
+    int c;
+
     memset(a, 0, sizeof(*a));
     a->side = WEX_SIDE_DESTINATION;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
-        char *end;
-
-        if (strcmp(arg, "--json") == 0) {
+    cli_parser_init(&p, "wex plan", argc, argv, "h", options);
+    while ((c = cli_next(&p)) != CLI_DONE) {
+        switch (c) {
+        case OPT_JSON:
             a->json = 1;
-            continue;
-        }
-        if (arg[0] != '-' || strcmp(arg, "-") == 0) {
-            if (a->job != NULL) {
-                fprintf(stderr, "wex plan: one job at a time ('%s')\n", arg);
-                return -1;
-            }
-            a->job = arg;
-            continue;
-        }
-        if (next == NULL) {
-            fprintf(stderr, "wex plan: %s needs a value\n", arg);
-            return -1;
-        }
-        i++;
-        if (strcmp(arg, "--ops") == 0) {
-            a->ops_path = next;
-        } else if (strcmp(arg, "--rank") == 0) {
-            errno = 0;
-            a->rank = strtoull(next, &end, 10);
-            if (*end != '\0' || errno != 0 || next[0] == '-') {
-                fprintf(stderr, "wex plan: --rank: expected a rank number, "
-                                "got '%s'\n", next);
-                return -1;
-            }
+            break;
+        case OPT_OPS:
+            a->ops_path = p.arg;
+            break;
+        case OPT_RANK:
+            if (cli_u64(&p, 0, CLI_RANK_MAX, &a->rank) != 0)
+                return CLI_EXIT_USAGE;
             a->has_rank = 1;
-        } else if (strcmp(arg, "--side") == 0) {
-            if (strcmp(next, "source") == 0)
+            break;
+        case OPT_SIDE:
+            if (strcmp(p.arg, "source") == 0) {
                 a->side = WEX_SIDE_SOURCE;
-            else if (strcmp(next, "destination") == 0)
+            } else if (strcmp(p.arg, "destination") == 0) {
                 a->side = WEX_SIDE_DESTINATION;
-            else {
+            } else {
                 fprintf(stderr, "wex plan: --side: expected source or "
-                                "destination, got '%s'\n", next);
-                return -1;
+                                "destination, got '%s'\n", p.arg);
+                return CLI_EXIT_USAGE;
             }
-        } else {
-            fprintf(stderr, "wex plan: unknown option %s (see wex plan "
-                            "--help)\n", arg);
-            return -1;
+            break;
+        case CLI_POSITIONAL:
+            if (a->job != NULL) {
+                fprintf(stderr, "wex plan: one job at a time ('%s')\n",
+                        p.arg);
+                return CLI_EXIT_USAGE;
+            }
+            a->job = p.arg;
+            break;
+        default:
+            return cli_other_option(&p, c, usage);
         }
     }
     if (a->job == NULL) {
         fprintf(stderr, "wex plan: no job file (see wex plan --help)\n");
-        return -1;
+        return CLI_EXIT_USAGE;
     }
-    return 0;
+    return -1;
 }
 
-typedef struct plan_result {
-    wex__plan_stats stats;
-    double plan_seconds, predicted, lower_bound;
-} plan_result;
-
-/* Plans every destination rank (each operation has exactly one), or only
- * the asked-for rank. */
-static wex_status run_plan(wex__planner *p, const plan_args *a, FILE *ops,
-                           plan_result *out)
+static void print_json(const wex__planner *p, const wex__plan_summary *r)
 {
-    wex_plan_builder b;
-    wex_status st;
-    double t0 = wex__now();
-    int progress = !a->json && isatty(STDERR_FILENO) && !a->has_rank;
+    cJSON *doc = wex__plan_summary_document(p, r);
+    char *text = doc ? cJSON_Print(doc) : NULL;
 
-    st = wex__plan_stats_init(&out->stats, &p->src, &p->dst);
-    wex__plan_builder_init(&b, &p->src, &p->dst);
-    for (uint64_t r = 0; st == WEX_OK && r < p->dst.ranks; r++) {
-        uint64_t rank = a->has_rank ? a->rank : r;
-        st = wex__planner_rank(p, a->has_rank ? a->side : WEX_SIDE_DESTINATION,
-                               rank, &b);
-        if (st != WEX_OK)
-            break;
-        wex__plan_stats_add(&out->stats, &p->src, &p->dst, b.ops, b.count);
-        if (ops != NULL)
-            wex__plan_write_ops(ops, b.ops, b.count);
-        if (progress)
-            fprintf(stderr, "\rplanning: %" PRIu64 "/%" PRIu64 " destination "
-                            "ranks", r + 1, p->dst.ranks);
-        if (a->has_rank)
-            break;
-    }
-    if (progress)
-        fputs("\r\033[K", stderr);
-    out->plan_seconds = wex__now() - t0;
-    wex__plan_builder_fini(&b);
-    if (st == WEX_OK && !a->has_rank) {
-        /* A ranks' stats need no bound; the whole plan's need both. */
-        out->predicted = wex__plan_predicted_seconds(&out->stats, &p->topology);
-        st = wex__plan_lower_bound(&p->src, &p->dst, &p->topology,
-                                   &out->lower_bound);
-    }
-    return st;
-}
-
-static void print_json(const wex__planner *p, const plan_args *a,
-                       const plan_result *r)
-{
-    cJSON *doc = cJSON_CreateObject();
-    char *text;
-
-    cJSON_AddStringToObject(doc, "job", p->job->path);
-    cJSON_AddStringToObject(doc, "policy", p->job->policy.name);
-    cJSON_AddStringToObject(doc, "source_engine", p->job->source.name);
-    cJSON_AddStringToObject(doc, "destination_engine",
-                            p->job->destination.name);
-    cJSON_AddNumberToObject(doc, "source_ranks", (double)p->src.ranks);
-    cJSON_AddNumberToObject(doc, "destination_ranks", (double)p->dst.ranks);
-    cJSON_AddNumberToObject(doc, "hosts", (double)p->topology.hosts);
-    if (a->has_rank) {
-        cJSON_AddStringToObject(doc, "side", a->side == WEX_SIDE_SOURCE
-                                                 ? "source"
-                                                 : "destination");
-        cJSON_AddNumberToObject(doc, "rank", (double)a->rank);
-    }
-    cJSON_AddNumberToObject(doc, "operations", (double)r->stats.operations);
-    cJSON_AddNumberToObject(doc, "bytes", (double)r->stats.bytes);
-    if (!a->has_rank) {
-        cJSON_AddNumberToObject(doc, "bytes_needed",
-                                (double)r->stats.bytes_needed);
-        cJSON_AddNumberToObject(doc, "redundant_bytes",
-                                (double)r->stats.redundant_bytes);
-        cJSON_AddNumberToObject(doc, "intra_host_bytes",
-                                (double)r->stats.intra_host_bytes);
-        cJSON_AddNumberToObject(doc, "max_rank_send_bytes",
-                                (double)wex__plan_max_send(&r->stats));
-        cJSON_AddNumberToObject(doc, "max_rank_recv_bytes",
-                                (double)wex__plan_max_recv(&r->stats));
-        cJSON_AddNumberToObject(doc, "predicted_seconds", r->predicted);
-        cJSON_AddNumberToObject(doc, "lower_bound_seconds", r->lower_bound);
-    }
-    cJSON_AddNumberToObject(doc, "plan_seconds", r->plan_seconds);
-    cJSON_AddNumberToObject(doc, "layout_seconds", p->layout_seconds);
-    text = cJSON_Print(doc);
     if (text != NULL)
         puts(text);
     free(text);
@@ -197,7 +121,7 @@ static void print_json(const wex__planner *p, const plan_args *a,
 }
 
 static void print_human(const wex__planner *p, const plan_args *a,
-                        const plan_result *r)
+                        const wex__plan_summary *r)
 {
     const wex__plan_stats *s = &r->stats;
 
@@ -217,6 +141,12 @@ static void print_human(const wex__planner *p, const plan_args *a,
     printf("plan       %" PRIu64 " operations moving %" PRIu64
            " bytes (needed %" PRIu64 ", redundant %" PRIu64 ")\n",
            s->operations, s->bytes, s->bytes_needed, s->redundant_bytes);
+    printf("sources    read %" PRIu64 " bytes to send them", s->source_bytes);
+    if (s->quantized_bytes > 0)
+        printf(", %" PRIu64 " of them quantized to fp8 (%s) at %.1f GB/s a "
+               "source", s->quantized_bytes, WEX__QUANT_RULE,
+               p->topology.quantize_bytes_per_s / 1e9);
+    printf("\n");
     printf("links      busiest sender %" PRIu64 " bytes, busiest receiver %"
            PRIu64 " bytes, %" PRIu64 " bytes within hosts\n",
            wex__plan_max_send(s), wex__plan_max_recv(s), s->intra_host_bytes);
@@ -230,26 +160,27 @@ static void print_human(const wex__planner *p, const plan_args *a,
            r->plan_seconds, p->layout_seconds);
 }
 
-int wex_cmd_plan(int argc, char **argv)
+int cmd_plan(int argc, char **argv)
 {
     wex__registry *registry;
     wex__planner p;
     plan_args a;
-    plan_result r;
+    wex__plan_summary r;
     FILE *ops = NULL;
     wex_status st;
-    int code = WEX_EXIT_OK;
+    int code = CLI_EXIT_OK;
 
-    if (wex_cli_wants_help(argc, argv)) {
+    if (cli_wants_help(argc, argv)) {
         usage(stdout);
-        return WEX_EXIT_OK;
+        return CLI_EXIT_OK;
     }
-    if (parse_args(argc, argv, &a) != 0)
-        return WEX_EXIT_USAGE;
+    if ((code = parse_args(argc, argv, &a)) >= 0)
+        return code;
+    code = CLI_EXIT_OK;
     if (wex__registry_default(&registry) != WEX_OK ||
         wex__planner_open(&p, registry, a.job) != WEX_OK) {
         fprintf(stderr, "wex plan: %s\n", wex__last_error());
-        return WEX_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
     if (a.ops_path != NULL) {
         ops = strcmp(a.ops_path, "-") == 0 ? stdout : fopen(a.ops_path, "w");
@@ -257,24 +188,24 @@ int wex_cmd_plan(int argc, char **argv)
             fprintf(stderr, "wex plan: --ops %s: %s\n", a.ops_path,
                     strerror(errno));
             wex__planner_close(&p);
-            return WEX_EXIT_USAGE;
+            return CLI_EXIT_USAGE;
         }
     }
-    memset(&r, 0, sizeof(r));
-    st = run_plan(&p, &a, ops, &r);
+    st = wex__plan_summarize(&p, a.has_rank, a.side, a.rank, ops,
+                             !a.json && isatty(STDERR_FILENO), &r);
     if (ops != NULL && ops != stdout && fclose(ops) != 0 && st == WEX_OK)
         st = wex__error(WEX_ERR_SYSTEM, "--ops %s: %s", a.ops_path,
                         strerror(errno));
     if (st != WEX_OK) {
         fprintf(stderr, "wex plan: %s\n", wex__last_error());
-        code = WEX_EXIT_FAILED;
+        code = CLI_EXIT_FAILED;
     } else if (ops != stdout) {
         if (a.json)
-            print_json(&p, &a, &r);
+            print_json(&p, &r);
         else
             print_human(&p, &a, &r);
     }
-    wex__plan_stats_fini(&r.stats);
+    wex__plan_summary_fini(&r);
     wex__planner_close(&p);
     return code;
 }

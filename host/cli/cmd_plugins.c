@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_args.h"
 #include "error.h"
+#include "host_registry.h"
 #include "registry.h"
 
 static void usage(FILE *out)
@@ -127,29 +129,38 @@ static void print_json(const wex__registry *r)
     cJSON_Delete(doc);
 }
 
-int wex_cmd_plugins(int argc, char **argv)
+int cmd_plugins(int argc, char **argv)
 {
-    int json = 0, load = 1, failures = 0;
+    enum { OPT_JSON = CLI_LONG_ONLY, OPT_NO_LOAD };
+    static const struct option options[] = {
+        {"json", no_argument, NULL, OPT_JSON},
+        {"no-load", no_argument, NULL, OPT_NO_LOAD},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    int json = 0, load = 1, failures = 0, c;
     wex__registry *r = NULL;
+    cli_parser p;
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
+    if (cli_wants_help(argc, argv)) {
+        usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    cli_parser_init(&p, "wex plugins", argc, argv, "h", options);
+    while ((c = cli_next(&p)) != CLI_DONE) {
+        switch (c) {
+        case OPT_JSON:
             json = 1;
-        } else if (strcmp(argv[i], "--no-load") == 0) {
+            break;
+        case OPT_NO_LOAD:
             load = 0;
-        } else if (strcmp(argv[i], "-h") == 0 ||
-                   strcmp(argv[i], "--help") == 0) {
-            usage(stdout);
-            return WEX_EXIT_OK;
-        } else {
-            fprintf(stderr, "wex plugins: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return WEX_EXIT_USAGE;
+            break;
+        default:
+            return cli_other_option(&p, c, usage);
         }
     }
     if (wex__registry_scan(&r) != WEX_OK) {
         fprintf(stderr, "wex plugins: %s\n", wex__last_error());
-        return WEX_EXIT_FAILED;
+        return CLI_EXIT_FAILED;
     }
     for (size_t i = 0; load && i < r->count; i++)
         if (wex__plugin_load(r, r->plugins[i]) != WEX_OK)
@@ -160,5 +171,5 @@ int wex_cmd_plugins(int argc, char **argv)
         print_text(r);
     failures += (int)r->bad_count;
     wex__registry_free(r);
-    return failures ? WEX_EXIT_FAILED : WEX_EXIT_OK;
+    return failures ? CLI_EXIT_FAILED : CLI_EXIT_OK;
 }

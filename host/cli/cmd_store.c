@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_args.h"
 #include "error.h"
 #include "store.h"
 
@@ -25,38 +26,41 @@ static void usage(FILE *out)
             "                     free port); an empty HOST is loopback\n");
 }
 
-int wex_cmd_store(int argc, char **argv)
+int cmd_store(int argc, char **argv)
 {
+    enum { OPT_LISTEN = CLI_LONG_ONLY, OPT_TOKEN };
+    static const struct option options[] = {
+        {"listen", required_argument, NULL, OPT_LISTEN},
+        {"token", required_argument, NULL, OPT_TOKEN},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     const char *listen = "127.0.0.1:0", *token = NULL;
     wex__store_server *server;
+    cli_parser p;
     sigset_t stop;
-    int sig;
+    int sig, c;
 
-    if (wex_cli_wants_help(argc, argv)) {
+    if (cli_wants_help(argc, argv)) {
         usage(stdout);
-        return WEX_EXIT_OK;
+        return CLI_EXIT_OK;
     }
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc) {
-            listen = argv[++i];
-        } else if (strcmp(argv[i], "--token") == 0 && i + 1 < argc) {
-            token = argv[++i];
-        } else if (strcmp(argv[i], "--listen") == 0 ||
-                   strcmp(argv[i], "--token") == 0) {
-            fprintf(stderr, "wex store: %s needs a value\n", argv[i]);
-            usage(stderr);
-            return WEX_EXIT_USAGE;
-        } else {
-            fprintf(stderr, "wex store: unexpected argument '%s'\n", argv[i]);
-            usage(stderr);
-            return WEX_EXIT_USAGE;
+    cli_parser_init(&p, "wex store", argc, argv, "h", options);
+    while ((c = cli_next(&p)) != CLI_DONE) {
+        switch (c) {
+        case OPT_LISTEN:
+            listen = p.arg;
+            break;
+        case OPT_TOKEN:
+            token = p.arg;
+            break;
+        default:
+            return cli_other_option(&p, c, usage);
         }
     }
     if (token == NULL || token[0] == '\0') {
         fprintf(stderr, "wex store: --token TOKEN is required: clients "
                         "present it to join\n");
-        usage(stderr);
-        return WEX_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
     /* Blocked before the server starts its threads, so they inherit the
      * mask and the signals reach sigwait below. A shell starts background
@@ -71,12 +75,12 @@ int wex_cmd_store(int argc, char **argv)
     wex_status st = wex__store_serve(listen, token, &server);
     if (st != WEX_OK) {
         fprintf(stderr, "wex store: %s\n", wex__last_error());
-        return st == WEX_ERR_INVALID ? WEX_EXIT_USAGE : WEX_EXIT_FAILED;
+        return st == WEX_ERR_INVALID ? CLI_EXIT_USAGE : CLI_EXIT_FAILED;
     }
     printf("listening on %s\n", wex__store_address(server));
     fflush(stdout);
     while (sigwait(&stop, &sig) != 0)
         ;
     wex__store_stop(server);
-    return WEX_EXIT_OK;
+    return CLI_EXIT_OK;
 }

@@ -4,8 +4,10 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_args.h"
 #include "error.h"
 #include "job_config.h"
+#include "host_registry.h"
 #include "registry.h"
 
 static void usage(FILE *out)
@@ -23,29 +25,51 @@ static void usage(FILE *out)
             "Exit status: 0 when every file is valid, 2 otherwise.\n");
 }
 
-int wex_cmd_validate(int argc, char **argv)
+int cmd_validate(int argc, char **argv)
 {
+    static const struct option options[] = {
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     wex__registry *r = NULL;
-    int bad = 0;
+    const char **files = NULL;
+    int bad = 0, count = 0, c, rc = CLI_EXIT_USAGE;
+    cli_parser p;
 
-    if (wex_cli_wants_help(argc, argv)) {
+    if (cli_wants_help(argc, argv)) {
         usage(stdout);
-        return WEX_EXIT_OK;
+        return CLI_EXIT_OK;
     }
-    if (argc < 2) {
-        usage(stderr);
-        return WEX_EXIT_USAGE;
+    files = calloc((size_t)argc, sizeof(*files));
+    if (files == NULL) {
+        fprintf(stderr, "wex validate: out of memory\n");
+        rc = CLI_EXIT_FAILED;
+        goto out;
+    }
+    cli_parser_init(&p, "wex validate", argc, argv, "h", options);
+    while ((c = cli_next(&p)) != CLI_DONE) {
+        if (c == 'h') {
+            usage(stdout);
+            rc = CLI_EXIT_OK;
+            goto out;
+        }
+        if (c != CLI_POSITIONAL)
+            goto out;
+        files[count++] = p.arg;
+    }
+    if (count == 0) {
+        cli_error(p.command, "no job file (see '%s --help')", p.command);
+        goto out;
     }
     if (wex__registry_scan(&r) != WEX_OK) {
         fprintf(stderr, "wex validate: %s\n", wex__last_error());
-        return WEX_EXIT_FAILED;
+        rc = CLI_EXIT_FAILED;
+        goto out;
     }
-    for (int i = 1; i < argc; i++) {
+    for (int i = 0; i < count; i++) {
         wex__job_config *config = NULL;
         char *all = NULL;
 
-        if (wex__job_config_load(argv[i], r, 0, &config, &all) == WEX_OK) {
-            printf("%s: valid\n", argv[i]);
+        if (wex__job_config_load(files[i], r, 0, &config, &all) == WEX_OK) {
+            printf("%s: valid\n", files[i]);
             wex__job_config_free(config);
         } else {
             fputs(all ? all : wex__last_error(), stderr);
@@ -55,6 +79,9 @@ int wex_cmd_validate(int argc, char **argv)
         }
         free(all);
     }
+    rc = bad ? CLI_EXIT_USAGE : CLI_EXIT_OK;
+out:
     wex__registry_free(r);
-    return bad ? WEX_EXIT_USAGE : WEX_EXIT_OK;
+    free(files);
+    return rc;
 }

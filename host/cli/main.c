@@ -1,3 +1,4 @@
+/* wex: the command, and which subcommand runs. */
 #include <stdio.h>
 #include <string.h>
 
@@ -5,21 +6,23 @@
 
 #include "cli.h"
 
-static const wex_cli_command commands[] = {
+static const cli_command commands[] = {
     {"plugins", "list the plugins on the search path and whether they load",
-     wex_cmd_plugins},
+     cmd_plugins},
     {"validate", "check a job config and its plugins' options",
-     wex_cmd_validate},
+     cmd_validate},
     {"layout", "show how an engine lays a model out over its ranks",
-     wex_cmd_layout},
+     cmd_layout},
     {"plan", "plan who sends which bytes to whom, and predict the step time",
-     wex_cmd_plan},
+     cmd_plan},
     {"run", "run a job's ranks on this machine and sync synthetic weights",
-     wex_cmd_run},
+     cmd_run},
     {"store", "serve a job's rendezvous store (where its ranks meet)",
-     wex_cmd_store},
+     cmd_store},
+    {"check", "check a Hugging Face checkpoint against a model's tensors",
+     cmd_check},
     {"conformance", "check a plugin against the plugin contract",
-     wex_cmd_conformance},
+     cmd_conformance},
 };
 
 #define COMMAND_COUNT (sizeof(commands) / sizeof(commands[0]))
@@ -48,35 +51,27 @@ static void usage(FILE *out)
             "or trace\n");
 }
 
-int wex_cli_wants_help(int argc, char **argv)
-{
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
-            return 1;
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
-        return WEX_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         usage(stdout);
-        return WEX_EXIT_OK;
+        return CLI_EXIT_OK;
     }
     if (strcmp(argv[1], "--version") == 0) {
         printf("wex %s (plugin ABI %u.%u)\n", WEX_VERSION_STRING,
                WEX_VERSION_MAJOR(WEX_ABI_CURRENT),
                WEX_VERSION_MINOR(WEX_ABI_CURRENT));
-        return WEX_EXIT_OK;
+        return CLI_EXIT_OK;
     }
     for (size_t i = 0; i < COMMAND_COUNT; i++)
         if (strcmp(argv[1], commands[i].name) == 0)
             return commands[i].run(argc - 1, argv + 1);
     fprintf(stderr, "wex: unknown command '%s' (see 'wex --help')\n",
             argv[1]);
-    return WEX_EXIT_USAGE;
+    return CLI_EXIT_USAGE;
 }

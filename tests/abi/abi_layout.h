@@ -4,6 +4,7 @@
  * this table with their new offsets.
  */
 #include <wex/plugin.h>
+#include <wex/wex.h>
 
 #define WEX_ABI_LAYOUT(SIZE, FIELD)                                        \
     SIZE(wex_negotiate_in, 24)                                             \
@@ -134,4 +135,47 @@
     FIELD(wex_transport_ops, peer_detach, 72)                              \
     FIELD(wex_transport_ops, put, 80)                                      \
     FIELD(wex_transport_ops, flush, 88)                                    \
-    FIELD(wex_transport_ops, recv, 96)
+    FIELD(wex_transport_ops, recv, 96) \
+    SIZE(wex_job_options, 32)                                              \
+    FIELD(wex_job_options, rendezvous, 8)                                  \
+    FIELD(wex_job_options, token, 16)                                      \
+    FIELD(wex_job_options, job_id, 24)                                     \
+    SIZE(wex_tensor, 40)                                                   \
+    FIELD(wex_tensor, dtype, 4)                                            \
+    FIELD(wex_tensor, ndim, 8)                                             \
+    FIELD(wex_tensor, name, 16)                                            \
+    FIELD(wex_tensor, shape, 24)                                           \
+    FIELD(wex_tensor, bytes, 32)                                           \
+    SIZE(wex_sync_report, 72)                                              \
+    FIELD(wex_sync_report, verified, 4)                                    \
+    FIELD(wex_sync_report, step, 8)                                        \
+    FIELD(wex_sync_report, committed_step, 16)                             \
+    FIELD(wex_sync_report, operations, 24)                                 \
+    FIELD(wex_sync_report, bytes, 32)                                      \
+    FIELD(wex_sync_report, peers, 40)                                      \
+    FIELD(wex_sync_report, seconds, 48)                                    \
+    FIELD(wex_sync_report, attempts, 56)                                   \
+    FIELD(wex_sync_report, failed_over, 64)
+
+/* The sizes ABI 1.0 froze: the smallest struct_size a reader accepts.
+ * They never change; a minor version appends past them. */
+#define WEX_ABI_SIZES_1_0(CONST)                                           \
+    CONST(WEX_NEGOTIATE_IN_SIZE_1_0, 24)                                   \
+    CONST(WEX_NEGOTIATE_OUT_SIZE_1_0, 16)                                  \
+    CONST(WEX_PLUGIN_DESC_SIZE_1_0, 56)                                    \
+    CONST(WEX_TENSOR_INFO_SIZE_1_0, 32)                                    \
+    CONST(WEX_LOCAL_TENSOR_DESC_SIZE_1_0, 32)                              \
+    CONST(WEX_PIECE_DESC_SIZE_1_0, 40)                                     \
+    CONST(WEX_PIECE_VIEW_SIZE_1_0, 64)                                     \
+    CONST(WEX_PLAN_OP_SIZE_1_0, 64)                                        \
+    CONST(WEX_HOST_SERVICES_SIZE_1_0, 216)                                 \
+    CONST(WEX_ENGINE_ARGS_SIZE_1_0, 32)                                    \
+    CONST(WEX_ENGINE_OPS_SIZE_1_0, 48)                                     \
+    CONST(WEX_POLICY_ARGS_SIZE_1_0, 16)                                    \
+    CONST(WEX_PLAN_REQUEST_SIZE_1_0, 56)                                   \
+    CONST(WEX_POLICY_OPS_SIZE_1_0, 40)                                     \
+    CONST(WEX_TRANSPORT_ARGS_SIZE_1_0, 64)                                 \
+    CONST(WEX_TRANSPORT_OPS_SIZE_1_0, 104)                                 \
+    CONST(WEX_JOB_OPTIONS_SIZE_1_0, 32)                                    \
+    CONST(WEX_TENSOR_SIZE_1_0, 40)                                         \
+    CONST(WEX_SYNC_REPORT_SIZE_1_0, 72)

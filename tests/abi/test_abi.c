@@ -20,6 +20,49 @@ START_TEST(struct_layout_is_pinned)
 }
 END_TEST
 
+#define CHECK_CONST(name, value)                                          \
+    ck_assert_msg((name) == (value), #name " is %u, ABI 1.0 froze %d",     \
+                  (unsigned)(name), (value));
+
+START_TEST(frozen_1_0_sizes_are_pinned)
+{
+    WEX_ABI_SIZES_1_0(CHECK_CONST)
+}
+END_TEST
+
+static const wex_plugin_desc one_desc = {
+    WEX_PLUGIN_DESC_SIZE_1_0, WEX_ABI_1_0, WEX_KIND_ENGINE, 0, "one", "0",
+    NULL, NULL, NULL};
+
+/* The SDK's negotiate helper: accepts exactly offers that contain its
+ * literal version, and only from a host whose structs are whole. */
+START_TEST(negotiate_helper_keeps_to_its_version)
+{
+    wex_negotiate_in in = {sizeof(in), WEX_ABI_1_0, WEX_MAKE_VERSION(1, 9), 0, "t"};
+    wex_negotiate_out out = {sizeof(out), 0, NULL};
+    wex_plugin_desc wrong = one_desc;
+
+    ck_assert_int_eq(wex_negotiate_one(&in, &out, WEX_ABI_1_0, &one_desc), WEX_OK);
+    ck_assert_uint_eq(out.abi_version, WEX_ABI_1_0);
+    ck_assert_ptr_eq(out.desc, &one_desc);
+    in.abi_min = WEX_MAKE_VERSION(1, 1);
+    out.desc = NULL;
+    ck_assert_int_eq(wex_negotiate_one(&in, &out, WEX_ABI_1_0, &one_desc), WEX_ERR_ABI);
+    ck_assert_ptr_null(out.desc);
+    in.abi_min = WEX_ABI_1_0;
+    in.struct_size = WEX_NEGOTIATE_IN_SIZE_1_0 - 1;
+    ck_assert_int_eq(wex_negotiate_one(&in, &out, WEX_ABI_1_0, &one_desc), WEX_ERR_ABI);
+    in.struct_size = sizeof(in);
+    out.struct_size = 8;
+    ck_assert_int_eq(wex_negotiate_one(&in, &out, WEX_ABI_1_0, &one_desc), WEX_ERR_ABI);
+    out.struct_size = sizeof(out);
+    /* a descriptor that states another version than the one negotiated */
+    wrong.abi_version = WEX_MAKE_VERSION(1, 1);
+    ck_assert_int_eq(wex_negotiate_one(&in, &out, WEX_ABI_1_0, &wrong), WEX_ERR_ABI);
+    ck_assert_int_eq(wex_negotiate_one(NULL, &out, WEX_ABI_1_0, &one_desc), WEX_ERR_ABI);
+}
+END_TEST
+
 START_TEST(constants_are_pinned)
 {
     ck_assert_int_eq(WEX_OK, 0);
@@ -49,6 +92,8 @@ int main(void)
     TCase *tc = tcase_create("layout");
 
     tcase_add_test(tc, struct_layout_is_pinned);
+    tcase_add_test(tc, frozen_1_0_sizes_are_pinned);
+    tcase_add_test(tc, negotiate_helper_keeps_to_its_version);
     tcase_add_test(tc, constants_are_pinned);
     suite_add_tcase(s, tc);
     return wex_test_run(s);

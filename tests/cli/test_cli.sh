@@ -17,7 +17,7 @@ contains() { grep -qF -- "$2" "$1"; }
 contains "$tmp/out" "Commands:"; check "--help lists commands" $?
 contains "$tmp/out" "WEX_PLUGIN_PATH"; check "--help names the environment" $?
 "$wex" --version >"$tmp/out"; check "--version exits 0" $?
-grep -qE '^wex [0-9]+\.[0-9]+\.[0-9]+ \(plugin ABI 1\.0\)$' "$tmp/out"; check "--version format" $?
+grep -qE '^wex [0-9]+\.[0-9]+\.[0-9]+ \(plugin ABI 1\.1\)$' "$tmp/out"; check "--version format" $?
 "$wex" frobnicate 2>"$tmp/err"; [ $? -eq 2 ]; check "unknown command exits 2" $?
 contains "$tmp/err" "unknown command 'frobnicate'"; check "unknown command named" $?
 "$wex" plugins --help >"$tmp/out"; check "plugins --help" $?
@@ -115,6 +115,33 @@ contains "$tmp/err" "parallel/tp: the hf layout is one unsharded rank per replic
 [ $? -eq 2 ]; check "layout unknown engine exits 2" $?
 contains "$tmp/err" "no engine plugin named \"nope\" (available: "; check "layout unknown engine text" $?
 grep -qE "\(available: ([a-z]+, )*hf[,)]" "$tmp/err"; check "layout unknown engine lists hf" $?
+# --help-options: every option of every in-tree engine, from its manifest,
+# with its default and description; no model needed.
+"$wex" plugins --json >"$tmp/plugins.json"
+for engine in hf fsdp megatron vllm sglang; do
+    "$wex" layout --engine "$engine" --help-options >"$tmp/opts"
+    check "layout --help-options $engine exits 0" $?
+    /usr/bin/python3 - "$tmp/plugins.json" "$engine" "$tmp/opts" <<'PY'; check "layout --help-options $engine lists every option" $?
+import json, sys
+plugins = json.load(open(sys.argv[1]))["plugins"]
+entry = next(p for p in plugins if p["name"] == sys.argv[2] and p["kind"] == "engine")
+manifest = json.load(open(entry["manifest"]))
+text = open(sys.argv[3]).read()
+assert text.startswith("engine %s " % sys.argv[2]), text[:80]
+props = manifest.get("options_schema", {}).get("properties", {})
+for name, prop in props.items():
+    line = next((l for l in text.splitlines() if l.startswith("  %s: " % name)), None)
+    assert line is not None, (name, text)
+    if "default" in prop:
+        assert line.endswith("default " + json.dumps(prop["default"], separators=(",", ":"))), line
+    assert prop["description"].split()[0] in text, name
+if not props:
+    assert "options: none" in text
+PY
+done
+"$wex" layout --engine nope --help-options 2>"$tmp/err"
+[ $? -eq 2 ]; check "layout --help-options unknown engine exits 2" $?
+contains "$tmp/err" "no engine plugin named \"nope\" (available: "; check "layout --help-options unknown engine text" $?
 "$wex" layout --model "$models/Qwen3-0.6B.config.json" --engine hf --parallel tp=0 2>"$tmp/err"
 [ $? -eq 2 ]; check "layout bad parallel exits 2" $?
 contains "$tmp/err" "--parallel: /tp: "; check "layout bad parallel names /tp" $?
@@ -210,6 +237,16 @@ cat >"$tmp/plan/engine.json" <<JSON
 JSON
 plan_refuses "unknown source engine" "$tmp/plan/engine.json" \
     "$tmp/plan/engine.json" "/source/engine" '"nope"'
+# Megatron shares DeepSeek's MTP embedding and head with the main ones;
+# an hf destination holds the checkpoint's copies: refused before planning.
+deepseek="$(cd "$models" && pwd)/DeepSeek-V3.config.json"
+cat >"$tmp/plan/uncovered.json" <<JSON
+{"model": "$deepseek", "source": {"engine": "megatron", "parallel": {"tp": 2}},
+ "destination": {"engine": "hf"}, "transport": "shm"}
+JSON
+plan_refuses "tensor no source holds" "$tmp/plan/uncovered.json" \
+    "$tmp/plan/uncovered.json" "destination engine hf holds model.layers.61.embed_tokens.weight" \
+    "no rank of source engine megatron holds any of it"
 cat >"$tmp/plan/policy.json" <<JSON
 {"model": "$qwen", "source": {"engine": "hf"}, "destination": {"engine": "hf"},
  "transport": "shm", "policy": "frobnicate"}
@@ -263,6 +300,89 @@ JSON
 plan_refuses "tp for the one-rank hf engine" "$tmp/plan/hf-tp.json" \
     "destination" "hf" "parallel/tp"
 # ---- end of the wex plan refusals ----------------------------------------
+
+# ---- bad numbers and options: exit 2 and one line on stderr, which names
+# the command and the option, and for a number the range it takes ------
+refuses() { # name, the exact line, wex arguments...
+    local name=$1 want=$2 lines
+    shift 2
+    "$wex" "$@" >"$tmp/out" 2>"$tmp/err"; [ $? -eq 2 ]; check "$name exits 2" $?
+    lines=$(wc -l <"$tmp/err")
+    [ "$lines" -eq 1 ] && [ ! -s "$tmp/out" ]
+    check "$name: one line on stderr ($lines), nothing on stdout" $?
+    grep -qxF -- "$want" "$tmp/err"; check "$name says: $want" $?
+    grep -qxF -- "$want" "$tmp/err" || sed 's/^/    /' "$tmp/err"
+}
+job="$tmp/job.json"
+steps='wex run: --steps: expected an integer from 1 to 1000000, got'
+refuses "run --steps abc" "$steps \"abc\"" run "$job" --steps abc
+refuses "run --steps 0" "$steps \"0\"" run "$job" --steps 0
+refuses "run --steps 1000001" "$steps \"1000001\"" run "$job" --steps 1000001
+refuses "run --steps 2^64" "$steps \"18446744073709551616\"" run --steps 18446744073709551616 "$job"
+refuses "run --steps -1" "$steps \"-1\"" run "$job" --steps -1
+refuses "run --steps 3x" "$steps \"3x\"" run "$job" --steps 3x
+refuses "run --steps ''" "$steps \"\"" run "$job" --steps ''
+refuses "run --steps=0x10" "$steps \"0x10\"" run "$job" --steps=0x10
+refuses "run --host -2" \
+    'wex run: --host: expected an integer from 0 to 4294967295, got "-2"' \
+    run "$job" --host -2 --rendezvous 127.0.0.1:1 --token t --job-id j
+refuses "run --worker source abc" \
+    'wex run: --worker: expected an integer from 0 to 4294967294, got "abc"' \
+    run --worker source abc "$job"
+refuses "run --first-step 0" \
+    'wex run: --first-step: expected an integer from 1 to 1000000, got "0"' \
+    run "$job" --first-step 0
+refuses "plan --rank -1" \
+    'wex plan: --rank: expected an integer from 0 to 4294967294, got "-1"' \
+    plan "$job" --rank -1
+refuses "plan --rank 2^32-1" \
+    'wex plan: --rank: expected an integer from 0 to 4294967294, got "4294967295"' \
+    plan "$job" --rank 4294967295 --side source
+refuses "layout --rank 1.5" \
+    'wex layout: --rank: expected an integer from 0 to 4294967294, got "1.5"' \
+    layout --model "$models/Qwen3-0.6B.config.json" --engine hf --rank 1.5
+refuses "layout --parallel tp=two" \
+    'wex layout: --parallel: tp: expected an integer from 0 to 4294967295, got "two"' \
+    layout --model "$models/Qwen3-0.6B.config.json" --engine hf --parallel dp=2,tp=two
+refuses "layout --parallel pp_layers=3::4" \
+    'wex layout: --parallel: pp_layers: expected an integer from 0 to 4294967295, got ""' \
+    layout --model "$models/Qwen3-0.6B.config.json" --engine hf --parallel pp_layers=3::4
+seconds='expected seconds, more than 0 and at most 86400, got'
+refuses "conformance --timeout 0" "wex conformance: --timeout: $seconds \"0\"" \
+    conformance shm --timeout 0
+refuses "conformance --deadline nan" "wex conformance: --deadline: $seconds \"nan\"" \
+    conformance --deadline nan shm
+refuses "conformance --timeout 86401" "wex conformance: --timeout: $seconds \"86401\"" \
+    conformance shm --timeout 86401
+for cmd in plugins validate layout plan run store conformance check; do
+    refuses "$cmd --frobnicate" \
+        "wex $cmd: unknown option '--frobnicate' (see 'wex $cmd --help')" \
+        "$cmd" --frobnicate
+done
+refuses "conformance -x" "wex conformance: unknown option '-x' (see 'wex conformance --help')" \
+    conformance -x shm
+refuses "run --steps without a value" "wex run: --steps needs a value (see 'wex run --help')" \
+    run "$job" --steps
+refuses "store --token without a value" \
+    "wex store: --token needs a value (see 'wex store --help')" store --token
+refuses "plugins --json=1" "wex plugins: --json takes no value, got '--json=1'" plugins --json=1
+refuses "plan with two jobs" "wex plan: one job at a time ('$job')" plan "$job" "$job"
+refuses "validate without a job" "wex validate: no job file (see 'wex validate --help')" validate
+refuses "check without --model" \
+    "wex check: needs a checkpoint directory and --model CONFIG.json (see 'wex check --help')" \
+    check "$tmp"
+refuses "check with two directories" "wex check: unexpected argument '$tmp' (see 'wex check --help')" \
+    check "$tmp" "$tmp" --model x
+refuses "check of no checkpoint" \
+    "$tmp: neither model.safetensors.index.json nor model.safetensors is there: not a Hugging Face checkpoint" \
+    check "$tmp" --model "$models/Qwen3-0.6B.config.json"
+refuses "run --shard-bytes -1" "wex run: --shard-bytes: expected an integer from 0 to 9223372036854775807, got \"-1\"" \
+    run "$job" --shard-bytes -1
+"$wex" check --help >"$tmp/out"; check "check --help" $?
+contains "$tmp/out" "one line per"; check "check --help says what it prints" $?
+"$wex" run "$job" --steps abc --help >"$tmp/out" 2>&1; check "run --help wins over a bad number" $?
+contains "$tmp/out" "usage: wex run"; check "run --help after a bad number shows the usage" $?
+# ---- end of the bad numbers and options ---------------------------------
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

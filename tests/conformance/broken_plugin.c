@@ -44,8 +44,8 @@ struct wex_plugin_state {
 };
 
 #ifdef UNDEFINED_HOST
-/* libwex's, which a plugin must never reach for */
-const char *wex__last_error(void);
+/* libwex's public API, which a plugin must never reach for */
+const char *wex_last_error(void);
 #endif
 
 static wex_status broken_init(const wex_host_services *host,
@@ -57,7 +57,7 @@ static wex_status broken_init(const wex_host_services *host,
         return WEX_ERR_NOMEM;
     s->host = host;
 #ifdef UNDEFINED_HOST
-    if (host == NULL && wex__last_error() != NULL)
+    if (host == NULL && wex_last_error() != NULL)
         return WEX_ERR_INTERNAL;
 #endif
 #ifdef PRINTS

@@ -70,6 +70,10 @@ expect "fake small-desc" "C09 C13" "$(f small-desc engine)"
 expect "fake borrowed-entry" "C03 C10 C13" "$(f borrowed-entry engine)"
 # loads fine, but as an engine it holds nothing of the model
 expect "fake good" "C15" "$(f good engine)"
+# ABI 1.0's exact table sizes, and tables larger than this host knows
+expect "fake min-tables" "C15" "$(f min-tables engine)"
+expect "fake big-tables" "C15" "$(f big-tables engine)"
+expect "fake short-ops" "C11 C13" "$(f short-ops engine)"
 # an engine's ops table behind a policy: plans nothing
 expect "fake policy" "C17 C22" "$(f policy policy)"
 # an engine's ops table behind a transport: too small
@@ -83,7 +87,7 @@ check "init failure shows the plugin's own message" $?
 b() { echo "$broken/$1/$2-$1.json"; }
 expect "broken extra-export" "C03" "$(b extra-export engine)"
 expect "broken undefined-host" "C04" "$(b undefined-host engine)"
-contains "$tmp/out" "resolved by no library it depends on, only by the process that loads it: wex__last_error"
+contains "$tmp/out" "resolved by no library it depends on, only by the process that loads it: wex_last_error"
 check "C04 names the undefined symbol" $?
 expect "broken links-libwex" "C04" "$(b links-libwex engine)"
 contains "$tmp/out" "DT_NEEDED libwex.so"; check "C04 names the libwex dependency" $?

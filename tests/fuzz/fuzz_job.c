@@ -16,6 +16,7 @@
 
 #include "error.h"
 #include "job_config.h"
+#include "host_registry.h"
 #include "registry.h"
 
 #include "fuzz_util.h"

@@ -25,7 +25,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "run.h"
+#include "synth_weights.h"
 #include "store.h"
 
 #define TOKEN "wex-gpu-test"
@@ -127,7 +127,7 @@ static int worker(const gpu_job *j, const char *address, uint32_t side,
     for (uint64_t step = 1; step <= j->steps; step++) {
         wex_sync_report r;
         if (j->verify && side == WEX_SIDE_SOURCE) {
-            wex_run_fill(&m.view, step);
+            wex__synth_fill(&m.view, step);
             if (mirror_move(job, &m, 1) != 0)
                 goto fail;
         }
@@ -139,7 +139,7 @@ static int worker(const gpu_job *j, const char *address, uint32_t side,
             uint64_t bad;
             if (mirror_move(job, &m, 0) != 0)
                 goto fail;
-            bad = wex_run_check(&m.view, step);
+            bad = wex__synth_check(&m.view, step);
             if (bad != 0) {
                 fprintf(stderr, "%s rank %llu step %llu: %llu elements "
                         "differ from the synthetic weights\n", who,

@@ -26,9 +26,10 @@
 #include <cuda_runtime_api.h>
 
 #include "error.h"
-#include "fd_io.h"
+#include "clock.h"
 #include "nccl_key.h"
 #include "options.h"
+#include "host_registry.h"
 #include "registry.h"
 
 #define SKIP 77
@@ -297,7 +298,7 @@ int main(int argc, char **argv)
         printf("FAIL: loading the nccl transport: %s\n", wex__last_error());
         return 1;
     }
-    ops = plugin->desc->ops;
+    ops = &plugin->ops.transport;
     state = plugin->plugin_state;
     options = wex__options_view(opts);
     if (argc == 2 && strcmp(argv[1], "--dest") == 0)

@@ -10,6 +10,9 @@
  *   FAKE_REPORTED_NAME   a different name reported by the library
  *   FAKE_INIT_FAILS      init fails with a message
  *   FAKE_NO_DEFINE_ENTRY no entry point at all (it comes from a dependency)
+ *   FAKE_MIN_TABLES      descriptor and ops table exactly ABI 1.0's sizes
+ *   FAKE_BIG_TABLES      both larger than this host knows (a newer plugin)
+ *   FAKE_SHORT_OPS       an ops table smaller than ABI 1.0's
  * A plain build is a well-behaved one-rank engine.
  */
 #include <stdlib.h>
@@ -96,20 +99,61 @@ static wex_status fake_describe_rank(wex_engine_ctx *ctx, uint64_t rank,
     return rank == 0 ? WEX_OK : WEX_ERR_INVALID;
 }
 
-static const wex_engine_ops fake_ops = {
-    sizeof(wex_engine_ops), 0, 0, fake_ctx_create, fake_ctx_destroy,
-    fake_rank_count, fake_describe_rank,
+/* A later minor version's tables: members this host has never heard
+ * of follow the 1.0 ones, and must be left alone. */
+static wex_status fake_future_call(void)
+{
+    return WEX_ERR_INTERNAL;
+}
+
+static const struct {
+    wex_engine_ops base;
+    wex_status (*future[3])(void);
+} fake_ops_table = {
+    {
+#if defined(FAKE_MIN_TABLES)
+        .struct_size = WEX_ENGINE_OPS_SIZE_1_0,
+#elif defined(FAKE_BIG_TABLES)
+        .struct_size = sizeof(fake_ops_table),
+#elif defined(FAKE_SHORT_OPS)
+        .struct_size = WEX_ENGINE_OPS_SIZE_1_0 - 8,
+#else
+        .struct_size = sizeof(wex_engine_ops),
+#endif
+        .ctx_create = fake_ctx_create,
+        .ctx_destroy = fake_ctx_destroy,
+        .rank_count = fake_rank_count,
+        .describe_rank = fake_describe_rank,
+    },
+    {fake_future_call, fake_future_call, fake_future_call},
 };
 
-static const wex_plugin_desc fake_desc = {
-#ifdef FAKE_SMALL_DESC
-    16,
+static const struct {
+    wex_plugin_desc base;
+    const void *future[2];
+} fake_desc_table = {
+    {
+#if defined(FAKE_SMALL_DESC)
+        .struct_size = 16,
+#elif defined(FAKE_MIN_TABLES)
+        .struct_size = WEX_PLUGIN_DESC_SIZE_1_0,
+#elif defined(FAKE_BIG_TABLES)
+        .struct_size = sizeof(fake_desc_table),
 #else
-    sizeof(wex_plugin_desc),
+        .struct_size = sizeof(wex_plugin_desc),
 #endif
-    WEX_ABI_1_0, FAKE_KIND, WEX_PLUGIN_THREAD_SAFE, FAKE_NAME, "0.0.1",
-    fake_init, fake_fini, &fake_ops,
+        .abi_version = WEX_ABI_1_0,
+        .kind = FAKE_KIND,
+        .flags = WEX_PLUGIN_THREAD_SAFE,
+        .name = FAKE_NAME,
+        .version = "0.0.1",
+        .init = fake_init,
+        .fini = fake_fini,
+        .ops = &fake_ops_table.base,
+    },
+    {&fake_ops_table, &fake_ops_table},
 };
+#define fake_desc (fake_desc_table.base)
 
 #ifndef FAKE_NO_ENTRY /* otherwise hidden like every other symbol */
 WEX_PLUGIN_EXPORT

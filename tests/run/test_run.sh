@@ -34,6 +34,7 @@ jsonschema.Draft202012Validator(s).validate(r)
 assert r["verified"] is True, r
 assert [x["committed"] for x in r["steps"]] == [True, True], r
 assert r["memcpy_gb_per_s"] > 0 and r["gb_per_s"] > 0, r
+assert r["memcpy_two_threads_gb_per_s"] > 0, r
 assert all(x["bytes"] == plan["bytes_needed"] for x in r["steps"]), (r["steps"], plan)
 PY
 shm_clean "default sample"
@@ -189,6 +190,46 @@ sed -e 's|"transport": "shm"|"transport": "nope"|' -e 's|"../models/|"'"$SAMPLES
     && pass "missing transport: $(cat "$TMP/nope.err")" || fail "missing transport: exit $code: $(cat "$TMP/nope.err")"
 "$WEX" run >/dev/null 2>"$TMP/noargs.err"; code=$?
 [ "$code" -eq 2 ] && grep -q "no job file" "$TMP/noargs.err" && pass "no job: exit 2" || fail "no job: exit $code"
+# 8. The launcher killed with SIGKILL in the middle of a long run: every
+#    worker dies with it, even one wedged where it would never notice the
+#    rendezvous is gone, and nothing is left in /dev/shm.
+WEX_RUN_FAULT=hang:source:0:1 "$WEX" run "$JOB" --steps 1000 --verify none \
+    >"$TMP/killed.out" 2>&1 &
+launcher=$!
+for _ in $(seq 300); do
+    [ "$(pgrep -P "$launcher" -c 2>/dev/null || echo 0)" -ge 8 ] && break
+    sleep 0.1
+done
+workers=$(pgrep -P "$launcher" | tr '\n' ' ')
+sleep 2 # into the steps
+kill -KILL "$launcher"
+wait "$launcher" 2>/dev/null
+# Within a second: the kernel kills them with their parent
+# (PR_SET_PDEATHSIG); the wedged source would never go by itself.
+left=""
+for _ in $(seq 10); do
+    left=""
+    # a worker that died but was not reaped yet (a zombie) is dead
+    for w in $workers; do
+        state=$(ps -o stat= -p "$w" 2>/dev/null)
+        [ -n "$state" ] && [ "${state#Z}" = "$state" ] && left="$left $w"
+    done
+    [ -z "$left" ] && break
+    sleep 0.1
+done
+[ -n "$workers" ] && [ -z "$left" ] \
+    && pass "launcher killed: its $(echo $workers | wc -w) workers died with it" \
+    || fail "launcher killed: workers still running:$left (of: $workers)"
+for w in $left; do kill -KILL "$w" 2>/dev/null; done
+shm_clean "launcher killed"
+
+# 9. A job this machine cannot hold is refused before any rank starts.
+"$WEX" run "$SAMPLES/jobs/kimi-k2-megatron-to-vllm.json" --steps 1 >/dev/null 2>"$TMP/big.err"; code=$?
+[ "$code" -eq 2 ] && [ "$(wc -l <"$TMP/big.err")" -eq 1 ] \
+    && grep -q "GB available (MemAvailable)" "$TMP/big.err" \
+    && pass "a job too big for this machine: refused in one line with the figures" \
+    || fail "a job too big for this machine: exit $code: $(cat "$TMP/big.err")"
+
 "$WEX" run "$JOB" --steps 0 >/dev/null 2>"$TMP/steps.err"; code=$?
 [ "$code" -eq 2 ] && pass "--steps 0 refused" || fail "--steps 0: exit $code"
 

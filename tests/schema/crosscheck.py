@@ -82,10 +82,32 @@ def check_case(driver, case_dir):
     return None
 
 
+DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+
+
+def check_project_schema(path):
+    """None when one of wex's own schemas declares draft 2020-12 (the draft
+    the C validator implements) and python-jsonschema accepts it as such."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            schema = json.load(f)
+    except (OSError, ValueError) as e:
+        return "unreadable: %s" % e
+    if schema.get("$schema") != DRAFT_2020_12:
+        return "declares %r, expected %r" % (schema.get("$schema"), DRAFT_2020_12)
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as e:
+        return "not a valid 2020-12 schema: %s" % e.message
+    return None
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--driver", required=True)
     parser.add_argument("--corpus", required=True)
+    parser.add_argument("--schemas", help="also check every *.schema.json here "
+                        "declares and is valid draft 2020-12")
     args = parser.parse_args()
 
     cases = sorted(entry.name for entry in os.scandir(args.corpus)
@@ -101,6 +123,19 @@ def main():
     if not cases:
         print("%s: no cases found" % args.corpus)
         failed += 1
+    if args.schemas:
+        names = sorted(n for n in os.listdir(args.schemas)
+                       if n.endswith(".schema.json"))
+        if not names:
+            print("%s: no schemas found" % args.schemas)
+            failed += 1
+        for name in names:
+            problem = check_project_schema(os.path.join(args.schemas, name))
+            if problem:
+                print("%s: %s" % (name, problem))
+                failed += 1
+            else:
+                passed += 1
     print("%d passed, %d failed" % (passed, failed))
     return 0 if failed == 0 else 1
 

@@ -44,4 +44,20 @@ static void pause_s(double s)
     nanosleep(&ts, NULL);
 }
 
+/* Abandons a connection (what a killed process looks like) and waits
+ * until the server has recorded the death: its reader notices the closed
+ * socket on its own thread, and a client that says hello before then
+ * takes the death for news (it may be the dead rank rejoining). */
+static inline void abandon_and_wait(wex__store_client *gone)
+{
+    size_t deaths = wex__store_death_count(server);
+
+    wex__store_abandon(gone);
+    for (int i = 0; i < 5000 && wex__store_death_count(server) == deaths; i++)
+        pause_s(0.001);
+    ck_assert_msg(wex__store_death_count(server) > deaths,
+                  "the server did not record the abandoned connection's "
+                  "death within 5 s");
+}
+
 #endif /* WEX_TEST_STORE_FIXTURE_H */

@@ -10,99 +10,7 @@
 #include <string.h>
 
 #include "check_run.h"
-#include "engine.h"
-#include "error.h"
-
-static wex__registry *registry;
-
-static void setup(void)
-{
-    setenv("WEX_PLUGIN_MANIFESTS", WEX_BUILD_PLUGINS, 1);
-    ck_assert_int_eq(wex__registry_scan(&registry), WEX_OK);
-}
-
-static void teardown(void)
-{
-    wex__registry_free(registry);
-}
-
-typedef struct described {
-    wex_model *model;
-    wex__engine *engine;
-    wex__rank_layout layout;
-} described;
-
-static wex_status open_engine(described *d, const char *model,
-                              const char *engine, const char *parallel)
-{
-    char path[1024];
-    cJSON *par = cJSON_Parse(parallel);
-    wex_status st;
-
-    memset(d, 0, sizeof(*d));
-    snprintf(path, sizeof(path), "%s/%s.config.json", WEX_MODELS_DIR, model);
-    ck_assert_ptr_nonnull(par);
-    ck_assert_int_eq(wex__model_load(path, &d->model), WEX_OK);
-    st = wex__engine_open(registry, engine, d->model, par, NULL, &d->engine);
-    /* the engine keeps no reference to the parallel document after open */
-    cJSON_Delete(par);
-    return st;
-}
-
-static void describe(described *d, const char *model, const char *engine,
-                     const char *parallel, uint64_t rank)
-{
-    ck_assert_msg(open_engine(d, model, engine, parallel) == WEX_OK, "%s",
-                  wex__last_error());
-    ck_assert_msg(wex__engine_describe(d->engine, rank, &d->layout) == WEX_OK,
-                  "%s", wex__last_error());
-}
-
-static void release(described *d)
-{
-    wex__rank_layout_fini(&d->layout);
-    wex__engine_close(d->engine);
-    wex__model_free(d->model);
-}
-
-static const wex__local_tensor *tensor(const described *d, const char *name,
-                                       uint64_t *index_p)
-{
-    for (size_t i = 0; i < d->layout.tensor_count; i++)
-        if (strcmp(d->layout.tensors[i].name, name) == 0) {
-            if (index_p)
-                *index_p = i;
-            return &d->layout.tensors[i];
-        }
-    ck_abort_msg("no local tensor %s", name);
-    return NULL;
-}
-
-static int has_tensor(const described *d, const char *name)
-{
-    for (size_t i = 0; i < d->layout.tensor_count; i++)
-        if (strcmp(d->layout.tensors[i].name, name) == 0)
-            return 1;
-    return 0;
-}
-
-/* The n-th piece of local tensor `local` holding canonical `canonical`. */
-static const wex__piece *piece(const described *d, const char *local,
-                               const char *canonical, int nth)
-{
-    uint64_t t;
-    int64_t c = wex__model_find(d->model, canonical);
-
-    tensor(d, local, &t);
-    ck_assert_msg(c >= 0, "no canonical tensor %s", canonical);
-    for (size_t i = 0; i < d->layout.piece_count; i++) {
-        const wex__piece *p = &d->layout.pieces[i];
-        if (p->tensor == t && p->canonical == (uint64_t)c && nth-- == 0)
-            return p;
-    }
-    ck_abort_msg("%s holds no piece of %s", local, canonical);
-    return NULL;
-}
+#include "engine_fixture.h"
 
 #define ASSERT_BOX(p, o0, e0, a0)                                          \
     do {                                                                   \
@@ -118,7 +26,7 @@ START_TEST(vllm_qkv_rows_on_a_tp_rank)
     described d;
 
     /* Qwen3-8B: 32 query heads, 8 KV heads of 128; TP 4, rank 1. */
-    describe(&d, "Qwen3-8B", "vllm", "{\"tp\":4}", 1);
+    describe(&d, "Qwen3-8B", "vllm", "{\"tp\":4}", NULL, 1);
     ck_assert_uint_eq(tensor(&d, QKV, NULL)->shape[0], 1024 + 256 + 256);
     ASSERT_BOX(piece(&d, QKV, "model.layers.0.self_attn.q_proj.weight", 0), 1024, 1024, 0);
     ASSERT_BOX(piece(&d, QKV, "model.layers.0.self_attn.k_proj.weight", 0), 256, 256, 1024);
@@ -132,7 +40,7 @@ START_TEST(vllm_replicates_kv_heads_past_their_count)
     described d;
 
     /* TP 16 over 8 KV heads: ranks 2 and 3 share KV head 1. */
-    describe(&d, "Qwen3-8B", "vllm", "{\"tp\":16}", 3);
+    describe(&d, "Qwen3-8B", "vllm", "{\"tp\":16}", NULL, 3);
     ck_assert_uint_eq(tensor(&d, QKV, NULL)->shape[0], 256 + 128 + 128);
     ASSERT_BOX(piece(&d, QKV, "model.layers.0.self_attn.q_proj.weight", 0), 768, 256, 0);
     ASSERT_BOX(piece(&d, QKV, "model.layers.0.self_attn.k_proj.weight", 0), 128, 128, 256);
@@ -148,7 +56,7 @@ START_TEST(vllm_stacks_experts_split_over_tp)
     const wex__piece *p;
 
     /* Qwen3-30B-A3B: 128 experts of intermediate 768; TP 2, rank 1. */
-    describe(&d, "Qwen3-30B-A3B", "vllm", "{\"tp\":2}", 1);
+    describe(&d, "Qwen3-30B-A3B", "vllm", "{\"tp\":2}", NULL, 1);
     ck_assert_uint_eq(tensor(&d, w13, NULL)->ndim, 3);
     ck_assert_uint_eq(tensor(&d, w13, NULL)->shape[0], 128);
     ck_assert_uint_eq(tensor(&d, w13, NULL)->shape[1], 768);
@@ -167,7 +75,7 @@ START_TEST(vllm_expert_parallel_over_tp_times_dp)
     const char *w2 = "model.layers.0.mlp.experts.w2_weight";
 
     /* ep = tp * dp = 4: rank 3 (dp 1, tp 1) holds experts 96..127 whole. */
-    describe(&d, "Qwen3-30B-A3B", "vllm", "{\"tp\":2,\"dp\":2,\"ep\":4}", 3);
+    describe(&d, "Qwen3-30B-A3B", "vllm", "{\"tp\":2,\"dp\":2,\"ep\":4}", NULL, 3);
     ck_assert_uint_eq(tensor(&d, w2, NULL)->shape[0], 32);
     ck_assert_uint_eq(tensor(&d, w2, NULL)->shape[2], 768);
     ck_assert_uint_eq(piece(&d, w2, "model.layers.0.mlp.experts.96.down_proj.weight", 0)->at[0], 0);
@@ -185,7 +93,7 @@ START_TEST(mla_fused_a_projection_names_and_scales)
 
     /* DeepSeek-V3 fp8: q_a (1536 rows) then kv_a (576), replicated; the
      * scales follow block for block: 12 + 5 = 17 rows of 128. */
-    describe(&d, "DeepSeek-V3", "vllm", "{\"tp\":8}", 5);
+    describe(&d, "DeepSeek-V3", "vllm", "{\"tp\":8}", NULL, 5);
     ck_assert_uint_eq(tensor(&d, v, NULL)->shape[0], 2112);
     ck_assert_uint_eq(tensor(&d, "model.layers.0.self_attn.fused_qkv_a_proj.weight_scale_inv",
                              NULL)->shape[0], 17);
@@ -193,7 +101,7 @@ START_TEST(mla_fused_a_projection_names_and_scales)
               "model.layers.0.self_attn.kv_a_proj_with_mqa.weight_scale_inv", 0);
     ASSERT_BOX(p, 0, 5, 12);
     release(&d);
-    describe(&d, "DeepSeek-V3", "sglang", "{\"tp\":8}", 5);
+    describe(&d, "DeepSeek-V3", "sglang", "{\"tp\":8}", NULL, 5);
     ck_assert(has_tensor(&d, s));
     ck_assert(!has_tensor(&d, v));
     release(&d);
@@ -206,7 +114,7 @@ START_TEST(megatron_interleaves_qkv_per_query_group)
     const char *qkv = "decoder.layers.0.self_attention.linear_qkv.weight";
 
     /* Qwen3-8B, TP 2, rank 1: query groups 4..7, each 4 q heads, k, v. */
-    describe(&d, "Qwen3-8B", "megatron", "{\"tp\":2}", 1);
+    describe(&d, "Qwen3-8B", "megatron", "{\"tp\":2}", NULL, 1);
     ck_assert_uint_eq(tensor(&d, qkv, NULL)->shape[0], 4 * (4 + 2) * 128);
     ASSERT_BOX(piece(&d, qkv, "model.layers.0.self_attn.q_proj.weight", 0), 2048, 512, 0);
     ASSERT_BOX(piece(&d, qkv, "model.layers.0.self_attn.k_proj.weight", 0), 512, 128, 512);
@@ -223,7 +131,7 @@ START_TEST(megatron_pads_the_vocabulary_per_tp)
 
     /* 151936 rows padded to a multiple of 128 * 2: 152064; rank 1 holds
      * rows 76032.. of which only 75904 are real. */
-    describe(&d, "Qwen3-8B", "megatron", "{\"tp\":2}", 1);
+    describe(&d, "Qwen3-8B", "megatron", "{\"tp\":2}", NULL, 1);
     ck_assert_uint_eq(tensor(&d, emb, NULL)->shape[0], 76032);
     ASSERT_BOX(piece(&d, emb, "model.embed_tokens.weight", 0), 76032, 75904, 0);
     release(&d);
@@ -236,7 +144,7 @@ START_TEST(megatron_tied_output_layer_on_the_last_stage)
 
     /* Qwen3-0.6B ties its embeddings: with pp 2 the last stage keeps its
      * own copy as output_layer; stage-local layer numbers restart at 0. */
-    describe(&d, "Qwen3-0.6B", "megatron", "{\"pp\":2}", 1);
+    describe(&d, "Qwen3-0.6B", "megatron", "{\"pp\":2}", NULL, 1);
     ASSERT_BOX(piece(&d, "output_layer.weight", "model.embed_tokens.weight", 0), 0, 151936, 0);
     ck_assert(!has_tensor(&d, "embedding.word_embeddings.weight"));
     ck_assert_ptr_nonnull(piece(&d, "decoder.layers.0.self_attention.linear_qkv.weight",
@@ -251,7 +159,7 @@ START_TEST(sglang_dp_attention)
 
     /* tp 4 with attn_dp 2: attention is split over 2 ranks (rank 3 is
      * attention rank 1), the embedding is whole, lm_head split over 4. */
-    describe(&d, "Qwen3-30B-A3B", "sglang", "{\"tp\":4,\"attn_dp\":2}", 3);
+    describe(&d, "Qwen3-30B-A3B", "sglang", "{\"tp\":4,\"attn_dp\":2}", NULL, 3);
     ASSERT_BOX(piece(&d, QKV, "model.layers.0.self_attn.q_proj.weight", 0), 2048, 2048, 0);
     ASSERT_BOX(piece(&d, "model.embed_tokens.weight", "model.embed_tokens.weight", 0), 0, 151936, 0);
     ASSERT_BOX(piece(&d, "lm_head.weight", "lm_head.weight", 0), 3 * 37984, 37984, 0);
@@ -263,10 +171,10 @@ START_TEST(fsdp_chunks_like_torch_chunk)
 {
     described d;
 
-    /* 151936 rows over 3: chunks of 50646; the last holds 50644 in a
-     * padded 50646-row shard. */
-    describe(&d, "Qwen3-0.6B", "fsdp", "{\"dp\":3}", 2);
-    ck_assert_uint_eq(tensor(&d, "model.embed_tokens.weight", NULL)->shape[0], 50646);
+    /* 151936 rows over 3: chunks of 50646; the last holds 50644, and
+     * its local tensor (FSDP2's to_local()) is those rows, unpadded. */
+    describe(&d, "Qwen3-0.6B", "fsdp", "{\"dp\":3}", NULL, 2);
+    ck_assert_uint_eq(tensor(&d, "model.embed_tokens.weight", NULL)->shape[0], 50644);
     ASSERT_BOX(piece(&d, "model.embed_tokens.weight", "model.embed_tokens.weight", 0),
                101292, 50644, 0);
     release(&d);
@@ -279,7 +187,8 @@ START_TEST(kimi_k2_megatron_256_ranks)
 
     describe(&d, "Kimi-K2-Instruct", "megatron",
              "{\"tp\":8,\"pp\":8,\"ep\":32,\"etp\":1,\"dp\":4,"
-             "\"first_stage_layers\":6,\"last_stage_layers\":7}", 255);
+             "\"first_stage_layers\":6,\"last_stage_layers\":7}",
+             NULL, 255);
     ck_assert_uint_eq(d.engine->ranks, 256);
     ck_assert(has_tensor(&d, "output_layer.weight"));
     ck_assert(has_tensor(&d, "decoder.final_layernorm.weight"));
@@ -287,30 +196,17 @@ START_TEST(kimi_k2_megatron_256_ranks)
 }
 END_TEST
 
-/* Each refusal is one line naming the parallel key and the constraint. */
-static void refused(const char *model, const char *engine, const char *parallel,
-                    const char *expect)
-{
-    described d;
-
-    ck_assert_int_eq(open_engine(&d, model, engine, parallel), WEX_ERR_INVALID);
-    ck_assert_msg(strstr(wex__last_error(), expect) != NULL, "'%s' lacks '%s'",
-                  wex__last_error(), expect);
-    ck_assert_ptr_null(strchr(wex__last_error(), '\n'));
-    wex__model_free(d.model);
-}
-
 START_TEST(engines_refuse_what_they_would_reject)
 {
-    refused("Qwen2.5-7B-Instruct", "vllm", "{\"tp\":8}",
+    refused("Qwen2.5-7B-Instruct", "vllm", "{\"tp\":8}", NULL,
             "parallel/tp: num_attention_heads (28) must be divisible by tp (8)");
-    refused("DeepSeek-V3", "vllm", "{\"tp\":32}", "fp8 quantization block");
-    refused("Qwen3-8B", "vllm", "{\"ep\":2}", "parallel/ep");
-    refused("Qwen3-30B-A3B", "sglang", "{\"tp\":4,\"ep\":3}", "ep must divide tp");
-    refused("Kimi-K2-Instruct", "megatron", "{\"pp\":4}", "does not divide");
-    refused("Qwen3-8B", "megatron", "{\"tp\":16}", "parallel/tp");
-    refused("Qwen3-8B", "fsdp", "{\"tp\":2}", "parallel/tp");
-    refused("Llama-3.2-1B", "vllm", "{\"pp\":17}", "parallel/pp");
+    refused("DeepSeek-V3", "vllm", "{\"tp\":32}", NULL, "fp8 quantization block");
+    refused("Qwen3-8B", "vllm", "{\"ep\":2}", NULL, "parallel/ep");
+    refused("Qwen3-30B-A3B", "sglang", "{\"tp\":4,\"ep\":3}", NULL, "ep must divide tp");
+    refused("Kimi-K2-Instruct", "megatron", "{\"pp\":4}", NULL, "does not divide");
+    refused("Qwen3-8B", "megatron", "{\"tp\":16}", NULL, "parallel/tp");
+    refused("Qwen3-8B", "fsdp", "{\"tp\":2}", NULL, "parallel/tp");
+    refused("Llama-3.2-1B", "vllm", "{\"pp\":17}", NULL, "parallel/pp");
 }
 END_TEST
 

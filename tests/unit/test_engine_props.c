@@ -26,6 +26,7 @@
 #include "check_run.h"
 #include "engine.h"
 #include "error.h"
+#include "host_registry.h"
 
 #define WHY_MAX 1024
 #define SUB_MAX 256 /* an inner message, quoted inside a WHY_MAX one */
@@ -213,6 +214,8 @@ static int box_holds(const box *b, uint32_t nd, const uint64_t *coord)
 typedef struct cover {
     const wex_model *model;
     box **boxes; /* per canonical tensor */
+    unsigned char *converted; /* per canonical tensor: held as values */
+    int no_mtp; /* the engine's main model holds no MTP layer (vLLM, SGLang) */
     size_t *count, *cap;
     uint64_t piece_bytes; /* over all pieces of all ranks */
 } cover;
@@ -223,8 +226,10 @@ static void cover_init(cover *c, const wex_model *model)
     c->boxes = calloc(model->count, sizeof(*c->boxes));
     c->count = calloc(model->count, sizeof(*c->count));
     c->cap = calloc(model->count, sizeof(*c->cap));
+    c->converted = calloc(model->count, 1);
+    c->no_mtp = 0;
     c->piece_bytes = 0;
-    need(c->boxes && c->count && c->cap);
+    need(c->boxes && c->count && c->cap && c->converted);
 }
 
 static void cover_fini(cover *c)
@@ -234,6 +239,7 @@ static void cover_fini(cover *c)
     free(c->boxes);
     free(c->count);
     free(c->cap);
+    free(c->converted);
 }
 
 static void cover_add(cover *c, const wex__rank_layout *l)
@@ -248,6 +254,7 @@ static void cover_add(cover *c, const wex__rank_layout *l)
         for (uint32_t d = 0; d < p->ndim; d++)
             elements *= p->extent[d];
         c->piece_bytes += elements * wex_dtype_size(t->dtype);
+        c->converted[p->canonical] |= p->transform == WEX_TRANSFORM_CONVERT;
         for (size_t k = 0; k < *n && hit == NULL; k++)
             if (memcmp(set[k].lo, p->offset, p->ndim * 8) == 0 &&
                 memcmp(set[k].ext, p->extent, p->ndim * 8) == 0)
@@ -270,12 +277,71 @@ static void cover_add(cover *c, const wex__rank_layout *l)
     }
 }
 
-/* Every canonical tensor covered uniformly, at least once; then the
- * pieces' bytes are sum(c_t * bytes_t). 0, or -1 with `why` naming the
- * tensor, an element and ranks holding it. */
+/* Per canonical tensor, the fp8 weight whose block scales it is, or -1;
+ * malloc'd. */
+static int64_t *weights_of_scales(const wex_model *m)
+{
+    int64_t *owner = malloc((m->count ? m->count : 1) * sizeof(*owner));
+
+    need(owner != NULL);
+    for (uint64_t t = 0; t < m->count; t++)
+        owner[t] = -1;
+    for (uint64_t w = 0; w < m->count; w++) {
+        int64_t s = wex__scale_of(m, w);
+        if (s >= 0)
+            owner[s] = (int64_t)w;
+    }
+    return owner;
+}
+
+/* The checkpoint's copies of the embedding and output head inside an
+ * MTP layer (DeepSeek-V3's model.layers.61.embed_tokens.weight and
+ * shared_head.head.weight): Megatron-Core's MTP layers share the model's
+ * own (megatron/core/transformer/multi_token_prediction.py), so an engine
+ * may hold none of them. */
+static int mtp_shared_copy(const char *name)
+{
+    static const char *const ends[] = {".embed_tokens.weight",
+                                       ".shared_head.head.weight"};
+    size_t n = strlen(name);
+
+    if (strncmp(name, "model.layers.", 13) != 0)
+        return 0;
+    for (size_t i = 0; i < 2; i++)
+        if (n > strlen(ends[i]) &&
+            strcmp(name + n - strlen(ends[i]), ends[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* A tensor of a multi-token-prediction layer (model.layers.<n>. with n
+ * >= num_hidden_layers): vLLM and SGLang load those into a separate
+ * drafter model (their engine option model: "mtp-drafter"), so the main
+ * model's layout holds none of them. */
+static int mtp_layer_tensor(const wex_model *m, const char *name)
+{
+    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(m->config,
+                                                           "num_hidden_layers");
+    char *end;
+    long n;
+
+    if (strncmp(name, "model.layers.", 13) != 0 || !cJSON_IsNumber(layers))
+        return 0;
+    n = strtol(name + 13, &end, 10);
+    return *end == '.' && n >= (long)layers->valuedouble;
+}
+
+/* Every canonical tensor covered uniformly, at least once (block scales
+ * excepted where their weight is held as converted values: floats carry
+ * no scales, MTP layers' copies of shared tensors, and every MTP layer
+ * tensor for vLLM and SGLang); then the pieces' bytes are
+ * sum(c_t * bytes_t). 0, or -1 with `why` naming the tensor, an
+ * element and ranks holding it. */
 static int cover_check(const cover *c, char *why)
 {
+    int64_t *owner = weights_of_scales(c->model);
     uint64_t expect = 0;
+    int rc = -1;
 
     for (uint64_t t = 0; t < c->model->count; t++) {
         const wex__tensor *ct = &c->model->tensors[t];
@@ -285,15 +351,19 @@ static int cover_check(const cover *c, char *why)
         grid g;
 
         if (c->count[t] == 0) {
+            if ((owner[t] >= 0 && c->converted[owner[t]]) ||
+                mtp_shared_copy(ct->name) ||
+                (c->no_mtp && mtp_layer_tensor(c->model, ct->name)))
+                continue;
             snprintf(why, WHY_MAX, "tensor %s: no rank holds any of it",
                      ct->name);
-            return -1;
+            goto out;
         }
         if (grid_build(&g, ct->ndim, ct->shape, c->boxes[t], c->count[t],
                        sub) != 0) {
             snprintf(why, WHY_MAX, "tensor %s: %s", ct->name, sub);
             grid_free(&g);
-            return -1;
+            goto out;
         }
         for (size_t k = 1; k < g.cells; k++) {
             lo = g.count[k] < g.count[lo] ? k : lo;
@@ -315,7 +385,7 @@ static int cover_check(const cover *c, char *why)
                      ct->name, at_lo, (unsigned long long)g.count[lo],
                      at_hi, (unsigned long long)g.count[hi], sub);
             grid_free(&g);
-            return -1;
+            goto out;
         }
         expect += g.count[lo] * ct->bytes;
         grid_free(&g);
@@ -324,9 +394,12 @@ static int cover_check(const cover *c, char *why)
         snprintf(why, WHY_MAX, "pieces hold %llu bytes, the coverage "
                  "implies %llu", (unsigned long long)c->piece_bytes,
                  (unsigned long long)expect);
-        return -1;
+        goto out;
     }
-    return 0;
+    rc = 0;
+out:
+    free(owner);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ */
@@ -435,10 +508,15 @@ static int check_rank(const wex_model *m, const wex__rank_layout *l,
         need(p->tensor < l->tensor_count);
         need(p->canonical < m->count);
         t = &l->tensors[p->tensor];
-        if (p->transform != WEX_TRANSFORM_NONE || p->ndim > t->ndim) {
+        /* plain pieces, or values converted to the local tensor's float
+         * dtype (a trainer's), which the layout builder checked */
+        if ((p->transform != WEX_TRANSFORM_NONE &&
+             (p->transform != WEX_TRANSFORM_CONVERT ||
+              !wex__convertible(m, p->canonical, t->dtype))) ||
+            p->ndim > t->ndim) {
             snprintf(why, WHY_MAX, "rank %llu: local tensor %s: piece of "
                      "%s has transform %u and %u dims (this test knows "
-                     "only plain pieces)", (unsigned long long)l->rank,
+                     "only plain and converted pieces)", (unsigned long long)l->rank,
                      t->name, m->tensors[p->canonical].name, p->transform,
                      p->ndim);
             rc = -1;
@@ -876,6 +954,8 @@ static uint64_t check_engine(wex__engine *e, const wex_model *m, const char *ctx
     cover c;
 
     cover_init(&c, m);
+    c.no_mtp = strcmp(e->plugin->manifest.name, "vllm") == 0 ||
+               strcmp(e->plugin->manifest.name, "sglang") == 0;
     for (uint64_t r = 0; r < e->ranks; r++) {
         wex__rank_layout a, b;
         need_msg(wex__engine_describe(e, r, &a) == WEX_OK, "%s: rank %llu: %s", ctx,

@@ -10,6 +10,7 @@
 #include "error.h"
 #include "plan.h"
 #include "planner.h"
+#include "host_registry.h"
 #include "registry.h"
 
 static wex__registry *registry;

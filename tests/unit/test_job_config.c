@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "host_registry.h"
 #include "job_config.h"
 
 static wex__registry *registry(void)

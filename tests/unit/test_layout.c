@@ -88,6 +88,30 @@ START_TEST(piece_needing_a_dtype_conversion)
 }
 END_TEST
 
+/* fp8 asked for a tensor no FP8 checkpoint stores in fp8 (Qwen3-0.6B is
+ * bf16 throughout; in DeepSeek-V3's FP8 checkpoint too, norms, embeddings,
+ * router gates and lm_head stay bf16), with or without a conversion. */
+START_TEST(fp8_for_a_tensor_no_fp8_checkpoint_quantizes)
+{
+    static const uint64_t shape[1] = {1024};
+    wex_local_tensor_desc d = {sizeof(d), WEX_DTYPE_F8_E4M3, 1, 0, "norm8", shape};
+    const uint64_t ext[1] = {1024};
+    uint64_t t8;
+    int64_t index = wex__model_find(model, "model.norm.weight");
+
+    ck_assert_int_eq(wex__layout_add_tensor(&builder, &d, &t8), WEX_OK);
+    for (uint32_t transform = WEX_TRANSFORM_NONE; transform <= WEX_TRANSFORM_CONVERT;
+         transform++) {
+        wex_piece_desc p = {sizeof(p), transform, (uint64_t)index, zeros, ext, zeros};
+        ck_assert_int_eq(wex__layout_add_piece(&builder, t8, &p), WEX_ERR_INVALID);
+        ck_assert_ptr_nonnull(strstr(wex__last_error(),
+                                     "local tensor norm8 (F8_E4M3): piece of model.norm.weight "
+                                     "(BF16): an FP8 checkpoint stores no such tensor in fp8"));
+    }
+    ck_assert_uint_eq(layout.piece_count, 0);
+}
+END_TEST
+
 START_TEST(piece_naming_no_canonical_tensor_or_local_tensor)
 {
     wex_piece_desc p = {sizeof(p), WEX_TRANSFORM_NONE, 1u << 30, zeros, zeros, zeros};
@@ -134,6 +158,7 @@ int main(void)
     tcase_add_test(tc, piece_overflowing_the_local_tensor);
     tcase_add_test(tc, piece_outside_the_canonical_tensor);
     tcase_add_test(tc, piece_needing_a_dtype_conversion);
+    tcase_add_test(tc, fp8_for_a_tensor_no_fp8_checkpoint_quantizes);
     tcase_add_test(tc, piece_naming_no_canonical_tensor_or_local_tensor);
     tcase_add_test(tc, tensor_with_bad_dtype_or_rank);
     tcase_add_test(tc, coords_are_set_and_overwritten);

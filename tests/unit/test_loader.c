@@ -9,8 +9,12 @@
 
 #include "check_run.h"
 #include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
 
 #include "error.h"
+#include "host_registry.h"
 #include "registry.h"
 
 /* Scans exactly `places` (colon-separated, relative to the fake dir). */
@@ -114,7 +118,7 @@ START_TEST(disjoint_abi_range_is_refused_before_loading)
     char e[1024];
 
     ck_assert_int_eq(load_one("abi-disjoint", "fake-abi-disjoint", e, sizeof(e)), WEX_ERR_ABI);
-    ASSERT_HAS(e, "ABI ranges are disjoint: the plugin implements 2.0..3.0, this host accepts 1.0..1.0");
+    ASSERT_HAS(e, "ABI ranges are disjoint: the plugin implements 2.0..3.0, this host accepts 1.0..1.1");
     ASSERT_ONE_LINE(e);
 }
 END_TEST
@@ -194,6 +198,63 @@ START_TEST(descriptor_too_small)
 }
 END_TEST
 
+/* Loads a fake engine and drives it through the host's copy of its ops
+ * table: one rank, rank 0 described, rank 1 refused. */
+static wex__plugin *load_and_use(wex__registry *r, const char *name)
+{
+    wex__plugin *p = wex__registry_find(r, WEX_KIND_ENGINE, name);
+    wex_engine_args args;
+    wex_engine_ctx *ctx = NULL;
+    uint64_t ranks = 0;
+
+    ck_assert_ptr_nonnull(p);
+    ck_assert_msg(wex__plugin_load(r, p) == WEX_OK, "%s: %s", name, wex__last_error());
+    memset(&args, 0, sizeof(args));
+    args.struct_size = sizeof(args);
+    ck_assert_int_eq(p->ops.engine.ctx_create(p->plugin_state, &args, &ctx), WEX_OK);
+    ck_assert_int_eq(p->ops.engine.rank_count(ctx, &ranks), WEX_OK);
+    ck_assert_uint_eq(ranks, 1);
+    ck_assert_int_eq(p->ops.engine.describe_rank(ctx, 0, NULL), WEX_OK);
+    ck_assert_int_eq(p->ops.engine.describe_rank(ctx, 1, NULL), WEX_ERR_INVALID);
+    p->ops.engine.ctx_destroy(ctx);
+    return p;
+}
+
+START_TEST(smallest_legal_1_0_tables_load_and_work)
+{
+    wex__registry *r = scan_fakes("min-tables");
+    wex__plugin *p = load_and_use(r, "fake-min-tables");
+
+    ck_assert_uint_eq(p->desc->struct_size, WEX_PLUGIN_DESC_SIZE_1_0);
+    ck_assert_uint_eq(p->ops.struct_size, WEX_ENGINE_OPS_SIZE_1_0);
+    wex__registry_free(r);
+}
+END_TEST
+
+START_TEST(tables_larger_than_the_host_knows_load)
+{
+    wex__registry *r = scan_fakes("big-tables");
+    wex__plugin *p = load_and_use(r, "fake-big-tables");
+
+    ck_assert_uint_gt(p->desc->struct_size, sizeof(wex_plugin_desc));
+    /* the host keeps the plugin's size but copies only what it knows */
+    ck_assert_uint_gt(p->ops.struct_size, sizeof(wex_engine_ops));
+    ck_assert_ptr_eq(p->ops.engine.describe_rank,
+                     ((const wex_engine_ops *)p->desc->ops)->describe_rank);
+    wex__registry_free(r);
+}
+END_TEST
+
+START_TEST(ops_table_smaller_than_1_0_is_refused)
+{
+    char e[1024];
+
+    ck_assert_int_eq(load_one("short-ops", "fake-short-ops", e, sizeof(e)), WEX_ERR_ABI);
+    ASSERT_HAS(e, "engine ops table missing or smaller than ABI 1.0's 48 bytes");
+    ASSERT_ONE_LINE(e);
+}
+END_TEST
+
 START_TEST(library_missing)
 {
     char e[1024];
@@ -242,6 +303,48 @@ START_TEST(manifest_errors_name_file_and_pointer)
     expect_bad_manifest("future-format.json", ": /file_format_version: format 2 is not supported");
     expect_bad_manifest("extra-field.json", ": : unknown property \"libary_path\"");
     expect_bad_manifest("empty.json", "empty.json:1:1: invalid JSON");
+    /* a field the host does not know, in a format it fully knows */
+    expect_bad_manifest("unknown-field-same-minor.json", ": : unknown property \"priority\"");
+}
+END_TEST
+
+/* A manifest of a newer minor format may carry fields added since: the
+ * host reads it, ignores them, and says so once at info level. */
+START_TEST(newer_minor_manifest_fields_are_ignored)
+{
+    char log_path[] = "/tmp/wex-test-loader-XXXXXX";
+    int fd = mkstemp(log_path), saved = dup(2);
+    char text[4096] = "";
+    wex__registry *r;
+    wex__plugin *p;
+    FILE *f;
+    size_t n;
+
+    ck_assert_int_ge(fd, 0);
+    setenv("WEX_LOG_LEVEL", "info", 1);
+    ck_assert_int_ge(dup2(fd, 2), 0);
+    r = scan_fakes(WEX_TEST_DATA "/manifests/newer-minor");
+    fflush(stderr);
+    dup2(saved, 2);
+    f = fdopen(fd, "r");
+    rewind(f);
+    n = fread(text, 1, sizeof(text) - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    unlink(log_path);
+
+    ck_assert_uint_eq(r->bad_count, 0);
+    ck_assert_uint_eq(r->count, 1);
+    p = wex__registry_find(r, WEX_KIND_ENGINE, "newer-minor");
+    ck_assert_ptr_nonnull(p);
+    ck_assert_str_eq(p->manifest.version, "2.0.0");
+    ck_assert_uint_eq(p->manifest.abi_max, WEX_MAKE_VERSION(1, 1));
+    ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(p->manifest.json, "priority"));
+    ASSERT_HAS(text, "engine-newer-minor.json: manifest format 1.1.0 is newer than 1.0; "
+                     "ignoring what this host does not know: /abi/preferred, /priority");
+    /* once: one line for the manifest */
+    ck_assert_ptr_null(strstr(strstr(text, "ignoring") + 1, "ignoring"));
+    wex__registry_free(r);
 }
 END_TEST
 
@@ -291,9 +394,13 @@ int main(void)
     tcase_add_test(tc, name_mismatch);
     tcase_add_test(tc, init_failure_carries_the_plugins_message);
     tcase_add_test(tc, descriptor_too_small);
+    tcase_add_test(tc, smallest_legal_1_0_tables_load_and_work);
+    tcase_add_test(tc, tables_larger_than_the_host_knows_load);
+    tcase_add_test(tc, ops_table_smaller_than_1_0_is_refused);
     tcase_add_test(tc, library_missing);
     tcase_add_test(tc, dlopen_error_is_verbatim);
     tcase_add_test(tc, manifest_errors_name_file_and_pointer);
+    tcase_add_test(tc, newer_minor_manifest_fields_are_ignored);
     tcase_add_test(tc, abi_version_parsing);
     tcase_add_test(tc, registry_names_lists_a_kind);
     suite_add_tcase(s, tc);

@@ -10,262 +10,79 @@
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "check_run.h"
 #include "error.h"
+#include "clock.h"
 #include "fd_io.h"
-#include "options.h"
-#include "registry.h"
+#include "transport_harness.h"
 
 #define BUF_BYTES (64ull << 20)
-#define DEST_RANK 3u
+#define DEST_RANK TH_DEST_RANK
 #define NOBODY 65534
 
 /* How a destination exposes its buffer. */
 #define DEST_PRIVATE 1    /* mem_register on its own memory, not mem_alloc */
 #define DEST_UNDUMPABLE 2 /* nobody may ptrace it (and it drops root) */
 
-static wex__registry *registry;
 static const wex_transport_ops *ops;
-static wex_plugin_state *state;
 static char job[64];
 
 static void setup(void)
 {
     static unsigned seq;
-    wex__plugin *plugin;
 
-    setenv("WEX_PLUGIN_MANIFESTS", WEX_BUILD_PLUGINS, 1);
-    ck_assert_int_eq(wex__registry_scan(&registry), WEX_OK);
-    plugin = wex__registry_find(registry, WEX_KIND_TRANSPORT, "shm");
-    ck_assert_msg(plugin != NULL, "no shm transport in %s", WEX_BUILD_PLUGINS);
-    ck_assert_msg(wex__plugin_load(registry, plugin) == WEX_OK, "%s",
-                  wex__last_error());
-    ops = plugin->desc->ops;
-    state = plugin->plugin_state;
-    ck_assert_uint_ge(ops->struct_size, sizeof(wex_transport_ops));
+    ops = th_load("shm");
     /* a job id no other test process uses */
     snprintf(job, sizeof(job), "shm-test-%ld-%u", (long)getpid(), seq++);
 }
 
 static void teardown(void)
 {
-    wex__registry_free(registry);
-}
-
-/* A transport context; `options` is JSON text or NULL. */
-static wex_status open_ctx_for(const char *job_id, uint32_t side,
-                               uint64_t rank, const char *options,
-                               wex_transport_ctx **ctx_p)
-{
-    cJSON *doc = options ? cJSON_Parse(options) : NULL;
-    wex_options view = wex__options_view(doc);
-    wex_transport_args args;
-    wex_status st;
-
-    memset(&args, 0, sizeof(args));
-    args.struct_size = sizeof(args);
-    args.side = side;
-    args.rank = rank;
-    args.source_ranks = 2;
-    args.destination_ranks = 4;
-    args.options = &view;
-    args.job_id = job_id;
-    wex__error_clear();
-    st = ops->ctx_create(state, &args, ctx_p);
-    cJSON_Delete(doc); /* the plugin reads options only while creating */
-    return st;
+    th_unload();
 }
 
 static wex_status open_ctx(uint32_t side, uint64_t rank, const char *options,
                            wex_transport_ctx **ctx_p)
 {
-    return open_ctx_for(job, side, rank, options, ctx_p);
+    return th_open_ctx(job, side, rank, options, ctx_p);
 }
 
 static wex_transport_ctx *must_open(uint32_t side, uint64_t rank,
                                     const char *options)
 {
-    wex_transport_ctx *ctx = NULL;
-
-    ck_assert_msg(open_ctx(side, rank, options, &ctx) == WEX_OK, "%s",
-                  wex__last_error());
-    return ctx;
-}
-
-/* ---- the writes: contiguous runs and many small strided pieces ------- */
-
-typedef struct op {
-    uint64_t offset, bytes;
-} op;
-
-static op *make_ops(size_t *count_p)
-{
-    size_t n = 0, cap = 30000;
-    op *v = malloc(cap * sizeof(*v));
-
-    ck_assert_ptr_nonnull(v);
-    v[n++] = (op){0, 4u << 20};                        /* aligned head */
-    v[n++] = (op){(8u << 20) + 123, (16u << 20) + 7};  /* unaligned */
-    v[n++] = (op){BUF_BYTES - 1000, 1000};             /* the very end */
-    for (uint64_t k = 0; k < 20000; k++)               /* strided */
-        v[n++] = (op){(30u << 20) + k * 997, 61};
-    for (uint64_t k = 0; k < 256; k++)                 /* single bytes */
-        v[n++] = (op){(60u << 20) + k * 4099, 1};
-    *count_p = n;
-    return v;
-}
-
-/* Never zero, so a missed write shows. */
-static uint8_t pattern(uint64_t i)
-{
-    return (uint8_t)(((i + 17) * 0x9e3779b97f4a7c15ull) >> 56) | 1u;
-}
-
-static uint8_t *pattern_buffer(void)
-{
-    uint8_t *src = malloc(BUF_BYTES);
-
-    ck_assert_ptr_nonnull(src);
-    for (uint64_t i = 0; i < BUF_BYTES; i++)
-        src[i] = pattern(i);
-    return src;
+    return th_must_open(job, side, rank, options);
 }
 
 /* ---- the destination process ------------------------------------------ */
 
-typedef struct dest {
-    pid_t pid;
-    int go_fd; /* 'v': verify and exit; 'x': exit at once */
-    uint8_t key[WEX_TRANSPORT_KEY_MAX];
-    uint64_t key_len;
-} dest;
-
-/* Every written byte holds the pattern and every other one is zero. */
-static int verify(const uint8_t *buf)
+/* Nobody may ptrace it, and it drops root (root could ptrace anyone). */
+static int undumpable(void)
 {
-    size_t n;
-    op *v = make_ops(&n);
-    uint8_t *want = calloc(1, BUF_BYTES);
-    int rc = 0;
-
-    for (size_t i = 0; i < n; i++)
-        for (uint64_t b = v[i].offset; b < v[i].offset + v[i].bytes; b++)
-            want[b] = pattern(b);
-    if (memcmp(buf, want, BUF_BYTES) != 0) {
-        for (uint64_t b = 0; b < BUF_BYTES; b++)
-            if (buf[b] != want[b]) {
-                fprintf(stderr, "destination: byte %llu is %u, expected %u\n",
-                        (unsigned long long)b, buf[b], want[b]);
-                break;
-            }
-        rc = 1;
-    }
-    free(want);
-    free(v);
-    return rc;
+    if (geteuid() == 0 && (setgid(NOBODY) != 0 || setuid(NOBODY) != 0))
+        return -1;
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    return 0;
 }
 
-/* The child's whole life; returns its exit status. */
-static int destination_main(int key_fd, int go_fd, int mode)
+/* A destination process exposing one 64 MiB buffer as `mode` says. */
+static void spawn_destination(th_dest *d, int mode)
 {
-    int private_memory = mode & DEST_PRIVATE;
-    wex_transport_ctx *ctx = NULL;
-    wex_transport_mem *mem = NULL;
-    uint8_t key[WEX_TRANSPORT_KEY_MAX];
-    uint64_t key_len = sizeof(key);
-    uint32_t len = 0;
-    void *buf = NULL;
-    char cmd = 0;
-    int rc = 2;
+    th_dest_spec spec;
 
-    if (mode & DEST_UNDUMPABLE) {
-        if (geteuid() == 0 && (setgid(NOBODY) != 0 || setuid(NOBODY) != 0))
-            goto out;
-        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    }
-    if (open_ctx(WEX_SIDE_DESTINATION, DEST_RANK, NULL, &ctx) != WEX_OK)
-        goto out;
-    if (private_memory) {
-        buf = mmap(NULL, BUF_BYTES, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (buf == MAP_FAILED ||
-            ops->mem_register(ctx, buf, BUF_BYTES, WEX_MEMORY_HOST, &mem) !=
-                WEX_OK)
-            goto out;
-    } else if (ops->mem_alloc(ctx, BUF_BYTES, &buf, &mem) != WEX_OK) {
-        goto out;
-    }
-    if (ops->mem_key(ctx, mem, key, &key_len) != WEX_OK)
-        goto out;
-    len = (uint32_t)key_len;
-    if (wex__write_all(key_fd, &len, sizeof(len)) != 0 ||
-        wex__write_all(key_fd, key, len) != 0)
-        goto out;
-    if (wex__read_all(go_fd, &cmd, 1) != 0)
-        cmd = 0;
-    rc = cmd == 'v' ? verify(buf) : cmd == 'x' ? 0 : 2;
-out:
-    if (rc == 2 && wex__last_error()[0])
-        fprintf(stderr, "destination: %s\n", wex__last_error());
-    if (len == 0) {
-        uint32_t zero = 0;
-        (void)wex__write_all(key_fd, &zero, sizeof(zero));
-    }
-    if (mem != NULL)
-        ops->mem_deregister(ctx, mem);
-    ops->ctx_destroy(ctx);
-    if (private_memory && buf != NULL && buf != MAP_FAILED)
-        munmap(buf, BUF_BYTES);
-    return rc;
-}
-
-static void spawn_destination(dest *d, int mode)
-{
-    int key_pipe[2], go_pipe[2];
-    uint32_t len;
-
-    ck_assert_int_eq(pipe(key_pipe), 0);
-    ck_assert_int_eq(pipe(go_pipe), 0);
-    fflush(stdout);
-    fflush(stderr);
-    d->pid = fork();
-    ck_assert_int_ge(d->pid, 0);
-    if (d->pid == 0) {
-        close(key_pipe[0]);
-        close(go_pipe[1]);
-        _exit(destination_main(key_pipe[1], go_pipe[0], mode));
-    }
-    close(key_pipe[1]);
-    close(go_pipe[0]);
-    d->go_fd = go_pipe[1];
-    ck_assert_msg(wex__read_all(key_pipe[0], &len, sizeof(len)) == 0 && len > 0 &&
-                      len <= sizeof(d->key) &&
-                      wex__read_all(key_pipe[0], d->key, len) == 0,
-                  "the destination failed to expose its buffer");
-    close(key_pipe[0]);
-    d->key_len = len;
-}
-
-/* Tells the destination what to do and returns its exit status. */
-static int finish_destination(dest *d, char cmd)
-{
-    int status = 0;
-
-    ck_assert_int_eq(wex__write_all(d->go_fd, &cmd, 1), 0);
-    close(d->go_fd);
-    ck_assert_int_eq(waitpid(d->pid, &status, 0), d->pid);
-    ck_assert_msg(WIFEXITED(status), "destination died (status 0x%x)",
-                  status);
-    return WEXITSTATUS(status);
+    memset(&spec, 0, sizeof(spec));
+    spec.job_id = job;
+    spec.buffers[0].bytes = BUF_BYTES;
+    spec.buffers[0].registered = (mode & DEST_PRIVATE) != 0;
+    spec.count = 1;
+    spec.prepare = mode & DEST_UNDUMPABLE ? undumpable : NULL;
+    th_spawn_destination(d, &spec);
 }
 
 /* ---- /dev/shm stays clean ---------------------------------------------- */
@@ -367,12 +184,12 @@ static void assert_maps(pid_t pid, uint64_t memfd_at)
 }
 
 /* The destination's buffer address inside its key (see shm_key.h). */
-static uint64_t key_address(const dest *d)
+static uint64_t key_address(const th_dest *d)
 {
     uint64_t v = 0;
 
     for (int i = 7; i >= 0; i--)
-        v = v << 8 | d->key[40 + i];
+        v = v << 8 | d->key[0][40 + i];
     return v;
 }
 
@@ -385,19 +202,19 @@ static void put_pattern_across_processes(int private_memory)
     wex_transport_peer *peer = NULL;
     uint8_t *src;
     size_t n;
-    op *v;
-    dest d;
+    th_op *v;
+    th_dest d;
 
     spawn_destination(&d, private_memory);
     ctx = must_open(WEX_SIDE_SOURCE, 0, "{\"connect_timeout_ms\": 5000}");
-    ck_assert_msg(ops->peer_attach(ctx, DEST_RANK, d.key, d.key_len, &peer) ==
-                      WEX_OK,
+    ck_assert_msg(ops->peer_attach(ctx, DEST_RANK, d.key[0], d.key_len[0],
+                                   &peer) == WEX_OK,
                   "%s", wex__last_error());
     /* memfds and anonymous memory only, on both ends */
     assert_maps(d.pid, private_memory ? 0 : key_address(&d));
     assert_maps(getpid(), 0);
-    src = pattern_buffer();
-    v = make_ops(&n);
+    src = th_pattern_buffer(BUF_BYTES, 0);
+    v = th_make_ops(BUF_BYTES, &n);
     for (size_t i = 0; i < n; i++)
         ck_assert_msg(ops->put(ctx, peer, v[i].offset, src + v[i].offset,
                                v[i].bytes) == WEX_OK,
@@ -407,7 +224,7 @@ static void put_pattern_across_processes(int private_memory)
     ops->ctx_destroy(ctx);
     free(v);
     free(src);
-    ck_assert_msg(finish_destination(&d, 'v') == 0,
+    ck_assert_msg(th_finish_destination(&d, 'v') == 0,
                   "the destination found wrong bytes");
     assert_no_new_entries(before);
 }
@@ -432,13 +249,13 @@ static void gone_before_attach(int private_memory)
     wex_transport_peer *peer = NULL;
     double t0, took;
     wex_status st;
-    dest d;
+    th_dest d;
 
     spawn_destination(&d, private_memory);
-    ck_assert_int_eq(finish_destination(&d, 'x'), 0); /* exited, reaped */
+    ck_assert_int_eq(th_finish_destination(&d, 'x'), 0); /* exited, reaped */
     ctx = must_open(WEX_SIDE_SOURCE, 0, "{\"connect_timeout_ms\": 3000}");
     t0 = wex__now();
-    st = ops->peer_attach(ctx, DEST_RANK, d.key, d.key_len, &peer);
+    st = ops->peer_attach(ctx, DEST_RANK, d.key[0], d.key_len[0], &peer);
     took = wex__now() - t0;
     ck_assert_msg(st == WEX_ERR_PEER, "status %d: %s", st, wex__last_error());
     ck_assert_msg(strstr(wex__last_error(), "is gone") != NULL &&
@@ -496,13 +313,13 @@ START_TEST(destination_gone_after_attach)
         wex_transport_ctx *ctx = must_open(WEX_SIDE_SOURCE, 0, NULL);
         wex_transport_peer *peer = NULL;
         wex_status st;
-        dest d;
+        th_dest d;
 
         spawn_destination(&d, private_memory);
-        ck_assert_msg(ops->peer_attach(ctx, DEST_RANK, d.key, d.key_len,
+        ck_assert_msg(ops->peer_attach(ctx, DEST_RANK, d.key[0], d.key_len[0],
                                        &peer) == WEX_OK,
                       "%s", wex__last_error());
-        ck_assert_int_eq(finish_destination(&d, 'x'), 0);
+        ck_assert_int_eq(th_finish_destination(&d, 'x'), 0);
         st = ops->put(ctx, peer, 0, bytes, sizeof(bytes));
         if (private_memory) {
             char want[96];
@@ -531,7 +348,7 @@ START_TEST(ptrace_refusal_is_explained)
     int32_t st = 0;
     char msg[512];
     pid_t pid;
-    dest d;
+    th_dest d;
 
     spawn_destination(&d, DEST_PRIVATE | DEST_UNDUMPABLE);
     ck_assert_int_eq(pipe(result), 0);
@@ -549,7 +366,8 @@ START_TEST(ptrace_refusal_is_explained)
                      strerror(errno));
         } else if ((st = open_ctx(WEX_SIDE_SOURCE, 0, NULL, &ctx)) ==
                    WEX_OK) {
-            st = ops->peer_attach(ctx, DEST_RANK, d.key, d.key_len, &peer);
+            st = ops->peer_attach(ctx, DEST_RANK, d.key[0], d.key_len[0],
+                                  &peer);
             snprintf(msg, sizeof(msg), "%s", wex__last_error());
             if (st == WEX_OK)
                 ops->peer_detach(ctx, peer);
@@ -565,7 +383,7 @@ START_TEST(ptrace_refusal_is_explained)
     close(result[0]);
     msg[sizeof(msg) - 1] = '\0';
     ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
-    ck_assert_int_eq(finish_destination(&d, 'x'), 0);
+    ck_assert_int_eq(th_finish_destination(&d, 'x'), 0);
     ck_assert_msg(st == WEX_ERR_SYSTEM, "status %d: %s", st, msg);
     ck_assert_msg(strstr(msg, "EPERM") != NULL &&
                       strstr(msg, "ptrace_scope") != NULL &&
@@ -575,33 +393,6 @@ START_TEST(ptrace_refusal_is_explained)
 END_TEST
 
 /* ---- keys ------------------------------------------------------------------ */
-
-static wex_status attach_key(wex_transport_ctx *ctx, uint64_t rank,
-                             const void *key, uint64_t len)
-{
-    wex_transport_peer *peer = NULL;
-    wex_status st;
-
-    wex__error_clear();
-    st = ops->peer_attach(ctx, rank, key, len, &peer);
-    if (st == WEX_OK)
-        ops->peer_detach(ctx, peer);
-    else
-        ck_assert_msg(wex__last_error()[0] != '\0', "status %d, no message",
-                      st);
-    return st;
-}
-
-static void expect_invalid(wex_transport_ctx *ctx, const uint8_t *key,
-                           uint64_t len, const char *what, const char *says)
-{
-    wex_status st = attach_key(ctx, 2, key, len);
-
-    ck_assert_msg(st == WEX_ERR_INVALID, "%s: status %d (%s)", what, st,
-                  wex__last_error());
-    ck_assert_msg(strstr(wex__last_error(), says) != NULL, "%s: %s", what,
-                  wex__last_error());
-}
 
 START_TEST(bad_keys_are_invalid)
 {
@@ -617,21 +408,22 @@ START_TEST(bad_keys_are_invalid)
     ck_assert_int_eq(ops->mem_alloc(dst, 1 << 20, &buf, &mem), WEX_OK);
     ck_assert_int_eq(ops->mem_key(dst, mem, key, &len), WEX_OK);
     ck_assert_uint_le(len, WEX_TRANSPORT_KEY_MAX);
-    ck_assert_int_eq(attach_key(src, 2, key, len), WEX_OK); /* the real one */
+    /* the real one */
+    ck_assert_int_eq(th_attach_key(src, 2, key, len), WEX_OK);
 
-    expect_invalid(src, NULL, 0, "empty", "shorter than");
+    th_expect_invalid(src, NULL, 0, "empty", "shorter than");
     for (uint64_t cut = 0; cut < len; cut++)
-        expect_invalid(src, key, cut, "truncated", "not a valid shm key");
+        th_expect_invalid(src, key, cut, "truncated", "not a valid shm key");
     memcpy(bad, key, len);
     bad[len] = 'x';
-    expect_invalid(src, bad, len + 1, "one byte longer", "expected");
-    expect_invalid(src, bad, WEX_TRANSPORT_KEY_MAX + 1, "too long",
+    th_expect_invalid(src, bad, len + 1, "one byte longer", "expected");
+    th_expect_invalid(src, bad, WEX_TRANSPORT_KEY_MAX + 1, "too long",
                    "more than any shm key");
 #define MUTATE(what, says, index, value)                                  \
     do {                                                                  \
         memcpy(bad, key, len);                                            \
         bad[index] = (uint8_t)(value);                                    \
-        expect_invalid(src, bad, len, what, says);                        \
+        th_expect_invalid(src, bad, len, what, says);                        \
     } while (0)
     MUTATE("magic", "bad magic", 0, key[0] ^ 0xff);
     MUTATE("version", "key version", 4, 9);
@@ -650,13 +442,13 @@ START_TEST(bad_keys_are_invalid)
     /* pid 0 needs all four bytes cleared */
     memcpy(bad, key, len);
     memset(bad + 8, 0, 4);
-    expect_invalid(src, bad, len, "pid 0", "bad destination pid");
+    th_expect_invalid(src, bad, len, "pid 0", "bad destination pid");
     /* garbage of every length never crashes and is refused */
     for (int i = 0; i < 3000; i++) {
         uint64_t n = (uint64_t)rand_r(&seed) % (WEX_TRANSPORT_KEY_MAX + 1);
         for (uint64_t b = 0; b < n; b++)
             bad[b] = (uint8_t)rand_r(&seed);
-        expect_invalid(src, bad, n, "garbage", "not a valid shm key");
+        th_expect_invalid(src, bad, n, "garbage", "not a valid shm key");
     }
     /* corrupt rank, buffer id, size or address (pid and socket name
      * intact, so each answer is immediate): refused, never trusted */
@@ -667,9 +459,9 @@ START_TEST(bad_keys_are_invalid)
                 bad[b] = (uint8_t)rand_r(&seed);
         if (memcmp(bad, key, len) == 0)
             bad[16] ^= 1;
-        ck_assert_int_ne(attach_key(src, 2, bad, len), WEX_OK);
+        ck_assert_int_ne(th_attach_key(src, 2, bad, len), WEX_OK);
     }
-    ck_assert_int_eq(attach_key(src, 2, key, len), WEX_OK); /* still fine */
+    ck_assert_int_eq(th_attach_key(src, 2, key, len), WEX_OK); /* still fine */
 
     ops->ctx_destroy(src);
     ops->mem_deregister(dst, mem);
@@ -713,12 +505,12 @@ START_TEST(job_ids_of_any_shape)
         uint64_t len = sizeof(key);
         void *buf;
 
-        ck_assert_msg(open_ctx_for(ids[i], WEX_SIDE_DESTINATION, 1, NULL,
-                                   &dst) == WEX_OK,
+        ck_assert_msg(th_open_ctx(ids[i], WEX_SIDE_DESTINATION, 1, NULL,
+                                  &dst) == WEX_OK,
                       "%s", wex__last_error());
         /* a second rank of the same job gets its own name */
-        ck_assert_msg(open_ctx_for(ids[i], WEX_SIDE_DESTINATION, 2, NULL,
-                                   &dst2) == WEX_OK,
+        ck_assert_msg(th_open_ctx(ids[i], WEX_SIDE_DESTINATION, 2, NULL,
+                                  &dst2) == WEX_OK,
                       "%s", wex__last_error());
         ck_assert_int_eq(ops->mem_alloc(dst, 8192, &buf, &mem), WEX_OK);
         ck_assert_int_eq(ops->mem_key(dst, mem, key, &len), WEX_OK);
@@ -812,11 +604,6 @@ END_TEST
 
 /* ---- same process: both kinds, and how fast ---------------------------- */
 
-static double gbps(uint64_t bytes, double seconds)
-{
-    return seconds > 0 ? (double)bytes / seconds / 1e9 : 0.0;
-}
-
 /* Puts the whole source buffer `reps` times; returns GB/s. */
 static double time_puts(wex_transport_ctx *src, wex_transport_peer *peer,
                         const uint8_t *data, int reps)
@@ -827,7 +614,7 @@ static double time_puts(wex_transport_ctx *src, wex_transport_peer *peer,
         ck_assert_msg(ops->put(src, peer, 0, data, BUF_BYTES) == WEX_OK, "%s",
                       wex__last_error());
     ck_assert_int_eq(ops->flush(src), WEX_OK);
-    return gbps(BUF_BYTES * (uint64_t)reps, wex__now() - t0);
+    return th_gbps(BUF_BYTES * (uint64_t)reps, wex__now() - t0);
 }
 
 START_TEST(same_process_and_throughput)
@@ -839,7 +626,8 @@ START_TEST(same_process_and_throughput)
     wex_transport_peer *to_shared = NULL, *to_priv = NULL;
     uint8_t key[WEX_TRANSPORT_KEY_MAX];
     uint64_t len;
-    uint8_t *data = pattern_buffer(), *plain = malloc(BUF_BYTES);
+    uint8_t *data = th_pattern_buffer(BUF_BYTES, 0);
+    uint8_t *plain = malloc(BUF_BYTES);
     uint8_t *target = malloc(BUF_BYTES);
     void *shared_buf;
     double put_memfd, put_vm, copy, t0;
@@ -871,7 +659,7 @@ START_TEST(same_process_and_throughput)
         memcpy(plain, data, BUF_BYTES);
         __asm__ __volatile__("" : : "r"(plain) : "memory");
     }
-    copy = gbps(BUF_BYTES * REPS, wex__now() - t0);
+    copy = th_gbps(BUF_BYTES * REPS, wex__now() - t0);
     printf("shm throughput, 64 MiB x %d in one process (informative): "
            "put into memfd %.2f GB/s, put via process_vm_writev %.2f GB/s, "
            "memcpy %.2f GB/s\n",

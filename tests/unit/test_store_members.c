@@ -98,8 +98,7 @@ START_TEST(dead_optional_source_is_left_out_for_everyone)
     wex__store_client *gone = join("source/1");
     member m[3];
 
-    wex__store_abandon(gone);
-    pause_s(0.1);
+    abandon_and_wait(gone);
     start(&m[0], "source/0", "step/2/0/begin", 2, 2, 0x3);
     start(&m[1], "destination/0", "step/2/0/begin", 2, 2, 0x3);
     start(&m[2], "destination/1", "step/2/0/begin", 2, 2, 0x3);
@@ -120,8 +119,7 @@ START_TEST(rejoined_optional_source_elsewhere_is_left_out)
     wex__store_client *gone = join("source/1"), *back;
     member m[2];
 
-    wex__store_abandon(gone);
-    pause_s(0.1);
+    abandon_and_wait(gone);
     back = join("source/1");
     start(&m[0], "source/0", "step/6/1/begin", 2, 1, 0x3);
     start(&m[1], "destination/0", "step/6/1/begin", 2, 1, 0x3);
@@ -146,7 +144,7 @@ START_TEST(dead_required_member_is_waited_for_until_it_rejoins)
     void *value = NULL;
     size_t len;
 
-    wex__store_abandon(gone);
+    abandon_and_wait(gone);
     start(&m[0], "source/0", "step/3/0/begin", 1, 2, 0x1);
     start(&m[1], "destination/0", "step/3/0/begin", 1, 2, 0x1);
     pause_s(0.4);
@@ -180,8 +178,7 @@ START_TEST(fail_fast_names_the_dead_member_to_everyone)
     member m[2];
     double t0 = wex__now();
 
-    wex__store_abandon(gone);
-    pause_s(0.1);
+    abandon_and_wait(gone);
     start_with(&m[0], "source/0", "step/4/1/begin", 1, 2, 0x1, 1, 5.0);
     start(&m[1], "destination/0", "step/4/1/begin", 1, 2, 0x1);
     for (int i = 0; i < 2; i++) {
@@ -207,8 +204,7 @@ START_TEST(news_of_a_death_fails_the_barrier_once)
     uint64_t *dead = NULL, n = 0;
     double t0;
 
-    wex__store_abandon(gone);
-    pause_s(0.1);
+    abandon_and_wait(gone);
     t0 = wex__now();
     ck_assert_int_eq(wex__store_arrive(s0, "step/8/0/begin", 0, 2, 1, NULL,
                                        5.0, &dead, &n), WEX_ERR_PEER);
@@ -256,7 +252,7 @@ START_TEST(gather_takes_a_death_as_the_answer)
 {
     wex__store_client *d0 = join("destination/0"), *d1 = join("destination/1");
     wex__store_client *s0 = join("source/0");
-    wex__gathered *g = NULL;
+    wex__store_gathered *g = NULL;
     double t0;
 
     ck_assert_int_eq(wex__store_set(d0, "verdict/0", "ok", 2), WEX_OK);
@@ -278,7 +274,7 @@ END_TEST
 START_TEST(gather_times_out_naming_the_missing_key)
 {
     wex__store_client *c = join("source/0");
-    wex__gathered *g = NULL;
+    wex__store_gathered *g = NULL;
 
     ck_assert_int_eq(wex__store_set(c, "v/0", "a", 1), WEX_OK);
     ck_assert_int_eq(wex__store_gather(c, "v/", 2, "destination/", 0.3, &g),

@@ -18,19 +18,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
+
+#include <wex/bytes.h>
 
 #include "check_run.h"
 #include "error.h"
-#include "fd_io.h"
-#include "options.h"
-#include "registry.h"
+#include "clock.h"
+#include "transport_harness.h"
 
 #define ALLOC_BYTES (64ull << 20) /* the mem_alloc buffer */
 #define REG_BYTES (8ull << 20)    /* the registered one */
-#define DEST_RANK 3u
+#define DEST_RANK TH_DEST_RANK
 #define KEY_HEADER 56u /* plugins/transports/ucx/ucx_key.h */
 
 #ifdef __SANITIZE_ADDRESS__
@@ -44,23 +43,11 @@ const char *__lsan_default_suppressions(void)
 }
 #endif
 
-static wex__registry *registry;
 static const wex_transport_ops *ops;
-static wex_plugin_state *state;
 
 static void setup(void)
 {
-    wex__plugin *plugin;
-
-    setenv("WEX_PLUGIN_MANIFESTS", WEX_BUILD_PLUGINS, 1);
-    ck_assert_int_eq(wex__registry_scan(&registry), WEX_OK);
-    plugin = wex__registry_find(registry, WEX_KIND_TRANSPORT, "ucx");
-    ck_assert_msg(plugin != NULL, "no ucx transport in %s", WEX_BUILD_PLUGINS);
-    ck_assert_msg(wex__plugin_load(registry, plugin) == WEX_OK, "%s",
-                  wex__last_error());
-    ops = plugin->desc->ops;
-    state = plugin->plugin_state;
-    ck_assert_uint_ge(ops->struct_size, sizeof(wex_transport_ops));
+    ops = th_load("ucx");
     ck_assert(ops->caps & WEX_TRANSPORT_CAP_ONE_SIDED);
     ck_assert(ops->caps & WEX_TRANSPORT_CAP_ALLOC);
 }
@@ -76,243 +63,43 @@ static void setup_quiet(void)
 
 static void teardown(void)
 {
-    wex__registry_free(registry);
+    th_unload();
 }
 
-/* A transport context; `options` is JSON text or NULL. */
 static wex_status open_ctx(uint32_t side, uint64_t rank, const char *options,
                            wex_transport_ctx **ctx_p)
 {
-    cJSON *doc = options ? cJSON_Parse(options) : NULL;
-    wex_options view = wex__options_view(doc);
-    wex_transport_args args;
-    wex_status st;
-
-    memset(&args, 0, sizeof(args));
-    args.struct_size = sizeof(args);
-    args.side = side;
-    args.rank = rank;
-    args.source_ranks = 2;
-    args.destination_ranks = 4;
-    args.options = &view;
-    args.job_id = "ucx-test";
-    wex__error_clear();
-    st = ops->ctx_create(state, &args, ctx_p);
-    cJSON_Delete(doc); /* the plugin reads options only while creating */
-    return st;
+    return th_open_ctx("ucx-test", side, rank, options, ctx_p);
 }
 
 static wex_transport_ctx *must_open(uint32_t side, uint64_t rank,
                                     const char *options)
 {
-    wex_transport_ctx *ctx = NULL;
-
-    ck_assert_msg(open_ctx(side, rank, options, &ctx) == WEX_OK, "%s",
-                  wex__last_error());
-    return ctx;
-}
-
-/* ---- the writes: contiguous runs and many small strided pieces ------- */
-
-typedef struct op {
-    uint64_t offset, bytes;
-} op;
-
-static op *make_ops(uint64_t size, size_t *count_p)
-{
-    uint64_t strided = size * 3 / 8 / 997;
-    size_t n = 0;
-    op *v;
-
-    if (strided > 20000)
-        strided = 20000;
-    v = malloc((size_t)(strided + 300) * sizeof(*v));
-    ck_assert_ptr_nonnull(v);
-    v[n++] = (op){0, size / 16};                     /* aligned head */
-    v[n++] = (op){size / 8 + 123, size / 4 + 7};     /* unaligned */
-    v[n++] = (op){size - 1000, 1000};                /* the very end */
-    for (uint64_t k = 0; k < strided; k++)           /* strided */
-        v[n++] = (op){size / 2 + k * 997, 61};
-    for (uint64_t k = 0; k < 256; k++)               /* single bytes */
-        v[n++] = (op){size / 8 * 7 + k * 4099, 1};
-    *count_p = n;
-    return v;
-}
-
-/* Never zero, so a missed write shows; `salt` tells the buffers apart. */
-static uint8_t pattern(uint64_t i, unsigned salt)
-{
-    return (uint8_t)(((i + 17 + salt * 7919) * 0x9e3779b97f4a7c15ull) >>
-                     56) | 1u;
-}
-
-static uint8_t *pattern_buffer(uint64_t size, unsigned salt)
-{
-    uint8_t *src = malloc(size);
-
-    ck_assert_ptr_nonnull(src);
-    for (uint64_t i = 0; i < size; i++)
-        src[i] = pattern(i, salt);
-    return src;
-}
-
-/* Every written byte holds the pattern and every other one is zero. */
-static int verify(const uint8_t *buf, uint64_t size, unsigned salt)
-{
-    size_t n;
-    op *v = make_ops(size, &n);
-    uint8_t *want = calloc(1, size);
-    int rc = 0;
-
-    for (size_t i = 0; i < n; i++)
-        for (uint64_t b = v[i].offset; b < v[i].offset + v[i].bytes; b++)
-            want[b] = pattern(b, salt);
-    if (memcmp(buf, want, size) != 0) {
-        for (uint64_t b = 0; b < size; b++)
-            if (buf[b] != want[b]) {
-                fprintf(stderr, "destination: buffer %u: byte %llu is %u, "
-                        "expected %u\n", salt, (unsigned long long)b,
-                        buf[b], want[b]);
-                break;
-            }
-        rc = 1;
-    }
-    free(want);
-    free(v);
-    return rc;
+    return th_must_open("ucx-test", side, rank, options);
 }
 
 /* ---- the destination process ------------------------------------------ */
 
-typedef struct dest {
-    pid_t pid;
-    int go_fd; /* 'v': verify and exit; 'x': exit at once */
-    uint8_t key[2][WEX_TRANSPORT_KEY_MAX]; /* [0] mem_alloc, [1] registered */
-    uint64_t key_len[2];
-} dest;
-
-static int send_key(wex_transport_ctx *ctx, wex_transport_mem *mem, int fd)
+/* A destination process exposing ALLOC_BYTES from mem_alloc (key 0) and
+ * REG_BYTES of its own memory through mem_register (key 1). */
+static void spawn_destination(th_dest *d, const char *options)
 {
-    uint8_t key[WEX_TRANSPORT_KEY_MAX];
-    uint64_t key_len = sizeof(key);
-    uint32_t len;
+    th_dest_spec spec;
 
-    if (ops->mem_key(ctx, mem, key, &key_len) != WEX_OK)
-        return -1;
-    len = (uint32_t)key_len;
-    return wex__write_all(fd, &len, sizeof(len)) == 0 &&
-                   wex__write_all(fd, key, len) == 0
-               ? 0
-               : -1;
-}
-
-/* The child's whole life; returns its exit status. While the test
- * process writes, this thread sits in read(): only the transport's
- * progress thread runs. */
-static int destination_main(int key_fd, int go_fd, const char *options)
-{
-    wex_transport_ctx *ctx = NULL;
-    wex_transport_mem *amem = NULL, *rmem = NULL;
-    void *abuf = NULL, *rbuf = MAP_FAILED;
-    int sent = 0, rc = 2;
-    char cmd = 0;
-
-    if (open_ctx(WEX_SIDE_DESTINATION, DEST_RANK, options, &ctx) != WEX_OK ||
-        ops->mem_alloc(ctx, ALLOC_BYTES, &abuf, &amem) != WEX_OK)
-        goto out;
-    rbuf = mmap(NULL, REG_BYTES, PROT_READ | PROT_WRITE,
-                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (rbuf == MAP_FAILED ||
-        ops->mem_register(ctx, rbuf, REG_BYTES, WEX_MEMORY_HOST, &rmem) !=
-            WEX_OK)
-        goto out;
-    if (send_key(ctx, amem, key_fd) != 0 || send_key(ctx, rmem, key_fd) != 0)
-        goto out;
-    sent = 1;
-    if (wex__read_all(go_fd, &cmd, 1) != 0)
-        cmd = 0;
-    rc = cmd == 'v' ? verify(abuf, ALLOC_BYTES, 0) |
-                          verify(rbuf, REG_BYTES, 1)
-         : cmd == 'x' ? 0
-                      : 2;
-out:
-    if (rc == 2 && wex__last_error()[0])
-        fprintf(stderr, "destination: %s\n", wex__last_error());
-    if (!sent) {
-        uint32_t zero = 0;
-        (void)wex__write_all(key_fd, &zero, sizeof(zero));
-    }
-    if (rmem != NULL)
-        ops->mem_deregister(ctx, rmem);
-    if (amem != NULL)
-        ops->mem_deregister(ctx, amem);
-    ops->ctx_destroy(ctx);
-    if (rbuf != MAP_FAILED)
-        munmap(rbuf, REG_BYTES);
-    return rc;
-}
-
-static void spawn_destination(dest *d, const char *options)
-{
-    int key_pipe[2], go_pipe[2];
-
-    ck_assert_int_eq(pipe(key_pipe), 0);
-    ck_assert_int_eq(pipe(go_pipe), 0);
-    fflush(stdout);
-    fflush(stderr);
-    d->pid = fork();
-    ck_assert_int_ge(d->pid, 0);
-    if (d->pid == 0) {
-        close(key_pipe[0]);
-        close(go_pipe[1]);
-        _exit(destination_main(key_pipe[1], go_pipe[0], options));
-    }
-    close(key_pipe[1]);
-    close(go_pipe[0]);
-    d->go_fd = go_pipe[1];
-    for (int i = 0; i < 2; i++) {
-        uint32_t len = 0;
-        ck_assert_msg(wex__read_all(key_pipe[0], &len, sizeof(len)) == 0 &&
-                          len > 0 && len <= sizeof(d->key[i]) &&
-                          wex__read_all(key_pipe[0], d->key[i], len) == 0,
-                      "the destination failed to expose its buffers");
-        d->key_len[i] = len;
-    }
-    close(key_pipe[0]);
-}
-
-/* Tells the destination what to do and returns its exit status. */
-static int finish_destination(dest *d, char cmd)
-{
-    int status = 0;
-
-    ck_assert_int_eq(wex__write_all(d->go_fd, &cmd, 1), 0);
-    close(d->go_fd);
-    ck_assert_int_eq(waitpid(d->pid, &status, 0), d->pid);
-    ck_assert_msg(WIFEXITED(status), "destination died (status 0x%x)",
-                  status);
-    return WEXITSTATUS(status);
-}
-
-static void kill_destination(dest *d)
-{
-    int status = 0;
-
-    ck_assert_int_eq(kill(d->pid, SIGKILL), 0);
-    ck_assert_int_eq(waitpid(d->pid, &status, 0), d->pid);
-    ck_assert(WIFSIGNALED(status));
-    close(d->go_fd);
+    memset(&spec, 0, sizeof(spec));
+    spec.job_id = "ucx-test";
+    spec.options = options;
+    spec.buffers[0].bytes = ALLOC_BYTES;
+    spec.buffers[1].bytes = REG_BYTES;
+    spec.buffers[1].registered = 1;
+    spec.count = 2;
+    th_spawn_destination(d, &spec);
 }
 
 /* ---- across processes ---------------------------------------------------- */
 
-static double gbps(uint64_t bytes, double seconds)
-{
-    return seconds > 0 ? (double)bytes / seconds / 1e9 : 0.0;
-}
-
 static void put_all(wex_transport_ctx *ctx, wex_transport_peer *peer,
-                    const op *v, size_t n, const uint8_t *src)
+                    const th_op *v, size_t n, const uint8_t *src)
 {
     for (size_t i = 0; i < n; i++)
         ck_assert_msg(ops->put(ctx, peer, v[i].offset, src + v[i].offset,
@@ -347,8 +134,8 @@ static void put_pattern_across_processes(const char *tls,
     uint8_t *src_alloc, *src_reg, *zeros, *plain;
     double t0, big, small, copy;
     size_t na, nr;
-    op *va, *vr;
-    dest d;
+    th_op *va, *vr;
+    th_dest d;
 
     if (tls != NULL)
         setenv("UCX_TLS", tls, 1); /* before either side's ucp_init */
@@ -378,19 +165,19 @@ static void put_pattern_across_processes(const char *tls,
         ck_assert_int_eq(ops->put(ctx, to_alloc, 0, zeros, ALLOC_BYTES),
                          WEX_OK);
     ck_assert_msg(ops->flush(ctx) == WEX_OK, "%s", wex__last_error());
-    big = gbps(ALLOC_BYTES * REPS, wex__now() - t0);
+    big = th_gbps(ALLOC_BYTES * REPS, wex__now() - t0);
     t0 = wex__now();
     for (int r = 0; r < REPS; r++) {
         memcpy(plain, zeros, ALLOC_BYTES);
         __asm__ __volatile__("" : : "r"(plain) : "memory");
     }
-    copy = gbps(ALLOC_BYTES * REPS, wex__now() - t0);
+    copy = th_gbps(ALLOC_BYTES * REPS, wex__now() - t0);
     free(plain);
 
-    src_alloc = pattern_buffer(ALLOC_BYTES, 0);
-    src_reg = pattern_buffer(REG_BYTES, 1);
-    va = make_ops(ALLOC_BYTES, &na);
-    vr = make_ops(REG_BYTES, &nr);
+    src_alloc = th_pattern_buffer(ALLOC_BYTES, 0);
+    src_reg = th_pattern_buffer(REG_BYTES, 1);
+    va = th_make_ops(ALLOC_BYTES, &na);
+    vr = th_make_ops(REG_BYTES, &nr);
     /* the small pieces alone, timed, then everything else */
     t0 = wex__now();
     put_all(ctx, to_alloc, va + 3, na - 3, src_alloc);
@@ -414,7 +201,7 @@ static void put_pattern_across_processes(const char *tls,
     free(src_alloc);
     free(src_reg);
     free(zeros);
-    ck_assert_msg(finish_destination(&d, 'v') == 0,
+    ck_assert_msg(th_finish_destination(&d, 'v') == 0,
                   "the destination found wrong bytes");
 }
 
@@ -502,13 +289,13 @@ static void killed_before_attach(const char *tls, const char *error_handling)
     wex_transport_peer *peer = NULL;
     wex_status st;
     double t0;
-    dest d;
+    th_dest d;
 
     if (tls != NULL)
         setenv("UCX_TLS", tls, 1);
     spawn_destination(&d, options_for(error_handling, dopt, sizeof(dopt),
                                       NULL));
-    kill_destination(&d);
+    th_kill_destination(&d);
     ctx = must_open(WEX_SIDE_SOURCE, 0,
                     options_for(error_handling, sopt, sizeof(sopt),
                                 DEAD_OPTIONS));
@@ -526,7 +313,7 @@ static void killed_after_attach(const char *tls, const char *error_handling)
     wex_transport_peer *peer = NULL;
     uint8_t bytes[4096];
     double t0;
-    dest d;
+    th_dest d;
 
     memset(bytes, 5, sizeof(bytes));
     if (tls != NULL)
@@ -541,7 +328,7 @@ static void killed_after_attach(const char *tls, const char *error_handling)
                   "%s", wex__last_error());
     ck_assert_int_eq(ops->put(ctx, peer, 0, bytes, sizeof(bytes)), WEX_OK);
     ck_assert_msg(ops->flush(ctx) == WEX_OK, "%s", wex__last_error());
-    kill_destination(&d);
+    th_kill_destination(&d);
     t0 = wex__now();
     wex__error_clear();
     expect_dead(ctx, peer, WEX_OK, t0, "killed after attach",
@@ -597,7 +384,7 @@ START_TEST(destination_stopped)
     uint8_t *data = calloc(1, 16u << 20);
     double t0, took;
     wex_status st;
-    dest d;
+    th_dest d;
 
     ck_assert_ptr_nonnull(data);
     setenv("UCX_TLS", "tcp", 1);
@@ -631,54 +418,12 @@ START_TEST(destination_stopped)
     ops->ctx_destroy(ctx);
     took = wex__now() - t0;
     ck_assert_msg(took < 3.0, "ctx_destroy took %.2f s", took);
-    kill_destination(&d);
+    th_kill_destination(&d);
     free(data);
 }
 END_TEST
 
 /* ---- keys ------------------------------------------------------------------ */
-
-static wex_status attach_key(wex_transport_ctx *ctx, uint64_t rank,
-                             const void *key, uint64_t len)
-{
-    wex_transport_peer *peer = NULL;
-    wex_status st;
-
-    wex__error_clear();
-    st = ops->peer_attach(ctx, rank, key, len, &peer);
-    if (st == WEX_OK)
-        ops->peer_detach(ctx, peer);
-    else
-        ck_assert_msg(wex__last_error()[0] != '\0', "status %d, no message",
-                      st);
-    return st;
-}
-
-static void expect_invalid(wex_transport_ctx *ctx, const uint8_t *key,
-                           uint64_t len, const char *what, const char *says)
-{
-    wex_status st = attach_key(ctx, 2, key, len);
-
-    ck_assert_msg(st == WEX_ERR_INVALID, "%s: status %d (%s)", what, st,
-                  wex__last_error());
-    ck_assert_msg(strstr(wex__last_error(), says) != NULL, "%s: %s", what,
-                  wex__last_error());
-}
-
-static uint64_t get_le(const uint8_t *p, unsigned bytes)
-{
-    uint64_t v = 0;
-
-    for (unsigned i = 0; i < bytes; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
-static void put_le(uint8_t *p, uint64_t v, unsigned bytes)
-{
-    for (unsigned i = 0; i < bytes; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
 
 /* Recomputes the key's checksum (FNV-1a, the field read as zero), so a
  * deliberately wrong field reaches the check behind it. */
@@ -688,7 +433,7 @@ static void reseal(uint8_t *key, uint64_t len)
 
     for (uint64_t i = 0; i < len; i++)
         hash = (hash ^ (i >= 48 && i < 56 ? 0 : key[i])) * 0x100000001b3ull;
-    put_le(key + 48, hash, 8);
+    wex_put_le(key + 48, hash, 8);
 }
 
 START_TEST(bad_keys_are_invalid)
@@ -706,15 +451,16 @@ START_TEST(bad_keys_are_invalid)
                      WEX_OK);
     ck_assert_int_eq(ops->mem_key(dst, mem, key, &len), WEX_OK);
     ck_assert_uint_le(len, WEX_TRANSPORT_KEY_MAX);
-    ck_assert_uint_eq(get_le(key, 4), 0x43555857u); /* "WXUC" */
-    alen = get_le(key + 12, 4);
-    rlen = get_le(key + 16, 4);
+    ck_assert_uint_eq(wex_get_le(key, 4), 0x43555857u); /* "WXUC" */
+    alen = wex_get_le(key + 12, 4);
+    rlen = wex_get_le(key + 16, 4);
     ck_assert_uint_gt(alen, 0);
     ck_assert_uint_gt(rlen, 0);
-    ck_assert_uint_eq(get_le(key + 24, 8), 2);
-    ck_assert_uint_eq(get_le(key + 32, 8), (uintptr_t)buf);
-    ck_assert_uint_eq(get_le(key + 40, 8), 1 << 20);
-    ck_assert_int_eq(attach_key(src, 2, key, len), WEX_OK); /* the real one */
+    ck_assert_uint_eq(wex_get_le(key + 24, 8), 2);
+    ck_assert_uint_eq(wex_get_le(key + 32, 8), (uintptr_t)buf);
+    ck_assert_uint_eq(wex_get_le(key + 40, 8), 1 << 20);
+    /* the real one */
+    ck_assert_int_eq(th_attach_key(src, 2, key, len), WEX_OK);
 
     /* the real one works, within this process too */
     ck_assert_msg(ops->peer_attach(src, 2, key, len, &peer) == WEX_OK, "%s",
@@ -726,13 +472,13 @@ START_TEST(bad_keys_are_invalid)
     ck_assert(memcmp(buf + 4096, "wex", 3) == 0);
     ops->peer_detach(src, peer);
 
-    expect_invalid(src, NULL, 0, "empty", "shorter than");
+    th_expect_invalid(src, NULL, 0, "empty", "shorter than");
     for (uint64_t cut = 0; cut < len; cut++)
-        expect_invalid(src, key, cut, "truncated", "not a valid ucx key");
+        th_expect_invalid(src, key, cut, "truncated", "not a valid ucx key");
     memcpy(bad, key, len);
     bad[len] = 'x';
-    expect_invalid(src, bad, len + 1, "one byte longer", "expected");
-    expect_invalid(src, bad, WEX_TRANSPORT_KEY_MAX + 1, "too long",
+    th_expect_invalid(src, bad, len + 1, "one byte longer", "expected");
+    th_expect_invalid(src, bad, WEX_TRANSPORT_KEY_MAX + 1, "too long",
                    "more than any ucx key");
 #define MUTATE(what, says, index, value, sealed)                          \
     do {                                                                  \
@@ -740,7 +486,7 @@ START_TEST(bad_keys_are_invalid)
         bad[index] = (uint8_t)(value);                                    \
         if (sealed)                                                       \
             reseal(bad, len);                                             \
-        expect_invalid(src, bad, len, what, says);                        \
+        th_expect_invalid(src, bad, len, what, says);                        \
     } while (0)
     MUTATE("magic", "bad magic", 0, key[0] ^ 0xff, 0);
     MUTATE("version", "key version", 4, 9, 0);
@@ -766,15 +512,15 @@ START_TEST(bad_keys_are_invalid)
     memcpy(bad, key, len);
     memset(bad + 8, 0, 4);
     reseal(bad, len);
-    expect_invalid(src, bad, len, "pid 0", "bad destination pid");
+    th_expect_invalid(src, bad, len, "pid 0", "bad destination pid");
     memcpy(bad, key, len);
     memset(bad + 40, 0, 8);
     reseal(bad, len);
-    expect_invalid(src, bad, len, "size 0", "buffer size 0");
+    th_expect_invalid(src, bad, len, "size 0", "buffer size 0");
     memcpy(bad, key, len);
     memset(bad + 32, 0xff, 8);
     reseal(bad, len);
-    expect_invalid(src, bad, len, "address wraps", "not a valid range");
+    th_expect_invalid(src, bad, len, "address wraps", "not a valid range");
 #undef MUTATE
     /* garbage of every length never crashes and is refused */
     for (int i = 0; i < 3000; i++) {
@@ -783,7 +529,7 @@ START_TEST(bad_keys_are_invalid)
             bad[b] = (uint8_t)rand_r(&seed);
         if (i % 2 == 0 && n >= 8)
             memcpy(bad, key, 8); /* past the magic and version */
-        expect_invalid(src, bad, n, "garbage", "not a valid ucx key");
+        th_expect_invalid(src, bad, n, "garbage", "not a valid ucx key");
     }
     /* corrupt blobs (what UCX itself would parse): refused before UCX
      * sees them */
@@ -794,9 +540,9 @@ START_TEST(bad_keys_are_invalid)
                 bad[b] = (uint8_t)rand_r(&seed);
         if (memcmp(bad, key, len) == 0)
             bad[KEY_HEADER] ^= 1;
-        expect_invalid(src, bad, len, "corrupt blob", "checksum");
+        th_expect_invalid(src, bad, len, "corrupt blob", "checksum");
     }
-    ck_assert_int_eq(attach_key(src, 2, key, len), WEX_OK); /* still fine */
+    ck_assert_int_eq(th_attach_key(src, 2, key, len), WEX_OK); /* still fine */
 
     ops->ctx_destroy(src);
     ops->mem_deregister(dst, mem);

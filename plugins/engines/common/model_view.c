@@ -48,6 +48,7 @@ static void read_experts(ws_emit *e, ws_model *m)
     m->expert_w[WS_DOWN] = "down_proj";
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]) && !m->experts; i++)
         m->experts = cfg_int(e, keys[i], 0);
+    m->shared_experts = cfg_int(e, "/n_shared_experts", 0);
     for (int64_t l = 0; l < m->layers && m->experts > 0; l++) {
         if (ws_find(e, "model.layers.%lld.block_sparse_moe.experts.0.w1.weight",
                     (long long)l) >= 0) {

@@ -5,6 +5,10 @@
  * name, so one walk serves Llama, Qwen2/3 (biases, q/k norms), Mixtral,
  * Qwen3-MoE and DeepSeek-V3/Kimi-K2 (MLA, dense first layers, shared
  * experts, fp8 scales) alike.
+ *
+ * Names here start with ws_ ("wex shared", the engines' shared helpers):
+ * they belong to plugins/engines/common, a static library private to the
+ * in-tree engine adapters, and are no part of the SDK.
  */
 #ifndef WEX_ENGINE_COMMON_MODEL_VIEW_H
 #define WEX_ENGINE_COMMON_MODEL_VIEW_H
@@ -20,6 +24,7 @@ typedef struct ws_model {
     int64_t kv_heads;  /* KV heads (GQA); heads for MHA */
     int64_t head_dim;  /* q/k/v rows per head (non-MLA) */
     int64_t experts;   /* routed experts; 0 for a dense model */
+    int64_t shared_experts; /* config.json n_shared_experts; 0 when absent */
     int mla;           /* DeepSeek multi-head latent attention */
     int64_t q_lora_rank; /* 0: no q compression (q_proj) */
     int64_t kv_lora_rank, qk_nope_dim, qk_rope_dim, v_head_dim;

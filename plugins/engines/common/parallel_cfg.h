@@ -1,6 +1,10 @@
 /*
  * Reading an engine's parallel config: the sizes it supports, a refusal
  * for sizes it does not, and the pipeline stage split.
+ *
+ * Names here start with ws_ ("wex shared", the engines' shared helpers):
+ * they belong to plugins/engines/common, a static library private to the
+ * in-tree engine adapters, and are no part of the SDK.
  */
 #ifndef WEX_ENGINE_COMMON_PARALLEL_CFG_H
 #define WEX_ENGINE_COMMON_PARALLEL_CFG_H

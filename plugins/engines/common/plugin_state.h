@@ -1,4 +1,7 @@
-/* The per-load state every in-tree engine keeps: the host's services. */
+/* The per-load state every in-tree engine keeps: the host's services.
+ * The ws_ prefix ("wex shared", the engines' shared helpers) marks
+ * plugins/engines/common's names, private to the in-tree engine
+ * adapters. */
 #ifndef WEX_ENGINE_COMMON_PLUGIN_STATE_H
 #define WEX_ENGINE_COMMON_PLUGIN_STATE_H
 

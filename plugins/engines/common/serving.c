@@ -1,6 +1,7 @@
 #include "serving.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #define LAYER "%s"
 
@@ -14,6 +15,15 @@ void ws_expert_range(int64_t experts, int64_t ep, int64_t ep_rank,
 }
 
 /* ---- checks ---------------------------------------------------------- */
+
+/* The parallel key a size is named by: the last word of an expression
+ * ("tp * dp" is refused as parallel/dp, "tp / ep" as parallel/ep). */
+static const char *key_of(const char *size_name)
+{
+    const char *space = strrchr(size_name, ' ');
+
+    return space ? space + 1 : size_name;
+}
 
 /* An fp8 weight split `parts` ways along `dim` must split on block
  * boundaries, or the engine cannot shard its scales. */
@@ -35,9 +45,10 @@ static wex_status block_split(ws_emit *e, const ws_serving_flavor *f,
                    "parallel/%s: %s splits %s %s %lld ways into %llu, not a "
                    "multiple of the fp8 quantization block (%llu); %s refuses "
                    "this",
-                   size_name, size_name, c.name, dim == 0 ? "rows" : "columns",
-                   (long long)parts, (unsigned long long)share,
-                   (unsigned long long)block, f->engine);
+                   key_of(size_name), size_name, c.name,
+                   dim == 0 ? "rows" : "columns", (long long)parts,
+                   (unsigned long long)share, (unsigned long long)block,
+                   f->engine);
 }
 
 static wex_status divides(ws_emit *e, const ws_serving_flavor *f,
@@ -49,7 +60,7 @@ static wex_status divides(ws_emit *e, const ws_serving_flavor *f,
     return ws_fail(e, WEX_ERR_INVALID,
                    "parallel/%s: %s (%lld) must be divisible by %s (%lld) "
                    "for %s",
-                   size_name, what, (long long)total, size_name,
+                   key_of(size_name), what, (long long)total, size_name,
                    (long long)parts, f->engine);
 }
 
@@ -71,35 +82,49 @@ static wex_status check_attention(ws_emit *e, const ws_model *m,
     return e->status;
 }
 
+/* TP parts of a layer's shared experts: none when fused into the routed
+ * experts; one (whole) where the engine disables their TP, which it does
+ * for DeepSeek's shared_experts only (vLLM's sequence-parallel MoE,
+ * SGLang's all-to-all backends); tp otherwise. */
+static int64_t shared_parts(const ws_serving_sizes *s, const ws_layer *l)
+{
+    if (l->sh[0] < 0 || s->fused_shared)
+        return 0;
+    if (s->shared_whole && strcmp(l->sh_name, "shared_experts") == 0)
+        return 1;
+    return s->tp;
+}
+
 static wex_status check_layer(ws_emit *e, const ws_model *m,
                               const ws_serving_flavor *f,
                               const ws_serving_sizes *s, int64_t layer,
                               const char *tp_name, const char *attn_name)
 {
     ws_layer l;
+    int64_t sh_parts;
 
     ws_layer_probe(e, m, layer, &l);
+    sh_parts = shared_parts(s, &l);
     if (l.gate >= 0)
         divides(e, f, (int64_t)ws_dim(e, l.gate, 0), "intermediate_size",
                 s->tp, tp_name);
-    if (l.sh[0] >= 0)
+    if (l.sh[0] >= 0 && sh_parts > 1)
         divides(e, f, (int64_t)ws_dim(e, l.sh[0], 0),
-                "the shared experts' intermediate size", s->tp, tp_name);
+                "the shared experts' intermediate size", sh_parts, tp_name);
     if (l.moe)
         divides(e, f, (int64_t)ws_dim(e, ws_expert(e, m, layer, 0, WS_GATE), 0),
-                "moe_intermediate_size", s->moe_tp,
-                s->moe_tp == s->tp ? tp_name : "tp / ep");
+                "moe_intermediate_size", s->moe_tp, s->moe_tp_name);
     block_split(e, f, l.q_b, 0, s->attn_tp, attn_name);
     block_split(e, f, l.kv_b, 0, s->attn_tp, attn_name);
     block_split(e, f, l.q, 0, s->attn_tp, attn_name);
     block_split(e, f, l.o, 1, s->attn_tp, attn_name);
     block_split(e, f, l.gate, 0, s->tp, tp_name);
     block_split(e, f, l.down, 1, s->tp, tp_name);
-    block_split(e, f, l.sh[0], 0, s->tp, tp_name);
-    block_split(e, f, l.sh[2], 1, s->tp, tp_name);
+    block_split(e, f, l.sh[0], 0, sh_parts, tp_name);
+    block_split(e, f, l.sh[2], 1, sh_parts, tp_name);
     if (l.moe)
         block_split(e, f, ws_expert(e, m, layer, 0, WS_GATE), 0, s->moe_tp,
-                    tp_name);
+                    s->moe_tp_name);
     return e->status;
 }
 
@@ -128,7 +153,23 @@ wex_status ws_serving_check(ws_emit *e, const ws_model *m,
                        (long long)s->ep, (long long)m->experts, f->engine);
     if (m->experts > 0 && !f->uneven_experts)
         divides(e, f, m->experts, "the number of routed experts", s->ep, "ep");
-    for (int64_t layer = 0; layer < m->layers + m->mtp_layers && e->status == WEX_OK;
+    if (s->drafter && m->mtp_layers == 0)
+        return ws_fail(e, WEX_ERR_INVALID,
+                       "options/model: \"mtp-drafter\" lays out the "
+                       "multi-token-prediction drafter, but the model has no "
+                       "MTP layers (num_nextn_predict_layers); expected "
+                       "\"main\"");
+    if (s->drafter && f->nextn_renamed && m->mtp_layers > 1)
+        return ws_fail(e, WEX_ERR_INVALID,
+                       "options/model: %s's NextN drafter is one MTP layer; the "
+                       "model has %lld (num_nextn_predict_layers), which %s "
+                       "refuses",
+                       f->engine, (long long)m->mtp_layers, f->engine);
+    /* The main model holds none of the MTP layers: vLLM and SGLang load
+     * them into a separate drafter model, and only when asked to. */
+    for (int64_t layer = s->drafter ? m->layers : 0;
+         layer < m->layers + (s->drafter ? m->mtp_layers : 0) &&
+         e->status == WEX_OK;
          layer++)
         check_layer(e, m, f, s, layer, "tp", attn_name);
     return e->status;
@@ -235,25 +276,36 @@ static void gate_up(ws_emit *e, int64_t gate, int64_t up, int64_t tp, int64_t t,
     ws_end(e);
 }
 
+/* Routed expert `j`'s weight `which`; slot `experts` is the shared
+ * expert when fused (SGLang loads mlp.shared_experts.* as
+ * mlp.experts.<n_routed_experts>). */
+static int64_t expert_weight(const ws_emit *e, const ws_model *m,
+                             const ws_layer *l, int64_t j, int which)
+{
+    return j == m->experts ? l->sh[which] : ws_expert(e, m, l->index, j, which);
+}
+
 static void experts(ws_emit *e, const ws_model *m, const ws_serving_sizes *s,
                     const ws_serving_rank *r, const ws_layer *l,
                     const char *pre)
 {
-    int64_t first, count;
+    int64_t first, count, slots = m->experts;
     int64_t gate0 = ws_expert(e, m, l->index, 0, WS_GATE);
     uint64_t n = ws_share(e, gate0, 0, s->moe_tp), hidden = ws_dim(e, gate0, 1);
     uint64_t lo = (uint64_t)r->moe_tp_rank * n;
 
-    ws_expert_range(m->experts, s->ep, r->ep_rank, &first, &count);
+    if (s->fused_shared && l->sh[0] >= 0)
+        slots++;
+    ws_expert_range(slots, s->ep, r->ep_rank, &first, &count);
     if (count == 0)
         return;
     {
         uint64_t shape[3] = {(uint64_t)count, 2 * n, hidden};
         ws_begin(e, 0, 3, shape, LAYER "%s.experts.w13_weight", pre, m->moe);
         for (int64_t j = 0; j < count; j++) {
-            ws_rows(e, ws_expert(e, m, l->index, first + j, WS_GATE), lo, n,
+            ws_rows(e, expert_weight(e, m, l, first + j, WS_GATE), lo, n,
                     (uint64_t)j, 0);
-            ws_rows(e, ws_expert(e, m, l->index, first + j, WS_UP), lo, n,
+            ws_rows(e, expert_weight(e, m, l, first + j, WS_UP), lo, n,
                     (uint64_t)j, n);
         }
         ws_end(e);
@@ -262,7 +314,7 @@ static void experts(ws_emit *e, const ws_model *m, const ws_serving_sizes *s,
         uint64_t shape[3] = {(uint64_t)count, hidden, n};
         ws_begin(e, 0, 3, shape, LAYER "%s.experts.w2_weight", pre, m->moe);
         for (int64_t j = 0; j < count; j++)
-            ws_cols(e, ws_expert(e, m, l->index, first + j, WS_DOWN), lo, n,
+            ws_cols(e, expert_weight(e, m, l, first + j, WS_DOWN), lo, n,
                     (uint64_t)j, 0);
         ws_end(e);
     }
@@ -272,6 +324,8 @@ static void mlp(ws_emit *e, const ws_model *m, const ws_serving_sizes *s,
                 const ws_serving_rank *r, const ws_layer *l, const char *pre)
 {
     char rest[WS_NAME_MAX];
+    int64_t parts = shared_parts(s, l);
+    int64_t part = parts > 1 ? r->tp_rank : 0;
 
     if (!l->moe) {
         gate_up(e, l->gate, l->up, s->tp, r->tp_rank, pre, "mlp");
@@ -283,11 +337,11 @@ static void mlp(ws_emit *e, const ws_model *m, const ws_serving_sizes *s,
     snprintf(rest, sizeof(rest), "%s.gate.e_score_correction_bias", m->moe);
     ws_whole_if(e, l->router_bias, pre, rest);
     experts(e, m, s, r, l, pre);
-    if (l->sh[0] >= 0) {
+    if (parts > 0) {
         snprintf(rest, sizeof(rest), "mlp.%s", l->sh_name);
-        gate_up(e, l->sh[WS_GATE], l->sh[WS_UP], s->tp, r->tp_rank, pre, rest);
+        gate_up(e, l->sh[WS_GATE], l->sh[WS_UP], parts, part, pre, rest);
         snprintf(rest, sizeof(rest), "mlp.%s.down_proj.weight", l->sh_name);
-        ws_col_part(e, l->sh[WS_DOWN], s->tp, r->tp_rank, pre, rest);
+        ws_col_part(e, l->sh[WS_DOWN], parts, part, pre, rest);
     }
     ws_whole_if(e, l->sh_router, pre, "mlp.shared_expert_gate.weight");
 }
@@ -306,9 +360,20 @@ static void decoder_layer(ws_emit *e, const ws_model *m,
     mlp(e, m, s, r, &l, pre);
 }
 
-/* A multi-token-prediction layer (DeepSeek-V3's layer 61): held by the
- * last stage, its decoder under `mtp_block`, its own embedding and head
- * split like the main ones, the rest whole. */
+/* Multi-token-prediction layer `layer` (DeepSeek-V3's layer 61) as the
+ * engine's drafter model holds it; the main model holds none of it.
+ *  - vLLM (model_executor/models/deepseek_mtp.py, DeepSeekMTP.load_weights
+ *    and _rewrite_spec_layer_name): model.layers.<n>.{enorm, hnorm,
+ *    eh_proj, shared_head.norm, shared_head.head} and the decoder under
+ *    model.layers.<n>.mtp_block.; the layer's embed_tokens becomes the
+ *    drafter's model.embed_tokens, which v1/spec_decode/eagle.py
+ *    (load_model) replaces by the target's when pp = 1.
+ *  - SGLang (models/deepseek_nextn.py, DeepseekV3ForCausalLMNextN, and
+ *    the is_nextn branch of DeepSeek's load_weights): model.{enorm, hnorm,
+ *    eh_proj, shared_head.norm} and model.decoder.; embed_tokens and
+ *    shared_head.head are skipped, the target's shared by
+ *    set_embed_and_head.
+ * eh_proj is a plain nn.Linear in both: whole on every rank. */
 static void mtp_layer(ws_emit *e, const ws_model *m, const ws_serving_flavor *f,
                       const ws_serving_sizes *s, const ws_serving_rank *r,
                       int64_t layer)
@@ -319,19 +384,24 @@ static void mtp_layer(ws_emit *e, const ws_model *m, const ws_serving_flavor *f,
     char pre[64], name[WS_NAME_MAX];
     int64_t t;
 
-    snprintf(pre, sizeof(pre), "model.layers.%lld.", (long long)layer);
-    if ((t = ws_find(e, "%sembed_tokens.weight", pre)) >= 0) {
-        snprintf(name, sizeof(name), "%sembed_tokens.weight", pre);
-        vocab_shard(e, f, t, s->embed_replicated ? 1 : s->tp,
-                    s->embed_replicated ? 0 : r->tp_rank, name);
-    }
+    if (f->nextn_renamed)
+        snprintf(pre, sizeof(pre), "model.");
+    else
+        snprintf(pre, sizeof(pre), "model.layers.%lld.", (long long)layer);
     for (size_t i = 0; i < sizeof(whole) / sizeof(whole[0]); i++)
-        ws_whole_if(e, ws_find(e, "%s%s", pre, whole[i]), pre, whole[i]);
-    if ((t = ws_find(e, "%sshared_head.head.weight", pre)) >= 0) {
+        ws_whole_if(e, ws_find(e, "model.layers.%lld.%s", (long long)layer,
+                               whole[i]),
+                    pre, whole[i]);
+    t = ws_find(e, "model.layers.%lld.shared_head.head.weight", (long long)layer);
+    if (f->drafter_head && t >= 0) {
         snprintf(name, sizeof(name), "%sshared_head.head.weight", pre);
         vocab_shard(e, f, t, s->tp, r->tp_rank, name);
     }
-    snprintf(pre, sizeof(pre), "model.layers.%lld.mtp_block.", (long long)layer);
+    if (f->nextn_renamed)
+        snprintf(pre, sizeof(pre), "model.decoder.");
+    else
+        snprintf(pre, sizeof(pre), "model.layers.%lld.mtp_block.",
+                 (long long)layer);
     decoder_layer(e, m, f, s, r, layer, pre);
 }
 
@@ -342,11 +412,18 @@ wex_status ws_serving_describe(ws_emit *e, const ws_model *m,
 {
     int64_t embed_parts = s->embed_replicated ? 1 : s->tp;
     int64_t embed_part = s->embed_replicated ? 0 : r->tp_rank;
+    int first = r->first_stage || s->ends_every_stage;
+    int last = r->last_stage || s->ends_every_stage;
     char pre[WS_NAME_MAX];
 
+    if (s->drafter) {
+        for (int64_t i = 0; i < m->mtp_layers && e->status == WEX_OK; i++)
+            mtp_layer(e, m, f, s, r, m->layers + i);
+        return e->status;
+    }
     /* The last stage of a tied model computes logits from its own copy
      * of the embedding. */
-    if (r->first_stage || (m->lm_head < 0 && r->last_stage))
+    if (first || (m->lm_head < 0 && last))
         vocab_shard(e, f, m->embed, embed_parts, embed_part,
                     "model.embed_tokens.weight");
     for (int64_t layer = r->layer_lo; layer < r->layer_hi; layer++) {
@@ -355,12 +432,10 @@ wex_status ws_serving_describe(ws_emit *e, const ws_model *m,
         if (e->status != WEX_OK)
             return e->status;
     }
-    if (r->last_stage) {
+    if (last) {
         ws_whole(e, m->final_norm, "model.norm.weight");
         if (m->lm_head >= 0)
             vocab_shard(e, f, m->lm_head, s->tp, r->tp_rank, "lm_head.weight");
-        for (int64_t i = 0; i < m->mtp_layers; i++)
-            mtp_layer(e, m, f, s, r, m->layers + i);
     }
     return e->status;
 }

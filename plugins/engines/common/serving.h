@@ -5,6 +5,10 @@
  * FusedMoE), so one description serves both; a ws_serving says where the
  * two differ (names, DP attention, expert placement) and which rank is
  * being described.
+ *
+ * Names here start with ws_ ("wex shared", the engines' shared helpers):
+ * they belong to plugins/engines/common, a static library private to the
+ * in-tree engine adapters, and are no part of the SDK.
  */
 #ifndef WEX_ENGINE_COMMON_SERVING_H
 #define WEX_ENGINE_COMMON_SERVING_H
@@ -16,6 +20,13 @@ typedef struct ws_serving_flavor {
     const char *fused_qkv_a_name; /* MLA q_a + kv_a fused, replicated */
     int uneven_experts;           /* experts % ep may be nonzero */
     int64_t vocab_padding;        /* vocabulary padded to a multiple */
+    /* The multi-token-prediction drafter's names. vLLM's DeepSeekMTP
+     * keeps the checkpoint's model.layers.<n>. with the decoder under
+     * mtp_block. and holds its own shared_head.head; SGLang's NextN model
+     * renames the layer model. (enorm, hnorm, eh_proj, shared_head.norm)
+     * and model.decoder., and shares the target's embedding and head. */
+    int nextn_renamed;
+    int drafter_head;
 } ws_serving_flavor;
 
 /* Sizes of one engine instance (one DP replica's TP x PP group). */
@@ -25,7 +36,19 @@ typedef struct ws_serving_sizes {
     int64_t moe_tp;  /* each expert's intermediate split */
     int64_t ep;      /* expert-parallel ranks */
     int64_t pp;
+    const char *moe_tp_name; /* how refusals name moe_tp ("tp", "tp / ep") */
     int embed_replicated; /* the embedding is whole on every rank */
+    int shared_whole;     /* shared experts whole on every rank (no TP) */
+    /* The shared expert is routed expert `experts` inside w13_weight /
+     * w2_weight (SGLang's shared-experts fusion): no shared_experts.* */
+    int fused_shared;
+    /* embed_tokens, the final norm and lm_head on every pipeline stage,
+     * not only the first / last (vLLM's qwen2_moe, qwen3_moe, mixtral) */
+    int ends_every_stage;
+    /* Lays out the MTP drafter (the model the engine loads from the
+     * checkpoint's layers past num_hidden_layers) instead of the main
+     * model, which holds none of them. */
+    int drafter;
 } ws_serving_sizes;
 
 typedef struct ws_serving_rank {

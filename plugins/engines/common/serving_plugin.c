@@ -1,7 +1,10 @@
 #include "serving_plugin.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "holding.h"
 #include "parallel_cfg.h"
 
 void ws_serving_ctx_destroy(wex_engine_ctx *ctx)
@@ -12,7 +15,59 @@ void ws_serving_ctx_destroy(wex_engine_ctx *ctx)
     free(ctx);
 }
 
-static wex_status configure(wex_engine_ctx *ctx, const wex_options *parallel)
+wex_status ws_option_choice(const wex_host_services *host,
+                            const wex_options *options, const char *engine,
+                            const char *key, const char *const *values,
+                            int fallback, int *index_p)
+{
+    char pointer[64], expected[256];
+    const char *v = NULL;
+    size_t used = 0;
+
+    snprintf(pointer, sizeof(pointer), "/%s", key);
+    *index_p = fallback;
+    if (host->opt_type(options, pointer) == WEX_JSON_MISSING)
+        return WEX_OK;
+    if (host->opt_get_str(options, pointer, &v) == WEX_OK)
+        for (int i = 0; values[i] != NULL; i++)
+            if (strcmp(v, values[i]) == 0) {
+                *index_p = i;
+                return WEX_OK;
+            }
+    expected[0] = '\0';
+    for (int i = 0; values[i] != NULL && used < sizeof(expected); i++)
+        used += (size_t)snprintf(expected + used, sizeof(expected) - used,
+                                 "%s\"%s\"", i ? ", " : "", values[i]);
+    return ws_refuse(host, "options/%s: expected one of %s for %s%s%s%s", key,
+                     expected, engine, v ? ", got \"" : "", v ? v : "",
+                     v ? "\"" : "");
+}
+
+/* options/model: the main model, or the multi-token-prediction drafter
+ * the engine builds beside it for speculative decoding. */
+static wex_status read_model(wex_engine_ctx *ctx, const wex_options *options)
+{
+    static const char *const models[] = {"main", "mtp-drafter", NULL};
+    const char *name = ctx->engine->flavor->engine;
+    int which;
+    wex_status st;
+
+    st = ws_option_choice(ctx->host, options, name, "model", models, 0, &which);
+    if (st != WEX_OK)
+        return st;
+    ctx->sizes.drafter = which == 1;
+    if (ctx->sizes.drafter && ctx->p[WS_P_PP] > 1)
+        return ws_refuse(ctx->host,
+                         "parallel/pp: the MTP drafter (options/model "
+                         "\"mtp-drafter\") is modelled for pp = 1 only, where "
+                         "%s shares the target's embedding with it; got pp = "
+                         "%lld",
+                         name, (long long)ctx->p[WS_P_PP]);
+    return WEX_OK;
+}
+
+static wex_status configure(wex_engine_ctx *ctx, const wex_options *parallel,
+                            const wex_options *options)
 {
     const ws_serving_engine *en = ctx->engine;
     const char *name = en->flavor->engine;
@@ -20,14 +75,21 @@ static wex_status configure(wex_engine_ctx *ctx, const wex_options *parallel)
     ws_emit e;
     wex_status st;
 
-    st = ws_parallel_read(h, parallel, name, en->keys, en->extra, ctx->p);
+    st = ws_read_holding(h, options, name, 0, &ctx->hold);
     if (st == WEX_OK)
-        st = en->sizes(ctx);
+        st = ws_parallel_read(h, parallel, name, en->keys, en->extra, ctx->p);
+    if (st == WEX_OK)
+        st = read_model(ctx, options);
     if (st != WEX_OK)
         return st;
     ws_emit_init(&e, h, ctx->model, NULL);
-    if (ws_model_read(&e, &ctx->view) != WEX_OK ||
-        ws_serving_check(&e, &ctx->view, en->flavor, &ctx->sizes) != WEX_OK)
+    ws_hold(&e, ctx->hold);
+    if (ws_model_read(&e, &ctx->view) != WEX_OK)
+        return e.status;
+    st = en->sizes(ctx, options, &e);
+    if (st != WEX_OK)
+        return st;
+    if (ws_serving_check(&e, &ctx->view, en->flavor, &ctx->sizes) != WEX_OK)
         return e.status;
     return ws_stage_table(h, parallel, name, ctx->view.layers,
                           ctx->p[WS_P_PP], 0, &ctx->stage_first);
@@ -46,7 +108,7 @@ wex_status ws_serving_ctx_create(const ws_serving_engine *engine,
     ctx->host = state->host;
     ctx->model = args->model;
     ctx->engine = engine;
-    st = configure(ctx, args->parallel);
+    st = configure(ctx, args->parallel, args->options);
     if (st != WEX_OK) {
         ws_serving_ctx_destroy(ctx);
         return st;
@@ -76,6 +138,7 @@ wex_status ws_serving_describe_rank(wex_engine_ctx *ctx, uint64_t rank,
     r.first_stage = c[1] == 0;
     r.last_stage = c[1] == ctx->p[WS_P_PP] - 1;
     ws_emit_init(&e, ctx->host, ctx->model, b);
+    ws_hold(&e, ctx->hold);
     ws_coord(&e, "dp", c[0]);
     ws_coord(&e, "pp", c[1]);
     ws_coord(&e, "tp", c[2]);

@@ -4,6 +4,10 @@
  * engine supplies its parallel keys, how they become sizes, and how a
  * rank's (dp, pp, tp) coordinates become a ws_serving_rank; its own file
  * keeps only that, its descriptor and its entry point.
+ *
+ * Names here start with ws_ ("wex shared", the engines' shared helpers):
+ * they belong to plugins/engines/common, a static library private to the
+ * in-tree engine adapters, and are no part of the SDK.
  */
 #ifndef WEX_ENGINE_COMMON_SERVING_PLUGIN_H
 #define WEX_ENGINE_COMMON_SERVING_PLUGIN_H
@@ -23,19 +27,30 @@ struct wex_engine_ctx {
     ws_serving_sizes sizes;
     int64_t p[WS_P_MAX];  /* in the order of engine->keys */
     int64_t *stage_first; /* pp + 1 entries: first layer of each stage */
+    uint32_t hold;        /* options/dtype (holding.h) */
 };
 
 typedef struct ws_serving_engine {
     const ws_serving_flavor *flavor;
     const char *const *keys;  /* "tp", "pp", "dp", then the engine's own */
     const char *const *extra; /* other allowed keys (pp_layers) */
-    /* Checks the sizes against each other and fills ctx->sizes. */
-    wex_status (*sizes)(wex_engine_ctx *ctx);
+    /* Checks the sizes and the engine's own options against each other
+     * and the model (ctx->view, read through e), and fills ctx->sizes. */
+    wex_status (*sizes)(wex_engine_ctx *ctx, const wex_options *options,
+                        ws_emit *e);
     /* Fills r's TP/EP coordinates for (dp, pp, tp) = c and reports the
      * rank's coordinates through ws_coord. */
     void (*rank)(const wex_engine_ctx *ctx, const int64_t *c,
                  ws_serving_rank *r, ws_emit *e);
 } ws_serving_engine;
+
+/* options/<key> as the index of its value in `values` (NULL-terminated);
+ * `fallback` when absent. Anything else is refused in one line naming
+ * the option, the engine and the values expected. */
+wex_status ws_option_choice(const wex_host_services *host,
+                            const wex_options *options, const char *engine,
+                            const char *key, const char *const *values,
+                            int fallback, int *index_p);
 
 wex_status ws_serving_ctx_create(const ws_serving_engine *engine,
                                  wex_plugin_state *state,

@@ -1,5 +1,7 @@
 #include "shard_emit.h"
 
+#include "holding.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +127,7 @@ void ws_begin(ws_emit *e, uint32_t dtype, uint32_t ndim, const uint64_t *shape,
     int n;
 
     e->count = 0;
+    e->scales_dropped = 0;
     e->dtype = dtype;
     e->ndim = ndim;
     if (e->status != WEX_OK)
@@ -150,6 +153,11 @@ void ws_piece_add(ws_emit *e, int64_t canonical, const uint64_t *offset,
     if (e->status != WEX_OK)
         return;
     c = ws_canon_of(e, canonical);
+    if (e->hold != 0 && c.ndim != 0 &&
+        ws_is_block_scale(e->host, e->model, (uint64_t)canonical)) {
+        e->scales_dropped++; /* floats hold no block scales */
+        return;
+    }
     if (c.ndim == 0) {
         ws_fail(e, WEX_ERR_INTERNAL, "local tensor %s: no canonical tensor #%lld",
                 e->name, (long long)canonical);
@@ -295,8 +303,10 @@ static wex_status add_tensor(ws_emit *e, const char *name, uint32_t dtype,
 
 static wex_status add_piece(ws_emit *e, uint64_t tensor, const ws_piece *p)
 {
-    wex_piece_desc d = {sizeof(d), WEX_TRANSFORM_NONE, (uint64_t)p->canonical,
-                        p->offset, p->extent, p->at};
+    wex_piece_desc d = {sizeof(d),
+                        ws_held_transform(e->hold,
+                                          ws_canon_of(e, p->canonical).dtype),
+                        (uint64_t)p->canonical, p->offset, p->extent, p->at};
     wex_status st = e->host->layout_add_piece(e->builder, tensor, &d);
 
     if (st != WEX_OK)
@@ -327,6 +337,15 @@ static void emit_scales(ws_emit *e, const int64_t *scales)
             add_piece(e, tensor, &s);
 }
 
+void ws_hold(ws_emit *e, uint32_t hold)
+{
+    e->hold = hold;
+    if (hold != 0) { /* no scales to derive, no blocks to keep whole */
+        e->block[0] = 0;
+        e->block[1] = 0;
+    }
+}
+
 wex_status ws_end(ws_emit *e)
 {
     int64_t *scales = NULL;
@@ -335,6 +354,13 @@ wex_status ws_end(ws_emit *e)
 
     if (e->status != WEX_OK)
         return e->status;
+    /* A tensor of block scales alone goes, as floats do without them; one
+     * that holds no canonical rows at all (a shard of vocabulary padding)
+     * stays. */
+    if (e->hold != 0 && e->count == 0 && e->scales_dropped > 0)
+        return WEX_OK;
+    if (e->hold != 0)
+        e->dtype = e->hold;
     if (e->dtype == 0)
         return ws_fail(e, WEX_ERR_INTERNAL,
                        "local tensor %s has neither pieces nor a dtype", e->name);

@@ -6,11 +6,17 @@
  * the parts every adapter would otherwise repeat:
  *  - errors are sticky: after the first failure every call is a no-op and
  *    ws_end()/ws_status() return it, so adapter code reads straight through;
+ *  - a trainer's floats (ws_hold): every local tensor in one float dtype,
+ *    converted from the checkpoint's where that differs, no block scales;
  *  - fp8 block scales follow their weights: when a local tensor is built
  *    from fp8 canonical tensors that have `<name>_scale_inv` siblings, the
  *    local `<name>_scale_inv` tensor and its pieces are derived from the
  *    weight's pieces, block for block, and a split that cuts a
  *    quantization block is refused.
+ *
+ * Names here start with ws_ ("wex shared", the engines' shared helpers):
+ * they belong to plugins/engines/common, a static library private to the
+ * in-tree engine adapters, and are no part of the SDK.
  */
 #ifndef WEX_ENGINE_COMMON_SHARD_EMIT_H
 #define WEX_ENGINE_COMMON_SHARD_EMIT_H
@@ -36,11 +42,13 @@ typedef struct ws_emit {
     const wex_model *model;
     wex_layout_builder *builder;
     uint64_t block[2]; /* fp8 weight block (rows, cols); 0 when unquantized */
+    uint32_t hold;     /* float dtype held (holding.h), 0: the checkpoint's */
     wex_status status;
     /* the local tensor being assembled */
     char name[WS_NAME_MAX];
     uint32_t dtype;
     uint32_t ndim;
+    uint32_t scales_dropped; /* block scales left out: floats hold none */
     uint64_t shape[WEX_MAX_DIMS];
     ws_piece *pieces;
     size_t count, cap;
@@ -58,6 +66,11 @@ void ws_emit_init(ws_emit *e, const wex_host_services *host,
                   const wex_model *model, wex_layout_builder *builder);
 void ws_emit_fini(ws_emit *e);
 wex_status ws_status(const ws_emit *e);
+/* Holds every tensor as values of float dtype `hold` (0: as the
+ * checkpoint): local tensors take that dtype, pieces of another dtype
+ * carry WEX_TRANSFORM_CONVERT, and fp8 block scales are neither derived
+ * nor held. Call right after ws_emit_init. */
+void ws_hold(ws_emit *e, uint32_t hold);
 
 /* Records a failure (first one wins) and returns it. */
 wex_status ws_fail(ws_emit *e, wex_status status, const char *fmt, ...)

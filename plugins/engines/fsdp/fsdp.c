@@ -2,21 +2,30 @@
  * The `fsdp` engine: how PyTorch FSDP2 (fully_shard) holds a model.
  *
  * Every parameter keeps its Hugging Face name and is sharded on dim 0
- * over the DP group on its own, as a DTensor with Shard(0) placement:
- * torch.chunk semantics, so with chunk = ceil(rows / dp) rank r holds
- * rows [r * chunk, min(rows, (r + 1) * chunk)), and trailing ranks hold
- * fewer rows or none. FSDP2 allocates every local shard padded to
- * `chunk` rows (that is what its all-gather moves), so every rank has a
- * [chunk, ...] local tensor for every parameter; the padding rows, and
- * the whole tensor on a rank whose share is empty, are not covered.
+ * over the DP group on its own, as a DTensor with Shard(0) placement
+ * (torch 2.13, torch/distributed/fsdp/_fully_shard/_fsdp_param.py,
+ * FSDPParam._init_sharded_param): torch.chunk semantics, so with
+ * chunk = ceil(rows / dp) rank r holds rows
+ * [r * chunk, min(rows, (r + 1) * chunk)), and trailing ranks hold fewer
+ * rows or none. FSDP2 allocates each shard padded to `chunk` rows (what
+ * its all-gather moves), but the parameter, and so `to_local()`, is that
+ * buffer narrowed to the rows held: a [held, ...] local tensor, [0, ...]
+ * on a rank whose share is empty. Those are the local tensors here.
+ * Buffers are not sharded: each rank holds them whole.
  *
- * fp8 block scales (`*_scale_inv`) are parameters like any other and are
- * sharded independently of their weights, so this adapter emits its
- * pieces itself instead of letting shard_emit derive scales from weights.
+ * Every tensor is held in options/dtype (bf16 unless "fp16" or "fp32"):
+ * a trainer's weights, converted from the checkpoint's dtypes, fp8
+ * weights as their values, and no block scales (holding.h). An fp8
+ * checkpoint's scales would otherwise be sharded independently of their
+ * weights, so this adapter emits its pieces itself instead of letting
+ * shard_emit derive scales from weights.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include <wex/plugin.h>
+
+#include "holding.h"
 
 #include "parallel_cfg.h"
 #include "plugin_state.h"
@@ -25,6 +34,7 @@ struct wex_engine_ctx {
     const wex_host_services *host;
     const wex_model *model;
     int64_t dp;
+    uint32_t hold; /* options/dtype: the float dtype held */
 };
 
 static wex_status fsdp_ctx_create(wex_plugin_state *state,
@@ -45,6 +55,11 @@ static wex_status fsdp_ctx_create(wex_plugin_state *state,
     ctx->host = state->host;
     ctx->model = args->model;
     ctx->dp = dp;
+    st = ws_read_holding(state->host, args->options, "fsdp", 1, &ctx->hold);
+    if (st != WEX_OK) {
+        free(ctx);
+        return st;
+    }
     *ctx_p = ctx;
     return WEX_OK;
 }
@@ -60,7 +75,18 @@ static wex_status fsdp_rank_count(wex_engine_ctx *ctx, uint64_t *count_p)
     return WEX_OK;
 }
 
-/* Rank `rank`'s padded shard of canonical tensor `index`. */
+/* A module buffer, not a parameter: FSDP2 shards parameters only, so
+ * every rank keeps it whole. The one a checkpoint stores is DeepSeek-V3's
+ * router bias (transformers' DeepseekV3TopkRouter registers it). */
+static int is_buffer(const char *name)
+{
+    static const char suffix[] = ".e_score_correction_bias";
+    size_t n = strlen(name), k = sizeof(suffix) - 1;
+
+    return n > k && strcmp(name + n - k, suffix) == 0;
+}
+
+/* Rank `rank`'s shard of canonical tensor `index`: the rows it holds. */
 static wex_status shard(wex_engine_ctx *ctx, uint64_t rank, uint64_t index,
                         wex_layout_builder *b)
 {
@@ -69,22 +95,24 @@ static wex_status shard(wex_engine_ctx *ctx, uint64_t rank, uint64_t index,
     wex_tensor_info info = {sizeof(info), 0, 0, 0, NULL, NULL};
     wex_local_tensor_desc local = {sizeof(local), 0, 0, 0, NULL, NULL};
     uint64_t shape[WEX_MAX_DIMS], offset[WEX_MAX_DIMS] = {0};
-    uint64_t extent[WEX_MAX_DIMS], rows, chunk, lo, hi, tensor;
+    uint64_t extent[WEX_MAX_DIMS], rows, parts, chunk, lo, hi, tensor;
     wex_piece_desc piece = {sizeof(piece), WEX_TRANSFORM_NONE, index, offset,
                             extent, zeros};
     wex_status st;
 
     st = host->model_tensor(ctx->model, index, &info);
-    if (st != WEX_OK)
-        return st;
+    if (st != WEX_OK || (ctx->hold && ws_is_block_scale(host, ctx->model, index)))
+        return st; /* floats hold no block scales */
     rows = info.shape[0];
-    chunk = rows / (uint64_t)ctx->dp + (rows % (uint64_t)ctx->dp != 0);
-    lo = rank * chunk;
+    parts = is_buffer(info.name) ? 1 : (uint64_t)ctx->dp;
+    chunk = rows / parts + (rows % parts != 0);
+    lo = (parts > 1 ? rank : 0) * chunk;
     hi = lo + chunk < rows ? lo + chunk : rows;
     for (uint32_t d = 0; d < info.ndim; d++)
         shape[d] = extent[d] = info.shape[d];
-    shape[0] = chunk;
-    local.dtype = info.dtype;
+    shape[0] = hi > lo ? hi - lo : 0;
+    local.dtype = ws_held_dtype(ctx->hold, info.dtype);
+    piece.transform = ws_held_transform(ctx->hold, info.dtype);
     local.ndim = info.ndim;
     local.name = info.name;
     local.shape = shape;
@@ -108,22 +136,23 @@ static wex_status fsdp_describe_rank(wex_engine_ctx *ctx, uint64_t rank,
 }
 
 static const wex_engine_ops fsdp_ops = {
-    sizeof(wex_engine_ops), 0, 0, fsdp_ctx_create, fsdp_ctx_destroy,
-    fsdp_rank_count, fsdp_describe_rank,
+    .struct_size = sizeof(wex_engine_ops),
+    .ctx_create = fsdp_ctx_create,
+    .ctx_destroy = fsdp_ctx_destroy,
+    .rank_count = fsdp_rank_count,
+    .describe_rank = fsdp_describe_rank,
 };
 
 static const wex_plugin_desc fsdp_desc = {
-    sizeof(wex_plugin_desc), WEX_ABI_1_0, WEX_KIND_ENGINE,
-    WEX_PLUGIN_THREAD_PER_CTX, "fsdp", "0.1.0", ws_plugin_init,
-    ws_plugin_fini, &fsdp_ops,
+    .struct_size = sizeof(wex_plugin_desc),
+    .abi_version = WEX_ABI_1_1,
+    .kind = WEX_KIND_ENGINE,
+    .flags = WEX_PLUGIN_THREAD_PER_CTX,
+    .name = "fsdp",
+    .version = "0.1.0",
+    .init = ws_plugin_init,
+    .fini = ws_plugin_fini,
+    .ops = &fsdp_ops,
 };
 
-WEX_PLUGIN_EXPORT wex_status wex_plugin_negotiate(const wex_negotiate_in *in,
-                                                  wex_negotiate_out *out)
-{
-    if (in->abi_min > WEX_ABI_1_0 || in->abi_max < WEX_ABI_1_0)
-        return WEX_ERR_ABI;
-    out->abi_version = WEX_ABI_1_0;
-    out->desc = &fsdp_desc;
-    return WEX_OK;
-}
+WEX_PLUGIN_DEFINE_ENTRY(WEX_ABI_1_1, fsdp_desc)

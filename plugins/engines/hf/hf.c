@@ -8,6 +8,8 @@
 
 #include <wex/plugin.h>
 
+#include "holding.h"
+
 struct wex_plugin_state {
     const wex_host_services *host;
 };
@@ -16,6 +18,7 @@ struct wex_engine_ctx {
     const wex_host_services *host;
     const wex_model *model;
     uint64_t replicas; /* parallel.dp */
+    uint32_t hold;     /* options/dtype: 0 the checkpoint's, or bf16 */
 };
 
 static wex_status hf_init(const wex_host_services *host,
@@ -76,7 +79,11 @@ static wex_status hf_ctx_create(wex_plugin_state *state,
 {
     wex_engine_ctx *ctx;
     uint64_t replicas = 1;
+    uint32_t hold = 0;
     wex_status status = read_parallel(state->host, args->parallel, &replicas);
+
+    if (status == WEX_OK)
+        status = ws_read_holding(state->host, args->options, "hf", 0, &hold);
 
     if (status != WEX_OK)
         return status;
@@ -86,6 +93,7 @@ static wex_status hf_ctx_create(wex_plugin_state *state,
     ctx->host = state->host;
     ctx->model = args->model;
     ctx->replicas = replicas;
+    ctx->hold = hold;
     *ctx_p = ctx;
     return WEX_OK;
 }
@@ -122,7 +130,10 @@ static wex_status hf_describe_rank(wex_engine_ctx *ctx, uint64_t rank,
         status = host->model_tensor(ctx->model, i, &info);
         if (status != WEX_OK)
             break;
-        local.dtype = info.dtype;
+        if (ctx->hold && ws_is_block_scale(host, ctx->model, i))
+            continue; /* bf16 holds no block scales */
+        local.dtype = ws_held_dtype(ctx->hold, info.dtype);
+        piece.transform = ws_held_transform(ctx->hold, info.dtype);
         local.ndim = info.ndim;
         local.name = info.name;
         local.shape = info.shape;
@@ -136,21 +147,23 @@ static wex_status hf_describe_rank(wex_engine_ctx *ctx, uint64_t rank,
 }
 
 static const wex_engine_ops hf_ops = {
-    sizeof(wex_engine_ops), 0, 0, hf_ctx_create, hf_ctx_destroy,
-    hf_rank_count, hf_describe_rank,
+    .struct_size = sizeof(wex_engine_ops),
+    .ctx_create = hf_ctx_create,
+    .ctx_destroy = hf_ctx_destroy,
+    .rank_count = hf_rank_count,
+    .describe_rank = hf_describe_rank,
 };
 
 static const wex_plugin_desc hf_desc = {
-    sizeof(wex_plugin_desc), WEX_ABI_1_0, WEX_KIND_ENGINE,
-    WEX_PLUGIN_THREAD_PER_CTX, "hf", "0.1.0", hf_init, hf_fini, &hf_ops,
+    .struct_size = sizeof(wex_plugin_desc),
+    .abi_version = WEX_ABI_1_1,
+    .kind = WEX_KIND_ENGINE,
+    .flags = WEX_PLUGIN_THREAD_PER_CTX,
+    .name = "hf",
+    .version = "0.1.0",
+    .init = hf_init,
+    .fini = hf_fini,
+    .ops = &hf_ops,
 };
 
-WEX_PLUGIN_EXPORT wex_status wex_plugin_negotiate(const wex_negotiate_in *in,
-                                                  wex_negotiate_out *out)
-{
-    if (in->abi_min > WEX_ABI_1_0 || in->abi_max < WEX_ABI_1_0)
-        return WEX_ERR_ABI;
-    out->abi_version = WEX_ABI_1_0;
-    out->desc = &hf_desc;
-    return WEX_OK;
-}
+WEX_PLUGIN_DEFINE_ENTRY(WEX_ABI_1_1, hf_desc)

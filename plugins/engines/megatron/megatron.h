@@ -21,6 +21,9 @@ struct wex_engine_ctx {
     int64_t p[MG_COUNT];
     int64_t vocab_multiple; /* make_vocab_size_divisible_by */
     int grouped_gemm;       /* moe_grouped_gemm */
+    int64_t mtp_layers;     /* mtp_num_layers: MTP layers built */
+    const char *mtp_inner;  /* mtp_layer_name: the MTP layer's inner layer */
+    uint32_t hold;          /* options/dtype: the float dtype held */
     int64_t *stage_first;   /* pp + 1 entries: first layer of each stage */
 };
 

@@ -5,18 +5,25 @@
  * fp8 block scales must not be cut.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "megatron.h"
+#include "holding.h"
 #include "parallel_cfg.h"
 
 #define VOCAB_MULTIPLE_MAX 2147483647 /* keeps padded sizes far from overflow */
 #define RANKS_MAX (INT64_C(1) << 40)
 
+/* Megatron-Core's defaults (megatron/core/transformer/transformer_config.py):
+ * moe_grouped_gemm False (SequentialMLP). Its mtp_num_layers is None (no
+ * MTP) unless set; absent here, it is the checkpoint's MTP layer count,
+ * what a trainer of such a model sets. */
 static wex_status read_options(wex_engine_ctx *ctx, const wex_options *opts)
 {
     const wex_host_services *h = ctx->host;
-    int64_t multiple = 128;
-    int32_t grouped = 1;
+    int64_t multiple = 128, mtp = -1;
+    int32_t grouped = 0;
+    const char *inner = "mtp_model_layer";
 
     /* The host applies the schema's defaults; absent still means them. */
     if (h->opt_type(opts, "/make_vocab_size_divisible_by") != WEX_JSON_MISSING &&
@@ -29,9 +36,40 @@ static wex_status read_options(wex_engine_ctx *ctx, const wex_options *opts)
     if (h->opt_type(opts, "/moe_grouped_gemm") != WEX_JSON_MISSING &&
         h->opt_get_bool(opts, "/moe_grouped_gemm", &grouped) != WEX_OK)
         return ws_refuse(h, "options/moe_grouped_gemm: expected a boolean");
+    if (h->opt_type(opts, "/mtp_num_layers") != WEX_JSON_MISSING &&
+        (h->opt_get_i64(opts, "/mtp_num_layers", &mtp) != WEX_OK || mtp < 0))
+        return ws_refuse(h, "options/mtp_num_layers: expected an integer >= 0");
+    if (h->opt_type(opts, "/mtp_layer_name") != WEX_JSON_MISSING &&
+        (h->opt_get_str(opts, "/mtp_layer_name", &inner) != WEX_OK ||
+         (strcmp(inner, "mtp_model_layer") != 0 &&
+          strcmp(inner, "transformer_layer") != 0)))
+        return ws_refuse(h, "options/mtp_layer_name: expected "
+                            "\"mtp_model_layer\" or \"transformer_layer\"");
     ctx->vocab_multiple = multiple;
     ctx->grouped_gemm = grouped != 0;
-    return WEX_OK;
+    ctx->mtp_layers = mtp;
+    /* A literal: the option's string lives only as long as its document. */
+    ctx->mtp_inner = strcmp(inner, "transformer_layer") == 0
+                         ? "transformer_layer"
+                         : "mtp_model_layer";
+    return ws_read_holding(h, opts, "megatron", 1, &ctx->hold);
+}
+
+/* Megatron builds options/mtp_num_layers MTP layers (by default the
+ * checkpoint's count); the checkpoint can only supply as many as it has. */
+static wex_status check_mtp(ws_emit *e, wex_engine_ctx *ctx)
+{
+    if (e->status != WEX_OK)
+        return e->status;
+    if (ctx->mtp_layers < 0)
+        ctx->mtp_layers = ctx->view.mtp_layers;
+    if (ctx->mtp_layers > ctx->view.mtp_layers)
+        return ws_fail(e, WEX_ERR_INVALID,
+                       "options/mtp_num_layers: %lld, more than the model's "
+                       "num_nextn_predict_layers (%lld)",
+                       (long long)ctx->mtp_layers,
+                       (long long)ctx->view.mtp_layers);
+    return e->status;
 }
 
 static wex_status divides(ws_emit *e, int64_t total, const char *what,
@@ -183,7 +221,7 @@ static wex_status check_model(ws_emit *e, const wex_engine_ctx *ctx)
                        (long long)p[MG_EP]);
     if (m->experts > 0)
         divides(e, m->experts, "the number of routed experts", p[MG_EP], "ep");
-    for (int64_t l = 0; l < m->layers + m->mtp_layers && e->status == WEX_OK;
+    for (int64_t l = 0; l < m->layers + ctx->mtp_layers && e->status == WEX_OK;
          l++)
         check_layer(e, ctx, l);
     return e->status;
@@ -253,7 +291,9 @@ wex_status mg_configure(wex_engine_ctx *ctx, const wex_engine_args *args)
     if (st != WEX_OK)
         return st;
     ws_emit_init(&e, ctx->host, ctx->model, NULL);
-    if (ws_model_read(&e, &ctx->view) == WEX_OK)
+    ws_hold(&e, ctx->hold);
+    if (ws_model_read(&e, &ctx->view) == WEX_OK &&
+        check_mtp(&e, ctx) == WEX_OK)
         check_model(&e, ctx);
     ws_emit_fini(&e);
     if (e.status != WEX_OK)

@@ -215,26 +215,29 @@ static void decoder_layer(ws_emit *e, const wex_engine_ctx *ctx,
 }
 
 /* Multi-token prediction layer i (the checkpoint's layer layers + i),
- * held by the last stage as mtp.layers.<i>, with its own copies of the
- * embedding and the output layer. */
+ * held by the last stage as mtp.layers.<i>, as Megatron-Core's
+ * MultiTokenPredictionLayer (megatron/core/transformer/
+ * multi_token_prediction.py) builds it: enorm and hnorm, eh_proj (a
+ * column-parallel linear [hidden, 2 * hidden]: rows over tp), the inner
+ * transformer layer (options/mtp_layer_name: mtp_model_layer, or
+ * transformer_layer before 2026-02) and final_layernorm (the checkpoint's
+ * shared_head.norm). MTP shares the main model's embedding and output
+ * layer: the checkpoint's own copies in this layer (embed_tokens,
+ * shared_head.head) are held by no Megatron rank. */
 static void mtp_layer(ws_emit *e, const wex_engine_ctx *ctx, const mg_rank *r,
                       int64_t i)
 {
     int64_t layer = ctx->view.layers + i;
     mg_name pre = named("", "mtp.layers.%lld.", (long long)i);
-    mg_name block = named(pre.s, "transformer_layer.");
+    mg_name block = named(pre.s, "%s.", ctx->mtp_inner);
 
 #define MTP(rest) ws_find(e, "model.layers.%lld." rest, (long long)layer)
-    vocab_parallel(e, ctx, r, MTP("embed_tokens.weight"), pre.s,
-                   "embed_tokens.weight");
     ws_whole_if(e, MTP("enorm.weight"), pre.s, "enorm.weight");
     ws_whole_if(e, MTP("hnorm.weight"), pre.s, "hnorm.weight");
     ws_row_part(e, MTP("eh_proj.weight"), ctx->p[MG_TP], r->tp, pre.s,
              "eh_proj.weight");
     decoder_layer(e, ctx, r, layer, block.s);
     ws_whole_if(e, MTP("shared_head.norm.weight"), pre.s, "final_layernorm.weight");
-    vocab_parallel(e, ctx, r, MTP("shared_head.head.weight"), pre.s,
-                   "output_layer.weight");
 #undef MTP
 }
 
@@ -242,7 +245,9 @@ wex_status mg_describe(ws_emit *e, const wex_engine_ctx *ctx, const mg_rank *r)
 {
     const ws_model *m = &ctx->view;
 
-    if (r->first_stage)
+    /* gpt_model.py builds the embedding on the first stage and, for the
+     * MTP layers' inputs, on the stage holding them (the last). */
+    if (r->first_stage || (r->last_stage && ctx->mtp_layers > 0))
         vocab_parallel(e, ctx, r, m->embed, "", "embedding.word_embeddings.weight");
     for (int64_t layer = r->layer_lo; layer < r->layer_hi; layer++) {
         mg_name pre = named("", "decoder.layers.%lld.",
@@ -260,7 +265,7 @@ wex_status mg_describe(ws_emit *e, const wex_engine_ctx *ctx, const mg_rank *r)
         vocab_parallel(e, ctx, r, m->lm_head, "", "output_layer.weight");
     else if (!r->first_stage)
         vocab_parallel(e, ctx, r, m->embed, "", "output_layer.weight");
-    for (int64_t i = 0; i < m->mtp_layers && e->status == WEX_OK; i++)
+    for (int64_t i = 0; i < ctx->mtp_layers && e->status == WEX_OK; i++)
         mtp_layer(e, ctx, r, i);
     return e->status;
 }

@@ -75,6 +75,7 @@ static wex_status mg_describe_rank(wex_engine_ctx *ctx, uint64_t rank,
 
     unrank(ctx, rank, &r);
     ws_emit_init(&e, ctx->host, ctx->model, b);
+    ws_hold(&e, ctx->hold);
     ws_coord(&e, "tp", r.tp);
     ws_coord(&e, "pp", r.pp);
     ws_coord(&e, "dp", r.dp);
@@ -86,22 +87,23 @@ static wex_status mg_describe_rank(wex_engine_ctx *ctx, uint64_t rank,
 }
 
 static const wex_engine_ops mg_ops = {
-    sizeof(wex_engine_ops), 0, 0, mg_ctx_create, mg_ctx_destroy,
-    mg_rank_count, mg_describe_rank,
+    .struct_size = sizeof(wex_engine_ops),
+    .ctx_create = mg_ctx_create,
+    .ctx_destroy = mg_ctx_destroy,
+    .rank_count = mg_rank_count,
+    .describe_rank = mg_describe_rank,
 };
 
 static const wex_plugin_desc mg_desc = {
-    sizeof(wex_plugin_desc), WEX_ABI_1_0, WEX_KIND_ENGINE,
-    WEX_PLUGIN_THREAD_PER_CTX, "megatron", "0.1.0", ws_plugin_init,
-    ws_plugin_fini, &mg_ops,
+    .struct_size = sizeof(wex_plugin_desc),
+    .abi_version = WEX_ABI_1_1,
+    .kind = WEX_KIND_ENGINE,
+    .flags = WEX_PLUGIN_THREAD_PER_CTX,
+    .name = "megatron",
+    .version = "0.1.0",
+    .init = ws_plugin_init,
+    .fini = ws_plugin_fini,
+    .ops = &mg_ops,
 };
 
-WEX_PLUGIN_EXPORT wex_status wex_plugin_negotiate(const wex_negotiate_in *in,
-                                                  wex_negotiate_out *out)
-{
-    if (in->abi_min > WEX_ABI_1_0 || in->abi_max < WEX_ABI_1_0)
-        return WEX_ERR_ABI;
-    out->abi_version = WEX_ABI_1_0;
-    out->desc = &mg_desc;
-    return WEX_OK;
-}
+WEX_PLUGIN_DEFINE_ENTRY(WEX_ABI_1_1, mg_desc)

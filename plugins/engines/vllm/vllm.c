@@ -2,51 +2,145 @@
  * The `vllm` engine: how vLLM holds a model.
  *
  * Ranks are numbered as vLLM's global ranks: dp outermost, then pp, then
- * tp. With ep == 1 every expert is split over TP like a dense MLP; with
- * expert parallelism enabled vLLM spreads whole experts, contiguously
- * (the first experts % ep ranks taking one more), over either the TP x DP
- * group of one engine with internal DP (ep == tp * dp) or, for separate
- * servers behind a router, each server's TP group (ep == tp).
+ * tp. How the dp ranks relate is options/data_parallel:
+ *  - "replicas" (the default): dp separate servers behind a router, each
+ *    a TP x PP group holding the whole model;
+ *  - "internal": one server with --data-parallel-size dp (data-parallel
+ *    attention). vLLM's FusedMoEParallelConfig.make
+ *    (model_executor/layers/fused_moe/config.py) flattens tp across dp for
+ *    the experts: without expert parallelism each expert's intermediate
+ *    dimension is split over all tp * dp ranks (moe rank = dp_rank * tp +
+ *    tp_rank); with it, whole experts are spread over those ranks.
+ * With ep == 1 every expert is split over TP like a dense MLP; with
+ * expert parallelism vLLM spreads whole experts contiguously (the first
+ * experts % ep ranks taking one more) over each server's TP group
+ * (ep == tp, replicas) or the TP x DP group (ep == tp * dp, internal DP:
+ * what ep == tp * dp > tp means when options/data_parallel is absent).
+ *
+ * Under internal DP with expert parallelism and tp > 1 vLLM runs the MoE
+ * sequence parallel for most all2all backends
+ * (ParallelConfig.use_sequence_parallel_moe, config/parallel.py), and
+ * DeepseekV2MoE (models/deepseek_v2.py) then builds its shared experts
+ * with disable_tp: whole on every rank.
+ *
+ * Qwen2-MoE, Qwen3-MoE and Mixtral build embed_tokens, the final norm and
+ * lm_head unconditionally (models/qwen2_moe.py, qwen3_moe.py, mixtral.py:
+ * no PPMissingLayer), so every pipeline stage holds them; the other
+ * architectures hold them on the first / last stage only.
  */
 #include <wex/plugin.h>
+
+#include <string.h>
 
 #include "parallel_cfg.h"
 #include "serving_plugin.h"
 
 enum { P_EP = WS_P_DP + 1 };
+enum { DP_REPLICAS, DP_INTERNAL };
 
-static const ws_serving_flavor flavor = {"vllm", "fused_qkv_a_proj", 1, 64};
+static const ws_serving_flavor flavor = {"vllm", "fused_qkv_a_proj", 1, 64, 0,
+                                         1};
 
-static wex_status vllm_sizes(wex_engine_ctx *ctx)
+/* ParallelConfig.all2all_backend's values, the default first, and those
+ * use_sequence_parallel_moe names (vLLM config/parallel.py). */
+static const char *const backends[] = {
+    "allgather_reducescatter", "naive", "deepep_high_throughput",
+    "deepep_low_latency", "mori", "pplx", "flashinfer_all2allv", NULL};
+static const int sequence_parallel[] = {1, 1, 1, 1, 1, 0, 0};
+
+/* Architectures whose embed_tokens, norm and lm_head vLLM builds on
+ * every pipeline stage. */
+static int ends_every_stage(const char *arch)
 {
-    const int64_t *p = ctx->p;
+    static const char *const archs[] = {"Qwen2MoeForCausalLM",
+                                        "Qwen3MoeForCausalLM",
+                                        "MixtralForCausalLM"};
 
-    if (p[P_EP] != 1 && p[P_EP] != p[WS_P_TP] &&
-        p[P_EP] != p[WS_P_TP] * p[WS_P_DP])
+    for (size_t i = 0; arch != NULL && i < sizeof(archs) / sizeof(archs[0]); i++)
+        if (strcmp(arch, archs[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static wex_status read_data_parallel(wex_engine_ctx *ctx,
+                                     const wex_options *options, int *mode_p)
+{
+    static const char *const modes[] = {"replicas", "internal", NULL};
+    const int64_t *p = ctx->p;
+    int64_t tp = p[WS_P_TP], dp = p[WS_P_DP], ep = p[P_EP];
+    int wide = dp > 1 && ep > tp && ep == tp * dp;
+    wex_status st;
+
+    st = ws_option_choice(ctx->host, options, "vllm", "data_parallel", modes,
+                          wide ? DP_INTERNAL : DP_REPLICAS, mode_p);
+    if (st != WEX_OK)
+        return st;
+    if (*mode_p == DP_REPLICAS && wide)
+        return ws_refuse(ctx->host,
+                         "parallel/ep: %lld = tp * dp spans the dp ranks, which "
+                         "only one server with internal data parallelism does; "
+                         "expected ep = 1 or tp = %lld with options/"
+                         "data_parallel \"replicas\"",
+                         (long long)ep, (long long)tp);
+    if (*mode_p == DP_INTERNAL && ep != 1 && ep != tp * dp)
+        return ws_refuse(ctx->host,
+                         "parallel/ep: with options/data_parallel \"internal\" "
+                         "vLLM's expert parallelism spans all tp * dp ranks; "
+                         "expected 1 or %lld, got %lld",
+                         (long long)(tp * dp), (long long)ep);
+    if (*mode_p == DP_REPLICAS && ep != 1 && ep != tp)
         return ws_refuse(ctx->host,
                          "parallel/ep: vLLM's expert parallelism spans a "
                          "server's TP group or the whole TP x DP group; "
                          "expected 1, tp = %lld or tp * dp = %lld, got %lld",
-                         (long long)p[WS_P_TP],
-                         (long long)(p[WS_P_TP] * p[WS_P_DP]),
-                         (long long)p[P_EP]);
-    ctx->sizes.tp = ctx->sizes.attn_tp = p[WS_P_TP];
-    ctx->sizes.ep = p[P_EP];
-    ctx->sizes.moe_tp = p[P_EP] > 1 ? 1 : p[WS_P_TP];
-    ctx->sizes.pp = p[WS_P_PP];
+                         (long long)tp, (long long)(tp * dp), (long long)ep);
+    return WEX_OK;
+}
+
+static wex_status vllm_sizes(wex_engine_ctx *ctx, const wex_options *options,
+                             ws_emit *e)
+{
+    const int64_t *p = ctx->p;
+    ws_serving_sizes *s = &ctx->sizes;
+    int mode, backend;
+    int64_t moe_ranks;
+    wex_status st;
+
+    st = read_data_parallel(ctx, options, &mode);
+    if (st == WEX_OK)
+        st = ws_option_choice(ctx->host, options, "vllm", "all2all_backend",
+                              backends, 0, &backend);
+    if (st != WEX_OK)
+        return st;
+    /* Ranks the experts are spread or split over. */
+    moe_ranks = p[WS_P_TP] * (mode == DP_INTERNAL ? p[WS_P_DP] : 1);
+    s->tp = s->attn_tp = p[WS_P_TP];
+    s->ep = p[P_EP];
+    s->moe_tp = p[P_EP] > 1 ? 1 : moe_ranks;
+    s->moe_tp_name = s->moe_tp > s->tp ? "tp * dp" : "tp";
+    s->pp = p[WS_P_PP];
+    s->shared_whole = mode == DP_INTERNAL && p[P_EP] > 1 && p[WS_P_TP] > 1 &&
+                      p[WS_P_DP] > 1 && sequence_parallel[backend];
+    s->ends_every_stage =
+        ends_every_stage(e->host->model_architecture(e->model));
     return WEX_OK;
 }
 
 static void vllm_rank(const wex_engine_ctx *ctx, const int64_t *c,
                       ws_serving_rank *r, ws_emit *e)
 {
+    const ws_serving_sizes *s = &ctx->sizes;
     int64_t tp = ctx->p[WS_P_TP];
+    /* The rank inside the group the experts are spread or split over:
+     * the whole TP x DP group under internal DP (dp > 1), else the
+     * server's TP group. */
+    int64_t moe_rank = s->ep > tp || s->moe_tp > tp ? c[0] * tp + c[2] : c[2];
 
     r->tp_rank = r->attn_rank = c[2];
     if (ctx->sizes.ep > 1)
-        r->ep_rank = ctx->sizes.ep == tp ? c[2] : c[0] * tp + c[2];
+        r->ep_rank = moe_rank;
     else
-        r->moe_tp_rank = c[2];
+        r->moe_tp_rank = moe_rank;
     ws_coord(e, "ep", r->ep_rank);
 }
 
@@ -63,22 +157,23 @@ static wex_status vllm_ctx_create(wex_plugin_state *state,
 }
 
 static const wex_engine_ops vllm_ops = {
-    sizeof(wex_engine_ops), 0, 0, vllm_ctx_create, ws_serving_ctx_destroy,
-    ws_serving_rank_count, ws_serving_describe_rank,
+    .struct_size = sizeof(wex_engine_ops),
+    .ctx_create = vllm_ctx_create,
+    .ctx_destroy = ws_serving_ctx_destroy,
+    .rank_count = ws_serving_rank_count,
+    .describe_rank = ws_serving_describe_rank,
 };
 
 static const wex_plugin_desc vllm_desc = {
-    sizeof(wex_plugin_desc), WEX_ABI_1_0, WEX_KIND_ENGINE,
-    WEX_PLUGIN_THREAD_PER_CTX, "vllm", "0.1.0", ws_plugin_init,
-    ws_plugin_fini, &vllm_ops,
+    .struct_size = sizeof(wex_plugin_desc),
+    .abi_version = WEX_ABI_1_1,
+    .kind = WEX_KIND_ENGINE,
+    .flags = WEX_PLUGIN_THREAD_PER_CTX,
+    .name = "vllm",
+    .version = "0.1.0",
+    .init = ws_plugin_init,
+    .fini = ws_plugin_fini,
+    .ops = &vllm_ops,
 };
 
-WEX_PLUGIN_EXPORT wex_status wex_plugin_negotiate(const wex_negotiate_in *in,
-                                                  wex_negotiate_out *out)
-{
-    if (in->abi_min > WEX_ABI_1_0 || in->abi_max < WEX_ABI_1_0)
-        return WEX_ERR_ABI;
-    out->abi_version = WEX_ABI_1_0;
-    out->desc = &vllm_desc;
-    return WEX_OK;
-}
+WEX_PLUGIN_DEFINE_ENTRY(WEX_ABI_1_1, vllm_desc)

@@ -15,6 +15,7 @@ struct wex_plugin_state {
 struct wex_policy_ctx {
     const wex_host_services *host;
     pb_config cfg;
+    pb_cache cache;
 };
 
 static wex_status pb_init(const wex_host_services *host,
@@ -61,6 +62,8 @@ static wex_status pb_ctx_create(wex_plugin_state *state,
 
 static void pb_ctx_destroy(wex_policy_ctx *ctx)
 {
+    if (ctx != NULL)
+        pb_cache_fini(&ctx->cache);
     free(ctx);
 }
 
@@ -99,25 +102,19 @@ static wex_status plan_canonical(pb_job *job, uint64_t c)
 {
     const wex_host_services *h = job->host;
     const wex_plan_request *req = job->req;
+    const pb_packed *packed;
     uint64_t nsrc, ndst;
-    wex_status st = WEX_OK;
+    wex_status st;
 
     job->src = h->layout_canonical_pieces(req->source, c, &nsrc);
     job->dst = h->layout_canonical_pieces(req->destination, c, &ndst);
-    if (nsrc > job->host_cap) {
-        uint64_t *grown = realloc(job->src_host, nsrc * sizeof(*grown));
-        if (grown == NULL)
-            return WEX_ERR_NOMEM;
-        job->src_host = grown;
-        job->host_cap = nsrc;
-    }
-    for (uint64_t i = 0; i < nsrc; i++)
-        job->src_host[i] = h->layout_host(req->source, PB_SRC(job, i)->rank);
-    job->ndim = ndst ? PB_DST(job, 0)->ndim : 0;
-    st = pb_pack_boxes(job->src, nsrc, job->ndim, &job->sbox, &job->sbox_cap);
-    if (st == WEX_OK)
-        st = pb_pack_boxes(job->dst, ndst, job->ndim, &job->dbox,
-                           &job->dbox_cap);
+    st = pb_cache_get(job->cache, h, req, c, &packed);
+    if (st != WEX_OK)
+        return st;
+    job->ndim = packed->ndim;
+    job->src_host = packed->src_host;
+    job->sbox = packed->sbox;
+    job->dbox = packed->dbox;
     for (uint64_t j = 0; st == WEX_OK && j < ndst; j++)
         if (job->side == WEX_SIDE_SOURCE || PB_DST(job, j)->rank == job->rank)
             st = pb_assign_piece(job, c, nsrc, ndst, j);
@@ -154,6 +151,7 @@ static wex_status pb_plan(wex_policy_ctx *ctx, const wex_plan_request *req,
     job.side = req->side;
     job.rank = req->rank;
     job.out = &ops;
+    job.cache = &ctx->cache;
     if (req->struct_size >= offsetof(wex_plan_request, dead_source_count) +
                                 sizeof(req->dead_source_count)) {
         job.dead = req->dead_sources;
@@ -171,9 +169,6 @@ static wex_status pb_plan(wex_policy_ctx *ctx, const wex_plan_request *req,
     else if (st == WEX_ERR_NOMEM)
         ctx->host->set_error(ctx->host->ctx, st, "balanced: out of memory");
     free(list);
-    free(job.src_host);
-    free(job.sbox);
-    free(job.dbox);
     free(job.cand);
     free(job.cuts);
     free(ops.v);
@@ -181,21 +176,22 @@ static wex_status pb_plan(wex_policy_ctx *ctx, const wex_plan_request *req,
 }
 
 static const wex_policy_ops pb_ops_table = {
-    sizeof(wex_policy_ops), 0, 0, pb_ctx_create, pb_ctx_destroy, pb_plan,
+    .struct_size = sizeof(wex_policy_ops),
+    .ctx_create = pb_ctx_create,
+    .ctx_destroy = pb_ctx_destroy,
+    .plan = pb_plan,
 };
 
 static const wex_plugin_desc pb_desc = {
-    sizeof(wex_plugin_desc), WEX_ABI_1_0, WEX_KIND_POLICY,
-    WEX_PLUGIN_THREAD_PER_CTX, "balanced", "0.1.0", pb_init, pb_fini,
-    &pb_ops_table,
+    .struct_size = sizeof(wex_plugin_desc),
+    .abi_version = WEX_ABI_1_0,
+    .kind = WEX_KIND_POLICY,
+    .flags = WEX_PLUGIN_THREAD_PER_CTX,
+    .name = "balanced",
+    .version = "0.1.0",
+    .init = pb_init,
+    .fini = pb_fini,
+    .ops = &pb_ops_table,
 };
 
-WEX_PLUGIN_EXPORT wex_status wex_plugin_negotiate(const wex_negotiate_in *in,
-                                                  wex_negotiate_out *out)
-{
-    if (in->abi_min > WEX_ABI_1_0 || in->abi_max < WEX_ABI_1_0)
-        return WEX_ERR_ABI;
-    out->abi_version = WEX_ABI_1_0;
-    out->desc = &pb_desc;
-    return WEX_OK;
-}
+WEX_PLUGIN_DEFINE_ENTRY(WEX_ABI_1_0, pb_desc)

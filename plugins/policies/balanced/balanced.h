@@ -9,6 +9,9 @@
  * a pure function of the two layouts, so every rank derives the same
  * answer for its own operations without the global plan. When n < h a
  * large cell is split into h / n parts from different holders.
+ *
+ * Names here start with pb_ ("policy balanced"): they are private to the
+ * files of this folder, which build one plugin.
  */
 #ifndef WEX_POLICY_BALANCED_H
 #define WEX_POLICY_BALANCED_H
@@ -35,6 +38,22 @@ typedef struct pb_config {
     uint64_t split_min_bytes;
 } pb_config;
 
+/* One canonical tensor's pieces as the assignment scans them: boxes
+ * packed [lo0, hi0, lo1, hi1, ...] per piece (ndim dims, the destination
+ * pieces' rank), and the host of each source piece's rank. */
+typedef struct pb_packed {
+    uint64_t *sbox, *dbox, *src_host;
+    uint32_t ndim;
+    int ready;
+} pb_packed;
+
+/* Packed pieces per canonical tensor, for the layouts of one job. */
+typedef struct pb_cache {
+    const wex_layout *src, *dst;
+    pb_packed *v;
+    uint64_t len;
+} pb_cache;
+
 /* What one planning call needs. */
 typedef struct pb_job {
     const wex_host_services *host;
@@ -45,13 +64,11 @@ typedef struct pb_job {
     pb_ops *out;
     /* one canonical tensor's pieces on each side (host-owned arrays) */
     const wex_piece_view *src, *dst;
-    uint64_t *src_host; /* host of each source piece's rank */
-    uint64_t host_cap;
-    /* the same pieces' boxes, packed [lo0, hi0, lo1, hi1, ...] per piece:
-     * scanned for every cell, so kept contiguous */
+    pb_cache *cache;
+    /* the same pieces packed (the cache's arrays) */
+    const uint64_t *src_host; /* host of each source piece's rank */
     uint32_t ndim;
-    uint64_t *sbox, *dbox;
-    uint64_t sbox_cap, dbox_cap;
+    const uint64_t *sbox, *dbox;
     /* scratch, reused across pieces */
     uint64_t *cand;
     uint64_t cand_cap;
@@ -70,6 +87,12 @@ typedef struct pb_job {
 /* Packs the boxes of `count` host views into *box (grown as needed). */
 wex_status pb_pack_boxes(const wex_piece_view *views, uint64_t count,
                          uint32_t ndim, uint64_t **box, uint64_t *cap);
+
+/* The packed pieces of canonical tensor c, built on first use. */
+wex_status pb_cache_get(pb_cache *cache, const wex_host_services *h,
+                        const wex_plan_request *req, uint64_t c,
+                        const pb_packed **packed_p);
+void pb_cache_fini(pb_cache *cache);
 
 /* Plans destination piece `j` of canonical tensor `c` (src/dst arrays
  * already loaded for c), adding the operations that involve the rank. */

@@ -1,4 +1,6 @@
-/* Which CUDA device a transport context works on. */
+/* Which CUDA device a transport context works on. The wt_ prefix ("wex
+ * transport") marks helpers private to the in-tree transports that link
+ * this folder's static libraries. */
 #ifndef WEX_TRANSPORT_CUDA_DEVICE_H
 #define WEX_TRANSPORT_CUDA_DEVICE_H
 

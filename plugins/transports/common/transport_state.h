@@ -1,5 +1,7 @@
 /* The per-load state of a transport that keeps nothing but the host's
- * services, and the descriptor's init and fini for it. */
+ * services, and the descriptor's init and fini for it. The wt_ prefix
+ * ("wex transport") marks helpers private to the in-tree transports that
+ * link this folder's static library. */
 #ifndef WEX_TRANSPORT_STATE_H
 #define WEX_TRANSPORT_STATE_H
 

@@ -81,14 +81,10 @@ static wex_status ipc_ctx_create(wex_plugin_state *state,
     int device = 0;
     wex_status st;
 
-    if (args == NULL ||
-        !WEX_HAS_MEMBER(wex_transport_args, options, args->struct_size))
-        return FAIL(h, WEX_ERR_ABI, "transport args too small");
-    if (args->side != WEX_SIDE_SOURCE && args->side != WEX_SIDE_DESTINATION)
-        return FAIL(h, WEX_ERR_INVALID, "side %u is neither source nor "
-                    "destination", args->side);
-    st = wt_option_i64(h, args->options, "/flush_timeout_ms", 1,
-                       TIMEOUT_MAX_MS, &timeout);
+    st = wt_check_args(h, args);
+    if (st == WEX_OK)
+        st = wt_option_i64(h, args->options, "/flush_timeout_ms", 1,
+                           TIMEOUT_MAX_MS, &timeout);
     if (st == WEX_OK)
         st = wt_cuda_device(h, args->options, &device);
     if (st != WEX_OK)
@@ -200,15 +196,12 @@ static wex_status ipc_mem_register(wex_transport_ctx *ctx, void *address,
                                    wex_transport_mem **mem_p)
 {
     const wex_host_services *h = ctx->host;
+    wex_status st = wt_check_register(h, "cuda-ipc", WEX_MEMORY_CUDA,
+                                      address, bytes, memory_kind);
     wex_transport_mem *m;
-    wex_status st;
 
-    if (memory_kind != WEX_MEMORY_CUDA)
-        return FAIL(h, WEX_ERR_UNSUPPORTED, "memory kind %u: cuda-ipc moves "
-                    "CUDA device memory only", memory_kind);
-    if (address == NULL || bytes == 0)
-        return FAIL(h, WEX_ERR_INVALID, "mem_register of %p + %llu bytes",
-                    address, (unsigned long long)bytes);
+    if (st != WEX_OK)
+        return st;
     m = calloc(1, sizeof(*m));
     if (m == NULL)
         return FAIL(h, WEX_ERR_NOMEM, "out of memory");
@@ -309,9 +302,8 @@ static wex_status ipc_peer_attach(wex_transport_ctx *ctx, uint64_t peer_rank,
 
     if (key_len <= WEX_TRANSPORT_KEY_MAX)
         rc = cuda_ipc_key_decode(key, (size_t)key_len, &k, why, sizeof(why));
-    if ((st = wt_key_decoded(h, "cuda-ipc", peer_rank, key_len, rc, why)) !=
-            WEX_OK ||
-        (st = wt_key_rank(h, k.rank, peer_rank)) != WEX_OK)
+    st = wt_key_check(h, "cuda-ipc", peer_rank, key_len, rc, why, &k.rank);
+    if (st != WEX_OK)
         return st;
     p = calloc(1, sizeof(*p));
     if (p == NULL)
@@ -346,14 +338,12 @@ static void ipc_peer_detach(wex_transport_ctx *ctx, wex_transport_peer *p)
 static wex_status ipc_put(wex_transport_ctx *ctx, wex_transport_peer *p,
                           uint64_t offset, const void *src, uint64_t bytes)
 {
+    wex_status st = wt_check_put(ctx->host, p->rank, p->bytes, offset,
+                                 bytes);
     cudaError_t e;
 
-    if (offset > p->bytes || bytes > p->bytes - offset)
-        return FAIL(ctx->host, WEX_ERR_INVALID, "put of %llu bytes at offset "
-                    "%llu overruns destination rank %llu's %llu-byte buffer",
-                    (unsigned long long)bytes, (unsigned long long)offset,
-                    (unsigned long long)p->rank,
-                    (unsigned long long)p->bytes);
+    if (st != WEX_OK)
+        return st;
     if (bytes == 0)
         return WEX_OK;
     /* Default: the source may be device or (pinned) host memory. */
@@ -390,36 +380,32 @@ static wex_status ipc_flush(wex_transport_ctx *ctx)
 /* ---- descriptor ---------------------------------------------------- */
 
 static const wex_transport_ops ipc_ops = {
-    sizeof(wex_transport_ops),
-    0,
-    WEX_TRANSPORT_CAP_CUDA_MEMORY | WEX_TRANSPORT_CAP_ONE_SIDED |
-        WEX_TRANSPORT_CAP_SAME_HOST,
-    ipc_ctx_create,
-    ipc_ctx_destroy,
-    ipc_mem_alloc,
-    ipc_mem_register,
-    ipc_mem_deregister,
-    ipc_mem_key,
-    ipc_peer_attach,
-    ipc_peer_detach,
-    ipc_put,
-    ipc_flush,
-    NULL, /* recv: one-sided */
+    .struct_size = sizeof(wex_transport_ops),
+    .caps = WEX_TRANSPORT_CAP_CUDA_MEMORY | WEX_TRANSPORT_CAP_ONE_SIDED |
+            WEX_TRANSPORT_CAP_SAME_HOST,
+    .ctx_create = ipc_ctx_create,
+    .ctx_destroy = ipc_ctx_destroy,
+    .mem_alloc = ipc_mem_alloc,
+    .mem_register = ipc_mem_register,
+    .mem_deregister = ipc_mem_deregister,
+    .mem_key = ipc_mem_key,
+    .peer_attach = ipc_peer_attach,
+    .peer_detach = ipc_peer_detach,
+    .put = ipc_put,
+    .flush = ipc_flush,
+    .recv = NULL, /* one-sided */
 };
 
 static const wex_plugin_desc ipc_desc = {
-    sizeof(wex_plugin_desc), WEX_ABI_1_0, WEX_KIND_TRANSPORT,
-    WEX_PLUGIN_THREAD_PER_CTX, "cuda-ipc", "0.1.0", wt_plugin_init,
-    wt_plugin_fini,
-    &ipc_ops,
+    .struct_size = sizeof(wex_plugin_desc),
+    .abi_version = WEX_ABI_1_0,
+    .kind = WEX_KIND_TRANSPORT,
+    .flags = WEX_PLUGIN_THREAD_PER_CTX,
+    .name = "cuda-ipc",
+    .version = "0.1.0",
+    .init = wt_plugin_init,
+    .fini = wt_plugin_fini,
+    .ops = &ipc_ops,
 };
 
-WEX_PLUGIN_EXPORT wex_status wex_plugin_negotiate(const wex_negotiate_in *in,
-                                                  wex_negotiate_out *out)
-{
-    if (in->abi_min > WEX_ABI_1_0 || in->abi_max < WEX_ABI_1_0)
-        return WEX_ERR_ABI;
-    out->abi_version = WEX_ABI_1_0;
-    out->desc = &ipc_desc;
-    return WEX_OK;
-}
+WEX_PLUGIN_DEFINE_ENTRY(WEX_ABI_1_0, ipc_desc)

@@ -1,9 +1,8 @@
 #include "cuda_ipc_key.h"
 
-#include <stdio.h>
 #include <string.h>
 
-#include <wex/bytes.h>
+#include "../common/key_header.h"
 
 size_t cuda_ipc_key_encode(const cuda_ipc_key *key, void *out, size_t cap)
 {
@@ -11,8 +10,7 @@ size_t cuda_ipc_key_encode(const cuda_ipc_key *key, void *out, size_t cap)
 
     if (cap < CUDA_IPC_KEY_BYTES)
         return 0;
-    wex_put_le(p + 0, CUDA_IPC_KEY_MAGIC, 4);
-    wex_put_le(p + 4, CUDA_IPC_KEY_VERSION, 2);
+    wt_key_put_header(p, CUDA_IPC_KEY_MAGIC, CUDA_IPC_KEY_VERSION);
     wex_put_le(p + 6, 0, 2);
     wex_put_le(p + 8, key->pid, 4);
     wex_put_le(p + 12, key->device, 4);
@@ -25,26 +23,21 @@ size_t cuda_ipc_key_encode(const cuda_ipc_key *key, void *out, size_t cap)
     return CUDA_IPC_KEY_BYTES;
 }
 
-#define WHY(...) (snprintf(why, why_cap, __VA_ARGS__), -1)
-
 int cuda_ipc_key_decode(const void *data, size_t len, cuda_ipc_key *key,
                         char *why, size_t why_cap)
 {
     const uint8_t *p = data;
-    uint64_t v;
 
     memset(key, 0, sizeof(*key));
     if (data == NULL || len != CUDA_IPC_KEY_BYTES)
-        return WHY("%zu bytes, a cuda-ipc key has %u", len,
-                   CUDA_IPC_KEY_BYTES);
-    if ((v = wex_get_le(p, 4)) != CUDA_IPC_KEY_MAGIC)
-        return WHY("bad magic 0x%08llx (not a cuda-ipc key)",
-                   (unsigned long long)v);
-    if ((v = wex_get_le(p + 4, 2)) != CUDA_IPC_KEY_VERSION)
-        return WHY("key version %llu, this plugin reads %u",
-                   (unsigned long long)v, CUDA_IPC_KEY_VERSION);
+        return WT_WHY("%zu bytes, a cuda-ipc key has %u", len,
+                      CUDA_IPC_KEY_BYTES);
+    if (wt_key_header(data, len, CUDA_IPC_KEY_BYTES, CUDA_IPC_KEY_MAGIC,
+                      CUDA_IPC_KEY_VERSION, "a cuda-ipc key", why,
+                      why_cap) != 0)
+        return -1;
     if (wex_get_le(p + 6, 2) != 0)
-        return WHY("reserved field is not zero");
+        return WT_WHY("reserved field is not zero");
     key->pid = (uint32_t)wex_get_le(p + 8, 4);
     key->device = (uint32_t)wex_get_le(p + 12, 4);
     key->rank = wex_get_le(p + 16, 8);
@@ -54,18 +47,18 @@ int cuda_ipc_key_decode(const void *data, size_t len, cuda_ipc_key *key,
     key->bytes = wex_get_le(p + 48, 8);
     memcpy(key->handle, p + 56, CUDA_IPC_HANDLE_BYTES);
     if (key->pid == 0 || key->pid > INT32_MAX)
-        return WHY("bad destination pid %u", key->pid);
+        return WT_WHY("bad destination pid %u", key->pid);
     if (key->alloc_base == 0 || key->alloc_size == 0 ||
         key->alloc_base + key->alloc_size < key->alloc_base)
-        return WHY("allocation 0x%llx + %llu bytes is not a valid range",
-                   (unsigned long long)key->alloc_base,
-                   (unsigned long long)key->alloc_size);
+        return WT_WHY("allocation 0x%llx + %llu bytes is not a valid range",
+                      (unsigned long long)key->alloc_base,
+                      (unsigned long long)key->alloc_size);
     if (key->bytes == 0 || key->offset > key->alloc_size ||
         key->bytes > key->alloc_size - key->offset)
-        return WHY("buffer of %llu bytes at offset %llu overruns its "
-                   "%llu-byte allocation",
-                   (unsigned long long)key->bytes,
-                   (unsigned long long)key->offset,
-                   (unsigned long long)key->alloc_size);
+        return WT_WHY("buffer of %llu bytes at offset %llu overruns its "
+                      "%llu-byte allocation",
+                      (unsigned long long)key->bytes,
+                      (unsigned long long)key->offset,
+                      (unsigned long long)key->alloc_size);
     return 0;
 }

@@ -1,9 +1,8 @@
 #include "nccl_key.h"
 
-#include <stdio.h>
 #include <string.h>
 
-#include <wex/bytes.h>
+#include "../common/key_header.h"
 
 size_t nccl_key_size(uint64_t source_ranks)
 {
@@ -22,8 +21,7 @@ size_t nccl_key_encode(const nccl_key *key, const uint64_t *peers,
     if (len > cap)
         return 0;
     memset(p, 0, len);
-    wex_put_le(p + 0, NCCL_KEY_MAGIC, 4);
-    wex_put_le(p + 4, NCCL_KEY_VERSION, 2);
+    wt_key_put_header(p, NCCL_KEY_MAGIC, NCCL_KEY_VERSION);
     wex_put_le(p + 8, key->rank, 8);
     wex_put_le(p + 16, key->bytes, 8);
     wex_put_le(p + 24, key->source_ranks, 8);
@@ -36,38 +34,29 @@ size_t nccl_key_encode(const nccl_key *key, const uint64_t *peers,
     return len;
 }
 
-#define WHY(...) (snprintf(why, why_cap, __VA_ARGS__), -1)
-
 int nccl_key_decode(const void *data, size_t len, nccl_key *key, char *why,
                     size_t why_cap)
 {
     const uint8_t *p = data;
-    uint64_t v;
 
     memset(key, 0, sizeof(*key));
-    if (data == NULL || len < NCCL_KEY_HEADER)
-        return WHY("%zu bytes, shorter than the %u-byte header", len,
-                   NCCL_KEY_HEADER);
-    if ((v = wex_get_le(p, 4)) != NCCL_KEY_MAGIC)
-        return WHY("bad magic 0x%08llx (not an nccl key)",
-                   (unsigned long long)v);
-    if ((v = wex_get_le(p + 4, 2)) != NCCL_KEY_VERSION)
-        return WHY("key version %llu, this plugin reads %u",
-                   (unsigned long long)v, NCCL_KEY_VERSION);
+    if (wt_key_header(data, len, NCCL_KEY_HEADER, NCCL_KEY_MAGIC,
+                      NCCL_KEY_VERSION, "an nccl key", why, why_cap) != 0)
+        return -1;
     if (wex_get_le(p + 6, 2) != 0 || wex_get_le(p + 32, 8) != 0)
-        return WHY("reserved field is not zero");
+        return WT_WHY("reserved field is not zero");
     key->rank = wex_get_le(p + 8, 8);
     key->bytes = wex_get_le(p + 16, 8);
     key->source_ranks = wex_get_le(p + 24, 8);
     if (key->bytes == 0)
-        return WHY("buffer size 0");
+        return WT_WHY("buffer size 0");
     if (key->source_ranks == 0 || key->source_ranks > (uint64_t)len * 8 ||
         len != nccl_key_size(key->source_ranks))
-        return WHY("%zu bytes do not fit a member bitmap of %llu source "
-                   "ranks", len, (unsigned long long)key->source_ranks);
+        return WT_WHY("%zu bytes do not fit a member bitmap of %llu source "
+                      "ranks", len, (unsigned long long)key->source_ranks);
     if (key->source_ranks % 8 != 0 &&
         (p[len - 1] >> (key->source_ranks % 8)) != 0)
-        return WHY("member bits set past the last source rank");
+        return WT_WHY("member bits set past the last source rank");
     memcpy(key->id, p + 40, NCCL_KEY_ID_BYTES);
     key->members = p + NCCL_KEY_HEADER;
     return 0;

@@ -1,9 +1,8 @@
 #include "shm_key.h"
 
-#include <stdio.h>
 #include <string.h>
 
-#include <wex/bytes.h>
+#include "../common/key_header.h"
 
 size_t shm_key_encode(const shm_key *key, void *out, size_t cap)
 {
@@ -12,8 +11,7 @@ size_t shm_key_encode(const shm_key *key, void *out, size_t cap)
 
     if (key->name_len == 0 || key->name_len > SHM_NAME_MAX || len > cap)
         return 0;
-    wex_put_le(p + 0, SHM_KEY_MAGIC, 4);
-    wex_put_le(p + 4, SHM_KEY_VERSION, 2);
+    wt_key_put_header(p, SHM_KEY_MAGIC, SHM_KEY_VERSION);
     wex_put_le(p + 6, key->kind, 1);
     wex_put_le(p + 7, key->name_len, 1);
     wex_put_le(p + 8, key->pid, 4);
@@ -26,56 +24,47 @@ size_t shm_key_encode(const shm_key *key, void *out, size_t cap)
     return len;
 }
 
-#define WHY(...) (snprintf(why, why_cap, __VA_ARGS__), -1)
-
 int shm_key_decode(const void *data, size_t len, shm_key *key, char *why,
                    size_t why_cap)
 {
     const uint8_t *p = data;
-    uint64_t v;
 
     memset(key, 0, sizeof(*key));
-    if (data == NULL || len < SHM_KEY_HEADER)
-        return WHY("%zu bytes, shorter than the %u-byte header", len,
-                   SHM_KEY_HEADER);
-    if ((v = wex_get_le(p, 4)) != SHM_KEY_MAGIC)
-        return WHY("bad magic 0x%08llx (not an shm key)",
-                   (unsigned long long)v);
-    if ((v = wex_get_le(p + 4, 2)) != SHM_KEY_VERSION)
-        return WHY("key version %llu, this plugin reads %u",
-                   (unsigned long long)v, SHM_KEY_VERSION);
+    if (wt_key_header(data, len, SHM_KEY_HEADER, SHM_KEY_MAGIC,
+                      SHM_KEY_VERSION, "an shm key", why, why_cap) != 0)
+        return -1;
     key->kind = (uint32_t)wex_get_le(p + 6, 1);
     if (key->kind != SHM_KIND_MEMFD && key->kind != SHM_KIND_PRIVATE)
-        return WHY("unknown buffer kind %u", key->kind);
+        return WT_WHY("unknown buffer kind %u", key->kind);
     key->name_len = (uint32_t)wex_get_le(p + 7, 1);
     if (key->name_len == 0 || key->name_len > SHM_NAME_MAX)
-        return WHY("socket name length %u outside 1..%u", key->name_len,
-                   SHM_NAME_MAX);
+        return WT_WHY("socket name length %u outside 1..%u", key->name_len,
+                      SHM_NAME_MAX);
     if (len != SHM_KEY_HEADER + key->name_len)
-        return WHY("%zu bytes, expected %u for a %u-byte socket name", len,
-                   SHM_KEY_HEADER + key->name_len, key->name_len);
+        return WT_WHY("%zu bytes, expected %u for a %u-byte socket name", len,
+                      SHM_KEY_HEADER + key->name_len, key->name_len);
     key->pid = (uint32_t)wex_get_le(p + 8, 4);
     if (key->pid == 0 || key->pid > INT32_MAX)
-        return WHY("bad destination pid %u", key->pid);
+        return WT_WHY("bad destination pid %u", key->pid);
     if (wex_get_le(p + 12, 4) != 0)
-        return WHY("reserved field is not zero");
+        return WT_WHY("reserved field is not zero");
     key->rank = wex_get_le(p + 16, 8);
     key->buffer_id = wex_get_le(p + 24, 8);
     key->size = wex_get_le(p + 32, 8);
     key->address = wex_get_le(p + 40, 8);
     if (key->buffer_id == 0)
-        return WHY("buffer id 0");
+        return WT_WHY("buffer id 0");
     if (key->size == 0)
-        return WHY("buffer size 0");
+        return WT_WHY("buffer size 0");
     if (key->address == 0 || key->address + key->size < key->address)
-        return WHY("buffer address 0x%llx + %llu bytes is not a valid range",
-                   (unsigned long long)key->address,
-                   (unsigned long long)key->size);
+        return WT_WHY("buffer address 0x%llx + %llu bytes is not a valid "
+                      "range", (unsigned long long)key->address,
+                      (unsigned long long)key->size);
     memcpy(key->name, p + SHM_KEY_HEADER, key->name_len);
     for (uint32_t i = 0; i < key->name_len; i++)
         if ((unsigned char)key->name[i] < 0x21 ||
             (unsigned char)key->name[i] > 0x7e)
-            return WHY("socket name byte %u is not printable ASCII", i);
+            return WT_WHY("socket name byte %u is not printable ASCII", i);
     key->name[key->name_len] = '\0';
     return 0;
 }

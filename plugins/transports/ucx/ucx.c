@@ -183,20 +183,8 @@ static wex_status ucx_ctx_create(wex_plugin_state *state,
     ucs_status_t us;
     wex_status st;
 
-    if (args == NULL ||
-        !WEX_HAS_MEMBER(wex_transport_args, options, args->struct_size))
-        return FAIL(h, WEX_ERR_ABI, "transport args too small (%u bytes)",
-                    args ? args->struct_size : 0u);
-    if (args->side != WEX_SIDE_SOURCE && args->side != WEX_SIDE_DESTINATION)
-        return FAIL(h, WEX_ERR_INVALID, "side %u is neither source nor "
-                    "destination", args->side);
-    if (args->side == WEX_SIDE_DESTINATION && args->destination_ranks != 0 &&
-        args->rank >= args->destination_ranks)
-        return FAIL(h, WEX_ERR_INVALID,
-                    "destination rank %llu is outside 0..%llu",
-                    (unsigned long long)args->rank,
-                    (unsigned long long)(args->destination_ranks - 1));
-    if ((st = wt_option_i64(h, args->options, "/flush_timeout_ms", 1,
+    if ((st = wt_check_args(h, args)) != WEX_OK ||
+        (st = wt_option_i64(h, args->options, "/flush_timeout_ms", 1,
                          TIMEOUT_MAX_MS, &flush_timeout)) != WEX_OK ||
         (st = wt_option_i64(h, args->options, "/connect_timeout_ms", 0,
                          TIMEOUT_MAX_MS, &connect_timeout)) != WEX_OK ||
@@ -287,12 +275,12 @@ static void ucx_ctx_destroy(wex_transport_ctx *ctx)
         return;
     progress_stop(ctx);
     while (ctx->peers != NULL)
-        ucx_peer_free(ctx, ctx->peers);
+        ucx_peer_free(ctx, WT_PEER_OF(ctx->peers));
     if (ctx->worker != NULL)
         ucx_close_conns(ctx, 1);
     while (ctx->mems != NULL) {
-        wex_transport_mem *m = ctx->mems;
-        ctx->mems = m->next;
+        wex_transport_mem *m = WT_MEM_OF(ctx->mems);
+        wt_list_unlink(&ctx->mems, &m->link);
         ucx_mem_free(ctx, m);
     }
     if (ctx->address != NULL)
@@ -317,36 +305,33 @@ static void ucx_ctx_destroy(wex_transport_ctx *ctx)
 /* ---- descriptor ---------------------------------------------------- */
 
 static const wex_transport_ops ucx_ops = {
-    sizeof(wex_transport_ops),
-    0,
-    WEX_TRANSPORT_CAP_HOST_MEMORY | WEX_TRANSPORT_CAP_ONE_SIDED |
-        WEX_TRANSPORT_CAP_SAME_HOST | WEX_TRANSPORT_CAP_NETWORK |
-        WEX_TRANSPORT_CAP_ALLOC,
-    ucx_ctx_create,
-    ucx_ctx_destroy,
-    ucx_mem_alloc,
-    ucx_mem_register,
-    ucx_mem_deregister,
-    ucx_mem_key,
-    ucx_peer_attach,
-    ucx_peer_detach,
-    ucx_put,
-    ucx_flush,
-    NULL, /* recv: one-sided */
+    .struct_size = sizeof(wex_transport_ops),
+    .caps = WEX_TRANSPORT_CAP_HOST_MEMORY | WEX_TRANSPORT_CAP_ONE_SIDED |
+            WEX_TRANSPORT_CAP_SAME_HOST | WEX_TRANSPORT_CAP_NETWORK |
+            WEX_TRANSPORT_CAP_ALLOC,
+    .ctx_create = ucx_ctx_create,
+    .ctx_destroy = ucx_ctx_destroy,
+    .mem_alloc = ucx_mem_alloc,
+    .mem_register = ucx_mem_register,
+    .mem_deregister = ucx_mem_deregister,
+    .mem_key = ucx_mem_key,
+    .peer_attach = ucx_peer_attach,
+    .peer_detach = ucx_peer_detach,
+    .put = ucx_put,
+    .flush = ucx_flush,
+    .recv = NULL, /* one-sided */
 };
 
 static const wex_plugin_desc ucx_desc = {
-    sizeof(wex_plugin_desc), WEX_ABI_1_0, WEX_KIND_TRANSPORT,
-    WEX_PLUGIN_THREAD_PER_CTX, "ucx", "0.1.0", wt_plugin_init,
-    wt_plugin_fini, &ucx_ops,
+    .struct_size = sizeof(wex_plugin_desc),
+    .abi_version = WEX_ABI_1_0,
+    .kind = WEX_KIND_TRANSPORT,
+    .flags = WEX_PLUGIN_THREAD_PER_CTX,
+    .name = "ucx",
+    .version = "0.1.0",
+    .init = wt_plugin_init,
+    .fini = wt_plugin_fini,
+    .ops = &ucx_ops,
 };
 
-WEX_PLUGIN_EXPORT wex_status wex_plugin_negotiate(const wex_negotiate_in *in,
-                                                  wex_negotiate_out *out)
-{
-    if (in->abi_min > WEX_ABI_1_0 || in->abi_max < WEX_ABI_1_0)
-        return WEX_ERR_ABI;
-    out->abi_version = WEX_ABI_1_0;
-    out->desc = &ucx_desc;
-    return WEX_OK;
-}
+WEX_PLUGIN_DEFINE_ENTRY(WEX_ABI_1_0, ucx_desc)

@@ -29,9 +29,8 @@ wex_status ucx_peer_attach(wex_transport_ctx *ctx, uint64_t peer_rank,
                     (unsigned long long)ctx->rank);
     if (key_len <= WEX_TRANSPORT_KEY_MAX)
         rc = ucx_key_decode(key, (size_t)key_len, &k, why, sizeof(why));
-    if ((st = wt_key_decoded(h, "ucx", peer_rank, key_len, rc, why)) !=
-            WEX_OK ||
-        (st = wt_key_rank(h, k.rank, peer_rank)) != WEX_OK)
+    st = wt_key_check(h, "ucx", peer_rank, key_len, rc, why, &k.rank);
+    if (st != WEX_OK)
         return st;
     c = ucx_find_conn(ctx, &k);
     if (c != NULL && c->rank != k.rank)
@@ -62,22 +61,14 @@ wex_status ucx_peer_attach(wex_transport_ctx *ctx, uint64_t peer_rank,
     p->rank = k.rank;
     p->address = k.address;
     p->bytes = k.size;
-    p->next = ctx->peers;
-    if (ctx->peers != NULL)
-        ctx->peers->prev = p;
-    ctx->peers = p;
+    wt_list_push(&ctx->peers, &p->link);
     *peer_p = p;
     return WEX_OK;
 }
 
 void ucx_peer_free(wex_transport_ctx *ctx, wex_transport_peer *p)
 {
-    if (p->prev != NULL)
-        p->prev->next = p->next;
-    else
-        ctx->peers = p->next;
-    if (p->next != NULL)
-        p->next->prev = p->prev;
+    wt_list_unlink(&ctx->peers, &p->link);
     ucp_rkey_destroy(p->rkey);
     p->conn->peers--;
     free(p);
@@ -107,17 +98,14 @@ static void put_done(void *request, ucs_status_t status, void *user_data)
 wex_status ucx_put(wex_transport_ctx *ctx, wex_transport_peer *p,
                    uint64_t offset, const void *src, uint64_t bytes)
 {
+    wex_status st = wt_check_put(ctx->host, p->rank, p->bytes, offset,
+                                 bytes);
     ucx_conn *c = p->conn;
     ucp_request_param_t param;
     void *req;
 
-    if (offset > p->bytes || bytes > p->bytes - offset)
-        return FAIL(ctx->host, WEX_ERR_INVALID,
-                    "put of %llu bytes at offset %llu overruns destination "
-                    "rank %llu's %llu-byte buffer",
-                    (unsigned long long)bytes, (unsigned long long)offset,
-                    (unsigned long long)p->rank,
-                    (unsigned long long)p->bytes);
+    if (st != WEX_OK)
+        return st;
     if (bytes == 0)
         return WEX_OK;
     if (c->failure != UCS_OK)

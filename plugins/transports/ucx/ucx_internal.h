@@ -19,6 +19,7 @@
 
 #include "ucx_key.h"
 #include "transport_common.h"
+#include "transport_list.h"
 #include "transport_state.h"
 
 #define FLUSH_TIMEOUT_DEFAULT_MS 60000
@@ -57,7 +58,7 @@ typedef struct ucx_conn {
 } ucx_conn;
 
 struct wex_transport_mem {
-    wex_transport_mem *prev, *next;
+    wt_link link; /* in ctx->mems */
     ucp_mem_h memh;
     void *address;
     uint64_t bytes;
@@ -66,7 +67,7 @@ struct wex_transport_mem {
 };
 
 struct wex_transport_peer {
-    wex_transport_peer *prev, *next;
+    wt_link link; /* in ctx->peers */
     ucx_conn *conn;
     ucp_rkey_h rkey;
     uint64_t rank;
@@ -95,10 +96,10 @@ struct wex_transport_ctx {
     atomic_int stop;
     int efd;     /* the worker's event fd, or -1: sleep instead */
     int wake_fd; /* an eventfd that ends the thread's sleep */
-    wex_transport_mem *mems;
+    wt_link *mems; /* wex_transport_mem */
     /* source */
     ucx_conn *conns;
-    wex_transport_peer *peers;
+    wt_link *peers; /* wex_transport_peer */
     uint64_t outstanding; /* put requests not yet completed */
 };
 
@@ -129,7 +130,8 @@ wex_status ucx_mem_register(wex_transport_ctx *ctx, void *address,
 void ucx_mem_deregister(wex_transport_ctx *ctx, wex_transport_mem *m);
 wex_status ucx_mem_key(wex_transport_ctx *ctx, wex_transport_mem *m,
                        void *key, uint64_t *key_len);
-/* Unmaps and frees `m`, already unlinked from ctx->mems. */
+/* Unmaps and frees `m`, already unlinked from ctx->mems; takes ctx->lock
+ * for the UCP call only. */
 void ucx_mem_free(wex_transport_ctx *ctx, wex_transport_mem *m);
 
 /* ---- ucx_data.c ---------------------------------------------------- */

@@ -17,10 +17,7 @@
 static void link_mem(wex_transport_ctx *ctx, wex_transport_mem *m)
 {
     pthread_mutex_lock(&ctx->lock);
-    m->next = ctx->mems;
-    if (ctx->mems != NULL)
-        ctx->mems->prev = m;
-    ctx->mems = m;
+    wt_list_push(&ctx->mems, &m->link);
     pthread_mutex_unlock(&ctx->lock);
 }
 
@@ -157,23 +154,19 @@ wex_status ucx_mem_register(wex_transport_ctx *ctx, void *address,
                             uint64_t bytes, uint32_t memory_kind,
                             wex_transport_mem **mem_p)
 {
-    const wex_host_services *h = ctx->host;
+    wex_status st = wt_check_register(ctx->host, "ucx", WEX_MEMORY_HOST,
+                                      address, bytes, memory_kind);
 
-    if (memory_kind != WEX_MEMORY_HOST)
-        return FAIL(h, WEX_ERR_UNSUPPORTED,
-                    "memory kind %u: this ucx transport moves host memory "
-                    "only", memory_kind);
-    if (address == NULL || bytes == 0 ||
-        (uint64_t)(uintptr_t)address + bytes < (uint64_t)(uintptr_t)address)
-        return FAIL(h, WEX_ERR_INVALID, "mem_register of %p + %llu bytes",
-                    address, (unsigned long long)bytes);
+    if (st != WEX_OK)
+        return st;
     return mem_new(ctx, address, bytes, 0, mem_p);
 }
 
-/* Called with ctx->lock held (or with no progress thread left). */
 void ucx_mem_free(wex_transport_ctx *ctx, wex_transport_mem *m)
 {
+    pthread_mutex_lock(&ctx->lock); /* against the progress thread */
     ucp_mem_unmap(ctx->context, m->memh);
+    pthread_mutex_unlock(&ctx->lock);
     if (m->map_bytes != 0)
         munmap(m->address, (size_t)m->map_bytes);
     free(m);
@@ -183,33 +176,23 @@ void ucx_mem_deregister(wex_transport_ctx *ctx, wex_transport_mem *m)
 {
     if (m == NULL)
         return;
-    pthread_mutex_lock(&ctx->lock);
-    if (m->prev != NULL)
-        m->prev->next = m->next;
-    else
-        ctx->mems = m->next;
-    if (m->next != NULL)
-        m->next->prev = m->prev;
+    wt_list_unlink_locked(&ctx->lock, &ctx->mems, &m->link);
     ucx_mem_free(ctx, m);
-    pthread_mutex_unlock(&ctx->lock);
 }
 
 wex_status ucx_mem_key(wex_transport_ctx *ctx, wex_transport_mem *m,
                        void *key, uint64_t *key_len)
 {
     const wex_host_services *h = ctx->host;
+    wex_status st = wt_check_mem_key(h, ctx->side, ctx->rank, m, key,
+                                     key_len);
     void *rkey = NULL;
     size_t rkey_len = 0, len, cap;
     ucs_status_t us;
     ucx_key k;
 
-    if (ctx->side != WEX_SIDE_DESTINATION)
-        return FAIL(h, WEX_ERR_UNSUPPORTED,
-                    "mem_key on source rank %llu: only destination ranks "
-                    "expose buffers",
-                    (unsigned long long)ctx->rank);
-    if (m == NULL || key == NULL || key_len == NULL)
-        return FAIL(h, WEX_ERR_INVALID, "mem_key: NULL argument");
+    if (st != WEX_OK)
+        return st;
     pthread_mutex_lock(&ctx->lock);
     us = ucp_rkey_pack(ctx->context, m->memh, &rkey, &rkey_len);
     pthread_mutex_unlock(&ctx->lock);

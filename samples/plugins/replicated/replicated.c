@@ -138,23 +138,23 @@ static wex_status replicated_describe_rank(wex_engine_ctx *ctx,
 }
 
 static const wex_engine_ops replicated_ops = {
-    sizeof(wex_engine_ops), 0, 0,
-    replicated_ctx_create, replicated_ctx_destroy,
-    replicated_rank_count, replicated_describe_rank,
+    .struct_size = sizeof(wex_engine_ops),
+    .ctx_create = replicated_ctx_create,
+    .ctx_destroy = replicated_ctx_destroy,
+    .rank_count = replicated_rank_count,
+    .describe_rank = replicated_describe_rank,
 };
 
 static const wex_plugin_desc replicated_desc = {
-    sizeof(wex_plugin_desc), WEX_ABI_1_0, WEX_KIND_ENGINE,
-    WEX_PLUGIN_THREAD_PER_CTX, "replicated", "1.0.0",
-    replicated_init, replicated_fini, &replicated_ops,
+    .struct_size = sizeof(wex_plugin_desc),
+    .abi_version = WEX_ABI_1_0,
+    .kind = WEX_KIND_ENGINE,
+    .flags = WEX_PLUGIN_THREAD_PER_CTX,
+    .name = "replicated",
+    .version = "1.0.0",
+    .init = replicated_init,
+    .fini = replicated_fini,
+    .ops = &replicated_ops,
 };
 
-WEX_PLUGIN_EXPORT wex_status wex_plugin_negotiate(const wex_negotiate_in *in,
-                                                  wex_negotiate_out *out)
-{
-    if (in->abi_min > WEX_ABI_1_0 || in->abi_max < WEX_ABI_1_0)
-        return WEX_ERR_ABI;
-    out->abi_version = WEX_ABI_1_0;
-    out->desc = &replicated_desc;
-    return WEX_OK;
-}
+WEX_PLUGIN_DEFINE_ENTRY(WEX_ABI_1_0, replicated_desc)

@@ -2,10 +2,12 @@
  * wex plugin ABI: versions, status codes, data types and the negotiation
  * entry point every plugin exports.
  *
- * Rules (see docs/plugin-abi.md):
+ * Rules (see docs/plugins.md, "How the ABI grows"):
  *  - every struct and ops table starts with uint32_t struct_size;
- *  - a minor ABI version only appends members; readers check struct_size
- *    before touching an appended member (WEX_HAS_MEMBER);
+ *  - each header publishes WEX_<STRUCT>_SIZE_1_0, the size of the struct
+ *    as ABI 1.0 froze it: a reader accepts any struct_size at least that,
+ *    and reads a member appended later only after WEX_HAS_MEMBER;
+ *  - a minor ABI version only appends members;
  *  - only fixed-width integers, size_t, UTF-8 strings, pointers to SDK
  *    structs and opaque handles cross the boundary;
  *  - whoever allocates frees; pointers passed in are borrowed for the call.
@@ -33,11 +35,20 @@ extern "C" {
  * a literal (WEX_ABI_1_0), never as "whatever the SDK is now", so a rebuild
  * against a newer SDK never claims support the plugin does not have. */
 #define WEX_ABI_1_0 WEX_MAKE_VERSION(1, 0)
-#define WEX_ABI_CURRENT WEX_ABI_1_0
+/* 1.1: pieces may carry WEX_TRANSFORM_CONVERT (host.h). Nothing else
+ * changed: every struct keeps its 1.0 size. */
+#define WEX_ABI_1_1 WEX_MAKE_VERSION(1, 1)
+#define WEX_ABI_CURRENT WEX_ABI_1_1
 
 /* True when a struct whose struct_size is `size` contains `member`. */
 #define WEX_HAS_MEMBER(type, member, size)                                \
     ((size_t)(size) >= offsetof(type, member) + sizeof(((type *)0)->member))
+
+/* Bytes of `type` up to and including `member`: the struct_size of the
+ * version of `type` that ends with `member`. The WEX_*_SIZE_1_0 constants
+ * are written with it, so they never change when members are appended. */
+#define WEX_SIZE_THROUGH(type, member)                                    \
+    ((uint32_t)(offsetof(type, member) + sizeof(((type *)0)->member)))
 
 /* ------------------------------------------------------------------ */
 /* Export macro                                                        */
@@ -191,9 +202,48 @@ typedef struct wex_negotiate_out {
 typedef wex_status (*wex_plugin_negotiate_fn)(const wex_negotiate_in *in,
                                               wex_negotiate_out *out);
 
+/* The sizes ABI 1.0 froze (see the rules at the top). */
+#define WEX_PLUGIN_DESC_SIZE_1_0 WEX_SIZE_THROUGH(wex_plugin_desc, ops)
+#define WEX_NEGOTIATE_IN_SIZE_1_0                                         \
+    WEX_SIZE_THROUGH(wex_negotiate_in, host_version)
+#define WEX_NEGOTIATE_OUT_SIZE_1_0 WEX_SIZE_THROUGH(wex_negotiate_out, desc)
+
 /* The one symbol a plugin exports. Return WEX_ERR_ABI when no version in
  * [in->abi_min, in->abi_max] is one the plugin implements. */
 #define WEX_PLUGIN_ENTRY_NAME "wex_plugin_negotiate"
+
+/* The whole negotiation of a plugin that implements one ABI version:
+ * `abi` is that version as a literal (WEX_ABI_1_0, never WEX_ABI_CURRENT,
+ * so a rebuild against a newer SDK claims nothing new) and `desc` the
+ * plugin's static descriptor, which states the same version. Most plugins
+ * define their entry point with WEX_PLUGIN_DEFINE_ENTRY below. */
+static inline wex_status wex_negotiate_one(const wex_negotiate_in *in,
+                                           wex_negotiate_out *out,
+                                           uint32_t abi,
+                                           const wex_plugin_desc *desc)
+{
+    if (in == NULL || out == NULL ||
+        in->struct_size < WEX_NEGOTIATE_IN_SIZE_1_0 ||
+        out->struct_size < WEX_NEGOTIATE_OUT_SIZE_1_0 ||
+        desc == NULL || desc->abi_version != abi)
+        return WEX_ERR_ABI;
+    if (in->abi_min > abi || in->abi_max < abi)
+        return WEX_ERR_ABI;
+    out->abi_version = abi;
+    out->desc = desc;
+    return WEX_OK;
+}
+
+/* Defines and exports wex_plugin_negotiate for a plugin of one ABI
+ * version:  WEX_PLUGIN_DEFINE_ENTRY(WEX_ABI_1_0, my_plugin_desc)  */
+#define WEX_PLUGIN_DEFINE_ENTRY(abi, desc)                                \
+    WEX_PLUGIN_EXPORT wex_status wex_plugin_negotiate(                    \
+        const wex_negotiate_in *in, wex_negotiate_out *out);              \
+    WEX_PLUGIN_EXPORT wex_status wex_plugin_negotiate(                    \
+        const wex_negotiate_in *in, wex_negotiate_out *out)               \
+    {                                                                     \
+        return wex_negotiate_one(in, out, (abi), &(desc));                \
+    }
 
 #ifdef __cplusplus
 }

@@ -25,6 +25,7 @@ typedef struct wex_engine_args {
     const wex_options *parallel; /* {"tp":4,"pp":2,"ep":1,"dp":1,...} */
     const wex_options *options;  /* validated against the manifest schema */
 } wex_engine_args;
+#define WEX_ENGINE_ARGS_SIZE_1_0 WEX_SIZE_THROUGH(wex_engine_args, options)
 
 typedef struct wex_engine_ops {
     uint32_t struct_size;
@@ -49,6 +50,7 @@ typedef struct wex_engine_ops {
     wex_status (*describe_rank)(wex_engine_ctx *ctx, uint64_t rank,
                                 wex_layout_builder *builder);
 } wex_engine_ops;
+#define WEX_ENGINE_OPS_SIZE_1_0 WEX_SIZE_THROUGH(wex_engine_ops, describe_rank)
 
 #ifdef __cplusplus
 }

@@ -3,9 +3,17 @@
  * everything it needs from the host comes through this table, handed to
  * the plugin's init and valid until its fini returns.
  *
- * The table only grows at its end. A plugin built against a newer SDK
- * checks WEX_HAS_MEMBER(wex_host_services, member, host->struct_size)
- * before calling a service the running host might not have.
+ * The table only grows at its end. Every host has at least
+ * WEX_HOST_SERVICES_SIZE_1_0 bytes of it; a plugin calls a service
+ * appended after 1.0 only when
+ * WEX_HAS_MEMBER(wex_host_services, member, host->struct_size).
+ *
+ * Structs a plugin passes in (wex_local_tensor_desc, wex_piece_desc,
+ * wex_plan_op) carry the plugin's struct_size, at least the 1.0 size; the
+ * host reads a member appended later only when that size covers it.
+ * Structs the host fills (wex_tensor_info, wex_piece_view, a
+ * wex_local_tensor_desc from layout_tensor) carry the caller's capacity
+ * in struct_size, and the host writes no byte past it.
  *
  * Threading: log, log_enabled and set_error may be called from any thread,
  * including plugin-owned ones. The other services are called from the
@@ -64,6 +72,7 @@ typedef struct wex_tensor_info {
     const char *name;      /* "model.layers.0.self_attn.q_proj.weight" */
     const uint64_t *shape; /* ndim entries */
 } wex_tensor_info;
+#define WEX_TENSOR_INFO_SIZE_1_0 WEX_SIZE_THROUGH(wex_tensor_info, shape)
 
 /* A buffer one engine rank holds: dense, row-major (C order). */
 typedef struct wex_local_tensor_desc {
@@ -74,9 +83,24 @@ typedef struct wex_local_tensor_desc {
     const char *name;      /* the engine's own name */
     const uint64_t *shape; /* ndim entries */
 } wex_local_tensor_desc;
+#define WEX_LOCAL_TENSOR_DESC_SIZE_1_0                                    \
+    WEX_SIZE_THROUGH(wex_local_tensor_desc, shape)
 
-/* Piece transforms. */
+/* Piece transforms: how a local tensor holds the canonical tensor's
+ * values (docs/design.md, "Transforms").
+ *
+ * NONE: as the checkpoint stores them, byte for byte, in its dtype (an
+ * fp8 weight as e4m3, with its `_scale_inv` tensor held beside it).
+ *
+ * CONVERT (ABI 1.1): as values in the local tensor's float dtype (bf16,
+ * f16, f32) where the checkpoint has another: a float tensor in another
+ * precision, or an fp8 block-quantized weight as its dequantized values,
+ * with no scale tensor. The host converts between the two forms when a
+ * source and a destination hold a tensor differently: fp8 quantization
+ * (rule fp8-block-128) on the sender, dequantization, rounding between
+ * floats. An engine describing CONVERT pieces negotiates ABI 1.1. */
 #define WEX_TRANSFORM_NONE 0u
+#define WEX_TRANSFORM_CONVERT 1u
 
 /* "The box offset/extent of canonical tensor `canonical` lives in the
  * local tensor starting at element coordinate `at`." The box has the
@@ -91,6 +115,7 @@ typedef struct wex_piece_desc {
     const uint64_t *extent; /* canonical ndim entries, each >= 1 */
     const uint64_t *at;     /* local ndim entries */
 } wex_piece_desc;
+#define WEX_PIECE_DESC_SIZE_1_0 WEX_SIZE_THROUGH(wex_piece_desc, at)
 
 /* A piece as a policy sees it: which rank and local tensor hold which
  * canonical box, and where (see wex_piece_desc). The arrays stay valid
@@ -107,6 +132,7 @@ typedef struct wex_piece_view {
     const uint64_t *extent; /* ndim entries */
     const uint64_t *at;     /* local_ndim entries */
 } wex_piece_view;
+#define WEX_PIECE_VIEW_SIZE_1_0 WEX_SIZE_THROUGH(wex_piece_view, at)
 
 /* One copy: the box `extent` (ndim entries) starting at src_offset in the
  * source rank's local tensor and at dst_offset in the destination rank's.
@@ -124,6 +150,7 @@ typedef struct wex_plan_op {
     const uint64_t *dst_offset;
     const uint64_t *extent;
 } wex_plan_op;
+#define WEX_PLAN_OP_SIZE_1_0 WEX_SIZE_THROUGH(wex_plan_op, extent)
 
 /* Element i of a host-owned wex_piece_view array. */
 #define WEX_PIECE_VIEW_AT(base, i)                                          \
@@ -191,7 +218,8 @@ typedef struct wex_host_services {
                                     const wex_local_tensor_desc *desc,
                                     uint64_t *tensor_p);
     /* The host checks the piece lies inside both tensors and that the
-     * dtypes agree (for WEX_TRANSFORM_NONE). */
+     * dtypes agree (WEX_TRANSFORM_NONE), or that the conversion is one
+     * the host performs (WEX_TRANSFORM_CONVERT). */
     wex_status (*layout_add_piece)(wex_layout_builder *builder,
                                    uint64_t tensor,
                                    const wex_piece_desc *piece);
@@ -223,6 +251,8 @@ typedef struct wex_host_services {
     wex_status (*plan_add_op)(wex_plan_builder *builder,
                               const wex_plan_op *op);
 } wex_host_services;
+#define WEX_HOST_SERVICES_SIZE_1_0                                        \
+    WEX_SIZE_THROUGH(wex_host_services, plan_add_op)
 
 /* Logging helpers for plugins; `host` is the services pointer. */
 #define WEX_LOG(host, level, ...)                                          \

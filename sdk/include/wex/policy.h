@@ -25,6 +25,7 @@ typedef struct wex_policy_args {
     uint32_t reserved0;
     const wex_options *options; /* validated against the manifest schema */
 } wex_policy_args;
+#define WEX_POLICY_ARGS_SIZE_1_0 WEX_SIZE_THROUGH(wex_policy_args, options)
 
 typedef struct wex_plan_request {
     uint32_t struct_size;
@@ -36,15 +37,16 @@ typedef struct wex_plan_request {
      * "placement", "nic_gb_per_s", "intra_host_gb_per_s", ...}; which host
      * a rank is on comes from layout_host. */
     const wex_options *topology;
-    /* Since ABI 1.0's first revision, read only when struct_size covers
-     * them: source ranks that are dead and must send nothing (the job
-     * fails over to ranks that hold the same regions), ascending. A
-     * source rank listed here gets no operations; a destination's
-     * regions come from live holders only, or the plan fails naming
-     * what no live source holds. */
+    /* Source ranks that are dead and must send nothing (the job fails
+     * over to ranks that hold the same regions), ascending. A source rank
+     * listed here gets no operations; a destination's regions come from
+     * live holders only, or the plan fails naming what no live source
+     * holds. */
     const uint64_t *dead_sources;
     uint64_t dead_source_count;
 } wex_plan_request;
+#define WEX_PLAN_REQUEST_SIZE_1_0                                         \
+    WEX_SIZE_THROUGH(wex_plan_request, dead_source_count)
 
 typedef struct wex_policy_ops {
     uint32_t struct_size;
@@ -63,6 +65,7 @@ typedef struct wex_policy_ops {
     wex_status (*plan)(wex_policy_ctx *ctx, const wex_plan_request *request,
                        wex_plan_builder *builder);
 } wex_policy_ops;
+#define WEX_POLICY_OPS_SIZE_1_0 WEX_SIZE_THROUGH(wex_policy_ops, plan)
 
 #ifdef __cplusplus
 }

@@ -56,11 +56,13 @@ typedef struct wex_transport_args {
     /* Unique per running job (every rank gets the same): lets a transport
      * name per-job endpoints without colliding with other jobs. */
     const char *job_id;
-    /* Appended: the other-side ranks this rank's operations involve,
-     * ascending (borrowed for ctx_create). */
+    /* The other-side ranks this rank's operations involve, ascending
+     * (borrowed for ctx_create). */
     const uint64_t *peer_ranks;
     uint64_t peer_count;
 } wex_transport_args;
+#define WEX_TRANSPORT_ARGS_SIZE_1_0                                       \
+    WEX_SIZE_THROUGH(wex_transport_args, peer_count)
 
 typedef struct wex_transport_ops {
     uint32_t struct_size;
@@ -103,14 +105,14 @@ typedef struct wex_transport_ops {
      * CAP_TWO_SIDED, every recv posted so far has completed). */
     wex_status (*flush)(wex_transport_ctx *ctx);
 
-    /* Appended (check struct_size); NULL unless CAP_TWO_SIDED. On a
-     * destination: receives the `bytes` that source rank `peer_rank`'s
+    /* NULL unless CAP_TWO_SIDED. On a destination: receives the `bytes` that source rank `peer_rank`'s
      * matching put sends into local buffer `mem` at byte `offset`. Posted
      * in the plan's order; flush waits. */
     wex_status (*recv)(wex_transport_ctx *ctx, uint64_t peer_rank,
                        wex_transport_mem *mem, uint64_t offset,
                        uint64_t bytes);
 } wex_transport_ops;
+#define WEX_TRANSPORT_OPS_SIZE_1_0 WEX_SIZE_THROUGH(wex_transport_ops, recv)
 
 #ifdef __cplusplus
 }

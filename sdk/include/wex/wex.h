@@ -38,6 +38,7 @@ typedef struct wex_job_options {
      * endpoints); NULL derives it from the rendezvous address. */
     const char *job_id;
 } wex_job_options;
+#define WEX_JOB_OPTIONS_SIZE_1_0 WEX_SIZE_THROUGH(wex_job_options, job_id)
 
 /* One local tensor of this rank, as its engine holds it. */
 typedef struct wex_tensor {
@@ -49,6 +50,7 @@ typedef struct wex_tensor {
     const uint64_t *shape;
     uint64_t bytes;
 } wex_tensor;
+#define WEX_TENSOR_SIZE_1_0 WEX_SIZE_THROUGH(wex_tensor, bytes)
 
 typedef struct wex_sync_report {
     uint32_t struct_size;
@@ -59,11 +61,11 @@ typedef struct wex_sync_report {
     uint64_t bytes;         /* sent (source) or received (destination) */
     uint64_t peers;
     double seconds;         /* from the step's start barrier to commit */
-    /* Read and written only when struct_size covers them: */
     uint32_t attempts;      /* tries the step took: 1 unless a rank died */
     uint32_t reserved0;
     uint64_t failed_over;   /* dead source ranks the step went without */
 } wex_sync_report;
+#define WEX_SYNC_REPORT_SIZE_1_0 WEX_SIZE_THROUGH(wex_sync_report, failed_over)
 
 /* `config` is a job file's path, or the job's JSON text itself when it
  * starts with '{' (paths inside are then relative to the working
@@ -79,8 +81,9 @@ WEX_EXPORT wex_status wex_job_tensor(const wex_job *job, uint64_t index,
                                   wex_tensor *tensor);
 
 /* Binds local tensor `index` to the application's memory (`bytes` must
- * be the tensor's size), or lets wex allocate it in memory peers can write
- * into directly (freed by wex_job_close). Every tensor must be bound or
+ * be the tensor's size; an empty tensor, 0 bytes, binds at any address,
+ * NULL included), or lets wex allocate it in memory peers can write into
+ * directly (freed by wex_job_close). Every tensor must be bound or
  * allocated before wex_job_connect. */
 WEX_EXPORT wex_status wex_job_bind(wex_job *job, uint64_t index, void *address,
                                 uint64_t bytes);
@@ -101,6 +104,27 @@ WEX_EXPORT wex_status wex_job_alloc_memory(wex_job *job, uint64_t index,
                                         uint32_t memory_kind,
                                         void **address_p);
 
+/* Binds every local tensor of this source rank to checkpoint directory
+ * `dir` (model.safetensors.index.json and its shards, or one
+ * model.safetensors), mapped read-only: the page cache is the source
+ * memory. The rank must hold whole checkpoint tensors in the checkpoint's
+ * dtypes (engine hf, the default dtype); the checkpoint must hold every
+ * tensor of the model with the catalog's dtype and shape, else one line
+ * names the file, the tensor, what was expected and what was found.
+ * Tensors the model does not have are skipped. Unmapped by
+ * wex_job_close. */
+WEX_EXPORT wex_status wex_job_bind_checkpoint(wex_job *job, const char *dir);
+
+/* Saves what this side holds as a Hugging Face checkpoint in `dir`, which
+ * must not exist or be empty: canonical names and dtypes, shards of at
+ * most `shard_bytes` (0: one model.safetensors) with an index, metadata
+ * {"format": "pt"}. Every rank of the side calls it (after connecting,
+ * when the side has several); each writes the regions it holds and no
+ * lower rank does, into files renamed into place only when every rank's
+ * bytes are written, so a failed save leaves no checkpoint behind. */
+WEX_EXPORT wex_status wex_job_save(wex_job *job, const char *dir,
+                                   uint64_t shard_bytes);
+
 /* Meets every other rank: checks both sides agree on the layouts,
  * registers memory, exchanges keys, attaches peers. wex_sync calls it
  * if the application did not. */
@@ -117,6 +141,48 @@ WEX_EXPORT uint64_t wex_job_committed_step(const wex_job *job);
 
 /* This thread's last error, one line ("" when none). */
 WEX_EXPORT const char *wex_last_error(void);
+
+/* libwex's own version, "MAJOR.MINOR.PATCH" (not the ABI's). */
+WEX_EXPORT const char *wex_version(void);
+
+/* ---- a rendezvous served in this process ---------------------------- */
+
+/* What `wex store` runs: the key-value store every rank of a job meets
+ * at. An orchestrator (or one rank) serves it and hands its address to
+ * every rank (wex_job_options.rendezvous). */
+typedef struct wex_store wex_store;
+
+/* Serves a rendezvous on threads of its own at `listen` ("HOST:PORT";
+ * port 0 picks a free one, an empty HOST is loopback; NULL is
+ * "127.0.0.1:0") for clients that present `token`, until
+ * wex_store_close. */
+WEX_EXPORT wex_status wex_store_open(const char *listen, const char *token,
+                                  wex_store **store_p);
+/* "HOST:PORT" it listens on; valid until wex_store_close. */
+WEX_EXPORT const char *wex_store_address(const wex_store *store);
+/* Stops serving (clients still connected see it go) and frees. */
+WEX_EXPORT void wex_store_close(wex_store *store);
+
+/* ---- documents ------------------------------------------------------- */
+
+/* How `engine` lays out the model of `model_config` (a config.json path)
+ * with `parallel` and `options` (JSON objects as text; NULL for none):
+ * rank `rank`, or every rank when rank is -1, as the document of
+ * schemas/layout.schema.json (what `wex layout --json` prints). *json_p
+ * is NUL-terminated text; free it with wex_free. */
+WEX_EXPORT wex_status wex_layout_json(const char *model_config,
+                                   const char *engine, const char *parallel,
+                                   const char *options, int64_t rank,
+                                   char **json_p);
+/* What the plan of job `config` (a path or the JSON text, as
+ * wex_job_open takes) adds up to: the whole plan when rank is -1, else
+ * the operations of rank `rank` of `side`, as the document of
+ * schemas/plan.schema.json (what `wex plan --json` prints). The job's
+ * transport need not be installed. Free *json_p with wex_free. */
+WEX_EXPORT wex_status wex_plan_json(const char *config, uint32_t side,
+                                 int64_t rank, char **json_p);
+/* Frees what a wex_*_json call returned; NULL is a no-op. */
+WEX_EXPORT void wex_free(void *p);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,134 @@
+/* wex layout --engine NAME --help-options: what an engine's options are,
+ * read from its manifest's options schema without loading the plugin. */
+#include "layout_options.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "error.h"
+#include "host_registry.h"
+
+/* Prints `text` wrapped at 78 columns, every line indented by `indent`. */
+static void wrapped(const char *text, int indent)
+{
+    const int width = 78 - indent;
+    const char *p = text;
+
+    while (*p != '\0') {
+        int len = (int)strlen(p), cut = len;
+        if (len > width) {
+            cut = width;
+            while (cut > 0 && p[cut] != ' ')
+                cut--;
+            if (cut == 0)
+                cut = width;
+        }
+        printf("%*s%.*s\n", indent, "", cut, p);
+        p += cut;
+        while (*p == ' ')
+            p++;
+    }
+}
+
+/* "integer 1..2147483647", "boolean", "one of \"a\", \"b\"". */
+static void value_kind(const cJSON *prop, char *buf, size_t cap)
+{
+    const cJSON *en = cJSON_GetObjectItemCaseSensitive(prop, "enum");
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(prop, "type");
+    const cJSON *lo = cJSON_GetObjectItemCaseSensitive(prop, "minimum");
+    const cJSON *hi = cJSON_GetObjectItemCaseSensitive(prop, "maximum");
+    size_t n = 0;
+
+    buf[0] = '\0';
+    if (cJSON_IsArray(en)) {
+        const cJSON *v;
+        n = (size_t)snprintf(buf, cap, "one of");
+        cJSON_ArrayForEach(v, en) {
+            char *t = cJSON_PrintUnformatted(v);
+            if (n < cap)
+                n += (size_t)snprintf(buf + n, cap - n, "%s %s",
+                                      v == en->child ? "" : ",", t ? t : "?");
+            free(t);
+        }
+        return;
+    }
+    if (cJSON_IsString(type))
+        n = (size_t)snprintf(buf, cap, "%s", type->valuestring);
+    if (cJSON_IsNumber(lo) && cJSON_IsNumber(hi) && n < cap)
+        snprintf(buf + n, cap - n, " %.0f..%.0f", lo->valuedouble,
+                 hi->valuedouble);
+    else if (cJSON_IsNumber(lo) && n < cap)
+        snprintf(buf + n, cap - n, " >= %.0f", lo->valuedouble);
+}
+
+static void print_option(const cJSON *prop)
+{
+    const cJSON *desc = cJSON_GetObjectItemCaseSensitive(prop, "description");
+    const cJSON *def = cJSON_GetObjectItemCaseSensitive(prop, "default");
+    char kind[512];
+    char *d = def ? cJSON_PrintUnformatted(def) : NULL;
+
+    value_kind(prop, kind, sizeof(kind));
+    printf("  %s: %s%s%s\n", prop->string, kind, d ? "; default " : "",
+           d ? d : "");
+    free(d);
+    if (cJSON_IsString(desc))
+        wrapped(desc->valuestring, 6);
+}
+
+static void print_capabilities(const cJSON *manifest)
+{
+    const cJSON *caps = cJSON_GetObjectItemCaseSensitive(manifest,
+                                                         "capabilities");
+    const cJSON *c;
+
+    if (!cJSON_IsArray(caps))
+        return;
+    printf("capabilities:");
+    cJSON_ArrayForEach(c, caps) {
+        if (cJSON_IsString(c))
+            printf(" %s", c->valuestring);
+    }
+    printf("\n");
+}
+
+int layout_print_options(const char *engine)
+{
+    wex__registry *r = NULL;
+    const wex__plugin *p;
+    const cJSON *props, *prop;
+    char *names;
+
+    if (wex__registry_scan(&r) != WEX_OK) {
+        fprintf(stderr, "wex layout: %s\n", wex__last_error());
+        return CLI_EXIT_USAGE;
+    }
+    p = wex__registry_find(r, WEX_KIND_ENGINE, engine);
+    if (p == NULL) {
+        names = wex__registry_names(r, WEX_KIND_ENGINE);
+        fprintf(stderr, "wex layout: --engine: no engine plugin named "
+                        "\"%s\" (available: %s)\n", engine,
+                names ? names : "");
+        free(names);
+        wex__registry_free(r);
+        return CLI_EXIT_USAGE;
+    }
+    printf("engine %s %s (%s)\n", p->manifest.name, p->manifest.version,
+           p->manifest.path);
+    wrapped(p->manifest.description, 2);
+    print_capabilities(p->manifest.json);
+    props = cJSON_GetObjectItemCaseSensitive(p->manifest.options_schema,
+                                             "properties");
+    if (cJSON_GetArraySize(props) == 0) {
+        printf("options: none\n");
+    } else {
+        printf("options (--options '{\"NAME\": VALUE, ...}', or a job "
+               "side's \"options\"):\n");
+        cJSON_ArrayForEach(prop, props) print_option(prop);
+    }
+    wex__registry_free(r);
+    return CLI_EXIT_OK;
+}

@@ -1,0 +1,96 @@
+/* wex run: the launcher, its worker processes, and the synthetic weights
+ * they fill and check. */
+#ifndef CLI_RUN_H
+#define CLI_RUN_H
+
+#include <stdint.h>
+
+#include "clock.h"
+#include "fd_io.h"
+#include "runtime.h"
+
+#include <stdio.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+typedef struct run_args {
+    const char *job;
+    uint64_t steps;
+    int json;
+    int worker;
+    uint32_t side;
+    uint64_t rank;
+    int verify; /* -1: the job's; 0: none; 1: digest */
+    int64_t host;           /* -1: every rank; else only this host's */
+    const char *rendezvous; /* meet there instead of serving one */
+    const char *token;
+    const char *job_id;
+    int respawn;         /* start a killed rank again, at the next step */
+    int keep_going;      /* workers: a failed step is reported, not final */
+    uint64_t first_step; /* workers: the step to start at (default 1) */
+    const char *from_checkpoint; /* sources read it; destinations check it */
+    const char *save;            /* destinations save what they hold */
+    uint64_t shard_bytes;        /* the saved checkpoint's shard size */
+} run_args;
+
+/* The launcher's state: the job's plan, the rendezvous it serves, and
+ * one process per rank (sources first). */
+typedef struct launch {
+    wex__planner plan;
+    wex__store_server *server;
+    wex__store_client *client;
+    pid_t *pids;
+    uint32_t *sides;
+    uint64_t *ranks;
+    size_t count;
+    char self[4096]; /* this executable, to start workers with */
+    unsigned char *respawned; /* per worker: started again once */
+    int *killed;              /* per worker: the signal that ended it */
+} launch;
+
+/* A saved checkpoint's shards, as transformers' save_pretrained cuts
+ * them ("5GB"). */
+#define RUN_SHARD_BYTES UINT64_C(5000000000)
+
+/* The most steps one run syncs. */
+#define RUN_STEPS_MAX 1000000
+
+/* Starts every rank this host runs (run_launch.c). */
+wex_status run_launch(launch *l, const run_args *a);
+/* Waits for every worker, drawing progress on a terminal; returns the
+ * number of workers that failed. */
+size_t run_wait(launch *l, const run_args *a);
+/* Frees what run_launch made, killing the workers first if asked. */
+void run_launch_close(launch *l, int kill_workers);
+/* What a worker posted under report/SIDE/RANK, or NULL. */
+cJSON *run_worker_report(launch *l, uint32_t side, uint64_t rank);
+
+/* run_checkpoint.c: --from-checkpoint and --save checked before any
+ * rank starts; a worker's checkpoint (a source binds it, a destination
+ * keeps it to check against); what a destination holds that differs from
+ * the checkpoint, or from step `step`'s synthetic weights without one. */
+struct wex__checkpoint;
+wex_status run_check_checkpoint(launch *l, const run_args *a);
+wex_status run_worker_checkpoint_open(wex_job *job, const run_args *a,
+                                      struct wex__checkpoint **ck_p);
+uint64_t run_worker_mismatches(const wex_job *job,
+                               const struct wex__checkpoint *ck,
+                               uint64_t step);
+void run_worker_checkpoint_close(struct wex__checkpoint *ck);
+
+/* run_memory.c: the ranks this run starts fit in MemAvailable. */
+wex_status run_check_memory(launch *l, const run_args *a);
+
+/* run_memcpy.c: this machine's memcpy GB/s with 1 or 2 threads copying
+ * at once (the latter all threads together). */
+double run_memcpy_gbps(int threads);
+
+/* Prints the run's report; returns the exit status (run_report.c). */
+int run_report(launch *l, const run_args *a, size_t failed);
+
+/* `wex run --worker SIDE RANK JOB --steps N`: one rank's process
+ * (run_worker.c). */
+int run_worker(const run_args *a);
+
+#endif /* CLI_RUN_H */

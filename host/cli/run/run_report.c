@@ -1,0 +1,252 @@
+/* The report of `wex run`: per-step time and throughput against this
+ * machine's memcpy bandwidth, and whether every byte was verified. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "run.h"
+
+typedef struct step_total {
+    double seconds; /* the slowest destination's */
+    double bytes;   /* every destination's */
+    int ok;
+    unsigned char *seen; /* per worker: reported this step committed */
+    double attempts, failed_over; /* the most any rank reported */
+} step_total;
+
+static double number(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+    return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+static void add_error(cJSON *errors, const char *who, const char *what)
+{
+    char line[1200];
+
+    snprintf(line, sizeof(line), "%s: %s", who, what);
+    cJSON_AddItemToArray(errors, cJSON_CreateString(line));
+}
+
+/* One rank's report into the per-step totals; returns whether every
+ * step it reported committed and verified. */
+static int fold_one(launch *l, const run_args *a, size_t i, int counts,
+                    step_total *steps, cJSON *errors)
+{
+    cJSON *doc = run_worker_report(l, l->sides[i], l->ranks[i]);
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(doc, "steps");
+    const cJSON *err = cJSON_GetObjectItemCaseSensitive(doc, "error");
+    const cJSON *one;
+    int verified = 1, step_errors = 0;
+    char who[96];
+
+    snprintf(who, sizeof(who), "%s rank %llu",
+             l->sides[i] == WEX_SIDE_SOURCE ? "source" : "destination",
+             (unsigned long long)l->ranks[i]);
+    cJSON_ArrayForEach(one, list) {
+        uint64_t s = (uint64_t)number(one, "step");
+        const cJSON *why = cJSON_GetObjectItemCaseSensitive(one, "error");
+        if (s == 0 || s > a->steps)
+            continue;
+        if (cJSON_IsString(why)) {
+            add_error(errors, who, why->valuestring);
+            step_errors = 1;
+            verified = 0;
+            continue;
+        }
+        if (number(one, "attempts") > steps[s - 1].attempts)
+            steps[s - 1].attempts = number(one, "attempts");
+        if (number(one, "failed_over") > steps[s - 1].failed_over)
+            steps[s - 1].failed_over = number(one, "failed_over");
+        if (!counts)
+            continue;
+        steps[s - 1].seen[i] = 1;
+        if (number(one, "seconds") > steps[s - 1].seconds)
+            steps[s - 1].seconds = number(one, "seconds");
+        steps[s - 1].bytes += number(one, "bytes");
+        if (number(one, "mismatched_elements") != 0 ||
+            (l->plan.job->verify_digest &&
+             !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+                 one, "digests_matched"))))
+            verified = 0;
+    }
+    if (l->killed[i] != 0) {
+        char what[64];
+        snprintf(what, sizeof(what), "killed by signal %d", l->killed[i]);
+        add_error(errors, who, what);
+    } else if (doc == NULL || (cJSON_IsString(err) && !step_errors)) {
+        add_error(errors, who, cJSON_IsString(err) ? err->valuestring
+                                                    : "exited without a "
+                                                      "report");
+        verified = 0;
+    }
+    cJSON_Delete(doc);
+    return verified;
+}
+
+/* Folds the ranks' reports into per-step totals; returns whether every
+ * destination committed and verified every step. */
+static int fold(launch *l, const run_args *a, step_total *steps,
+                cJSON *errors)
+{
+    int verified = 1, have_dst = 0;
+
+    /* Destinations tell what landed; a host running only sources
+     * reports what its sources sent (and saw committed). */
+    for (size_t i = 0; i < l->count; i++)
+        have_dst |= l->sides[i] == WEX_SIDE_DESTINATION;
+    for (uint64_t s = 0; s < a->steps; s++)
+        if ((steps[s].seen = calloc(l->count ? l->count : 1, 1)) == NULL)
+            return 0;
+    for (size_t i = 0; i < l->count; i++) {
+        int counts = !have_dst || l->sides[i] == WEX_SIDE_DESTINATION;
+        verified &= fold_one(l, a, i, counts, steps, errors);
+        for (uint64_t s = 0; counts && s < a->steps; s++)
+            if (!steps[s].seen[i])
+                verified = 0;
+    }
+    for (uint64_t s = 0; s < a->steps; s++) {
+        steps[s].ok = 1;
+        for (size_t i = 0; i < l->count; i++)
+            if ((!have_dst || l->sides[i] == WEX_SIDE_DESTINATION) &&
+                !steps[s].seen[i])
+                steps[s].ok = 0;
+    }
+    return verified;
+}
+
+int run_report(launch *l, const run_args *a, size_t failed)
+{
+    step_total *steps = calloc(a->steps, sizeof(*steps));
+    cJSON *doc = cJSON_CreateObject(), *list, *errors;
+    double memcpy_gbps, memcpy2_gbps, total_s = 0, total_b = 0, warm_s = 0, warm_b = 0;
+    int verified;
+    char *text;
+
+    if (steps == NULL || doc == NULL) {
+        free(steps);
+        cJSON_Delete(doc);
+        return CLI_EXIT_FAILED;
+    }
+    errors = cJSON_CreateArray();
+    /* Verified speaks of the weights; the exit status also of the
+     * processes (a killed rank the job failed over from still failed). */
+    verified = fold(l, a, steps, errors);
+    memcpy_gbps = run_memcpy_gbps(1);
+    memcpy2_gbps = run_memcpy_gbps(2);
+    cJSON_AddStringToObject(doc, "job", l->plan.job->path);
+    cJSON_AddStringToObject(doc, "source_engine", l->plan.job->source.name);
+    cJSON_AddStringToObject(doc, "destination_engine",
+                            l->plan.job->destination.name);
+    cJSON_AddNumberToObject(doc, "source_ranks", (double)l->plan.src.ranks);
+    cJSON_AddNumberToObject(doc, "destination_ranks",
+                            (double)l->plan.dst.ranks);
+    cJSON_AddStringToObject(doc, "transport", l->plan.job->transport.name);
+    cJSON_AddStringToObject(doc, "verify",
+                            l->plan.job->verify_digest ? "digest" : "none");
+    list = cJSON_AddArrayToObject(doc, "steps");
+    for (uint64_t s = 0; s < a->steps; s++) {
+        cJSON *one = cJSON_CreateObject();
+        double gbps = steps[s].seconds > 0
+                          ? steps[s].bytes / steps[s].seconds / 1e9
+                          : 0;
+        cJSON_AddNumberToObject(one, "step", (double)(s + 1));
+        cJSON_AddBoolToObject(one, "committed", steps[s].ok);
+        cJSON_AddNumberToObject(one, "seconds", steps[s].seconds);
+        cJSON_AddNumberToObject(one, "bytes", steps[s].bytes);
+        cJSON_AddNumberToObject(one, "gb_per_s", gbps);
+        if (steps[s].attempts > 1)
+            cJSON_AddNumberToObject(one, "attempts", steps[s].attempts);
+        if (steps[s].failed_over > 0)
+            cJSON_AddNumberToObject(one, "failed_over", steps[s].failed_over);
+        cJSON_AddItemToArray(list, one);
+        if (steps[s].ok) {
+            total_s += steps[s].seconds;
+            total_b += steps[s].bytes;
+            if (s > 0) { /* the first step also maps peers' memory */
+                warm_s += steps[s].seconds;
+                warm_b += steps[s].bytes;
+            }
+        }
+    }
+    cJSON_AddNumberToObject(doc, "gb_per_s",
+                            total_s > 0 ? total_b / total_s / 1e9 : 0);
+    cJSON_AddNumberToObject(doc, "memcpy_gb_per_s", memcpy_gbps);
+    cJSON_AddNumberToObject(doc, "memcpy_two_threads_gb_per_s", memcpy2_gbps);
+    cJSON_AddNumberToObject(doc, "ratio_to_memcpy",
+                            memcpy_gbps > 0 && total_s > 0
+                                ? total_b / total_s / 1e9 / memcpy_gbps
+                                : 0);
+    if (warm_s > 0) {
+        cJSON_AddNumberToObject(doc, "steady_gb_per_s", warm_b / warm_s / 1e9);
+        cJSON_AddNumberToObject(doc, "steady_ratio_to_memcpy",
+                                memcpy_gbps > 0
+                                    ? warm_b / warm_s / 1e9 / memcpy_gbps
+                                    : 0);
+    }
+    cJSON_AddBoolToObject(doc, "verified", verified);
+    if (l->server != NULL)
+        cJSON_AddNumberToObject(doc, "rendezvous_keys",
+                                (double)wex__store_key_count(l->server));
+    cJSON_AddItemToObject(doc, "errors", errors);
+    if (a->json) {
+        text = cJSON_Print(doc);
+        if (text != NULL)
+            puts(text);
+        free(text);
+    } else {
+        printf("job        %s: %s (%llu rank%s) -> %s (%llu rank%s) over "
+               "%s, verify %s\n",
+               l->plan.job->path, l->plan.job->source.name,
+               (unsigned long long)l->plan.src.ranks,
+               l->plan.src.ranks == 1 ? "" : "s",
+               l->plan.job->destination.name,
+               (unsigned long long)l->plan.dst.ranks,
+               l->plan.dst.ranks == 1 ? "" : "s",
+               l->plan.job->transport.name,
+               l->plan.job->verify_digest ? "digest" : "none");
+        for (uint64_t s = 0; s < a->steps; s++) {
+            printf("step %-5llu %s %.4f s, %.0f bytes, %.2f GB/s",
+                   (unsigned long long)(s + 1),
+                   steps[s].ok ? "committed" : "FAILED   ", steps[s].seconds,
+                   steps[s].bytes,
+                   steps[s].seconds > 0
+                       ? steps[s].bytes / steps[s].seconds / 1e9
+                       : 0);
+            if (steps[s].failed_over > 0)
+                printf(", failed over %.0f dead source rank%s",
+                       steps[s].failed_over,
+                       steps[s].failed_over > 1 ? "s" : "");
+            putchar('\n');
+        }
+        printf("throughput %.2f GB/s; memcpy on this machine %.2f GB/s "
+               "(one thread); ratio %.2f\n",
+               total_s > 0 ? total_b / total_s / 1e9 : 0, memcpy_gbps,
+               memcpy_gbps > 0 && total_s > 0
+                   ? total_b / total_s / 1e9 / memcpy_gbps
+                   : 0);
+        printf("memcpy     %.2f GB/s with two threads copying at once "
+               "(ratio to it %.2f)\n",
+               memcpy2_gbps,
+               memcpy2_gbps > 0 && total_s > 0
+                   ? total_b / total_s / 1e9 / memcpy2_gbps
+                   : 0);
+        if (warm_s > 0)
+            printf("steady     %.2f GB/s over the steps after the first "
+                   "(ratio %.2f)\n",
+                   warm_b / warm_s / 1e9,
+                   memcpy_gbps > 0 ? warm_b / warm_s / 1e9 / memcpy_gbps : 0);
+        for (int i = 0; i < cJSON_GetArraySize(errors); i++)
+            printf("error      %s\n",
+                   cJSON_GetArrayItem(errors, i)->valuestring);
+        printf("%s\n", verified ? "verified: every element of every "
+                                  "destination matches what was sent"
+                                : "NOT verified");
+    }
+    cJSON_Delete(doc);
+    for (uint64_t s = 0; s < a->steps; s++)
+        free(steps[s].seen);
+    free(steps);
+    return verified && failed == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
+}

@@ -1,0 +1,252 @@
+/*
+ * One rank of `wex run`: opens the job for its side and rank (the
+ * launcher passes the rendezvous in WEX_RENDEZVOUS, WEX_TOKEN and
+ * WEX_JOB_ID), gets its memory, and syncs every step: a source fills its
+ * weights first, a destination checks every element afterwards. It
+ * reports each step under report/SIDE/RANK in the rendezvous.
+ *
+ * WEX_RUN_FAULT="die:SIDE:RANK:STEP" makes that rank kill itself just
+ * before that step's sync, "die-mid:SIDE:RANK:STEP" once that step's
+ * barrier has passed, while its operations run: how the tests play a
+ * crashed peer. "hang:SIDE:RANK:STEP" wedges it before that step, for
+ * good: only a signal ends it.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "error.h"
+#include "run.h"
+#include "synth_weights.h"
+
+static const char *side_name(uint32_t side)
+{
+    return side == WEX_SIDE_SOURCE ? "source" : "destination";
+}
+
+static int fault_now(const char *how, uint32_t side, uint64_t rank,
+                     uint64_t step)
+{
+    const char *f = getenv("WEX_RUN_FAULT");
+    char want[128];
+
+    if (f == NULL)
+        return 0;
+    snprintf(want, sizeof(want), "%s:%s:%llu:%llu", how, side_name(side),
+             (unsigned long long)rank, (unsigned long long)step);
+    return strcmp(f, want) == 0;
+}
+
+typedef struct killer {
+    char address[300], token[300], key[96];
+} killer;
+
+/* Watches, on a connection of its own, for the step's barrier to pass,
+ * then kills the process at once: every other rank is in the step, and
+ * this one has at most begun its operations, so the step cannot have
+ * finished without it, however busy the machine. */
+static void *kill_mid_step(void *arg)
+{
+    killer *k = arg;
+    wex__store_client *c = NULL;
+    void *value = NULL;
+    size_t len;
+
+    if (wex__store_connect(k->address, k->token, "observer", 30.0, &c) ==
+            WEX_OK &&
+        wex__store_get(c, k->key, 600.0, &value, &len) == WEX_OK) {
+        free(value);
+        wex__store_close(c);
+        raise(SIGKILL);
+    }
+    wex__store_close(c);
+    return NULL;
+}
+
+static void arm_mid_step_fault(const wex_job *job, uint64_t step)
+{
+    static killer k;
+    pthread_t t;
+
+    snprintf(k.address, sizeof(k.address), "%s", job->address);
+    snprintf(k.token, sizeof(k.token), "%s", job->token);
+    snprintf(k.key, sizeof(k.key), "step/%llu/0/begin",
+             (unsigned long long)step);
+    if (pthread_create(&t, NULL, kill_mid_step, &k) == 0)
+        pthread_detach(t);
+}
+
+static wex_status get_memory(wex_job *job)
+{
+    for (uint64_t i = 0; i < wex_job_tensor_count(job); i++) {
+        void *address;
+        wex_status st = wex_job_alloc(job, i, &address);
+        if (st != WEX_OK)
+            return st;
+    }
+    return WEX_OK;
+}
+
+static void report(wex_job *job, const cJSON *doc)
+{
+    char key[96], *text = cJSON_PrintUnformatted(doc);
+
+    snprintf(key, sizeof(key), "report/%s/%llu", side_name(job->side),
+             (unsigned long long)job->rank);
+    if (text != NULL)
+        wex__store_set(job->store, key, text, strlen(text));
+    free(text);
+}
+
+/* The steps list of this rank's report: a rank started again goes on
+ * with the one its earlier life posted. */
+static cJSON *steps_list(wex_job *job, cJSON *doc, uint64_t first_step)
+{
+    char key[96];
+    void *text = NULL;
+    size_t len = 0;
+    cJSON *old = NULL, *list;
+
+    snprintf(key, sizeof(key), "report/%s/%llu", side_name(job->side),
+             (unsigned long long)job->rank);
+    if (first_step > 1 &&
+        wex__store_get(job->store, key, 0, &text, &len) == WEX_OK)
+        old = cJSON_ParseWithLength(text, len);
+    free(text);
+    list = cJSON_DetachItemFromObjectCaseSensitive(old, "steps");
+    cJSON_Delete(old);
+    if (!cJSON_IsArray(list)) {
+        cJSON_Delete(list);
+        list = cJSON_CreateArray();
+    }
+    cJSON_AddItemToObject(doc, "steps", list);
+    return list;
+}
+
+/* After the last step: the destination ranks write what they hold. */
+static int save(wex_job *job, const run_args *a, cJSON *doc)
+{
+    double start = wex__now();
+
+    if (wex_job_save(job, a->save, a->shard_bytes) != WEX_OK) {
+        fprintf(stderr, "wex run: destination rank %llu: %s\n",
+                (unsigned long long)job->rank, wex_last_error());
+        cJSON_AddStringToObject(doc, "error", wex_last_error());
+        return 1;
+    }
+    cJSON_AddNumberToObject(doc, "save_seconds", wex__now() - start);
+    return 0;
+}
+
+static int run_steps(wex_job *job, const run_args *a, cJSON *doc,
+                     const struct wex__checkpoint *ck)
+{
+    cJSON *list = steps_list(job, doc, a->first_step);
+    int code = 0;
+
+    for (uint64_t s = a->first_step; s <= a->steps; s++) {
+        wex_sync_report r;
+        uint64_t bad = 0;
+        cJSON *one;
+        wex_status st;
+
+        memset(&r, 0, sizeof(r));
+        r.struct_size = sizeof(r);
+        if (job->side == WEX_SIDE_SOURCE && a->from_checkpoint == NULL)
+            wex__synth_fill(job, s);
+        if (fault_now("die", job->side, job->rank, s))
+            raise(SIGKILL);
+        while (fault_now("hang", job->side, job->rank, s))
+            pause(); /* wedged: only a signal ends it */
+        if (fault_now("die-mid", job->side, job->rank, s))
+            arm_mid_step_fault(job, s);
+        st = wex_sync(job, s, &r);
+        one = cJSON_CreateObject();
+        cJSON_AddNumberToObject(one, "step", (double)s);
+        cJSON_AddBoolToObject(one, "committed", st == WEX_OK);
+        cJSON_AddItemToArray(list, one);
+        code = st != WEX_OK;
+        if (st != WEX_OK) {
+            cJSON_AddStringToObject(one, "error", wex_last_error());
+            fprintf(stderr, "wex run: %s rank %llu: %s\n", side_name(job->side),
+                    (unsigned long long)job->rank, wex_last_error());
+            report(job, doc);
+            if (a->keep_going)
+                continue;
+            cJSON_AddStringToObject(doc, "error", wex_last_error());
+            return 1;
+        }
+        if (job->side == WEX_SIDE_DESTINATION)
+            bad = run_worker_mismatches(job, ck, s);
+        cJSON_AddNumberToObject(one, "seconds", r.seconds);
+        cJSON_AddNumberToObject(one, "bytes", (double)r.bytes);
+        cJSON_AddNumberToObject(one, "operations", (double)r.operations);
+        cJSON_AddNumberToObject(one, "attempts", (double)r.attempts);
+        cJSON_AddNumberToObject(one, "failed_over", (double)r.failed_over);
+        cJSON_AddBoolToObject(one, "digests_matched", r.verified == 1);
+        cJSON_AddNumberToObject(one, "mismatched_elements", (double)bad);
+        /* Posted after every step, so a rank that dies later still
+         * leaves what it did. */
+        report(job, doc);
+        /* One counter of commits, not a key per step: a long run's
+         * rendezvous must not grow. */
+        if (job->side == WEX_SIDE_DESTINATION)
+            wex__store_add(job->store, "progress", 1, NULL);
+        if (bad != 0) {
+            fprintf(stderr, "wex run: destination rank %llu: step %llu: "
+                            "%llu elements differ from what was sent\n",
+                    (unsigned long long)job->rank, (unsigned long long)s,
+                    (unsigned long long)bad);
+            return 1;
+        }
+    }
+    if (code != 0)
+        cJSON_AddStringToObject(doc, "error", "the last step failed");
+    else if (a->save != NULL && job->side == WEX_SIDE_DESTINATION)
+        code = save(job, a, doc);
+    return code;
+}
+
+int run_worker(const run_args *a)
+{
+    uint32_t side = a->side;
+    uint64_t rank = a->rank;
+    wex_job *job = NULL;
+    cJSON *doc = cJSON_CreateObject();
+    int code = 1;
+    wex_status st = wex_job_open(a->job, side, rank, NULL, &job);
+
+    if (st == WEX_OK && a->verify >= 0)
+        job->plan.job->verify_digest = a->verify;
+    struct wex__checkpoint *ck = NULL;
+
+    if (st == WEX_OK)
+        st = run_worker_checkpoint_open(job, a, &ck);
+    if (st != WEX_OK ||
+        (!(a->from_checkpoint && side == WEX_SIDE_SOURCE) &&
+         get_memory(job) != WEX_OK) ||
+        wex_job_connect(job) != WEX_OK) {
+        fprintf(stderr, "wex run: %s rank %llu: %s\n", side_name(side),
+                (unsigned long long)rank, wex_last_error());
+        if (job != NULL && job->store != NULL) {
+            cJSON_AddStringToObject(doc, "error", wex_last_error());
+            report(job, doc);
+        }
+    } else {
+        uint64_t held = 0;
+        for (size_t i = 0; i < job->layout->tensor_count; i++)
+            held += job->layout->tensors[i].bytes;
+        cJSON_AddNumberToObject(doc, "bytes_held", (double)held);
+        code = run_steps(job, a, doc, ck);
+        report(job, doc);
+    }
+    run_worker_checkpoint_close(ck);
+    cJSON_Delete(doc);
+    wex_job_close(job);
+    return code;
+}

@@ -1,0 +1,11 @@
+#include "clock.h"
+
+#include <time.h>
+
+double wex__now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

@@ -1,0 +1,196 @@
+/* Running this rank's operations: contiguous runs of each box go
+ * straight from the source's live buffer into the destination's through
+ * the transport, digested on the way when the job verifies. Device
+ * memory is read on the CPU only through pinned staging: to digest it,
+ * and to hand it to a transport that moves host memory only. */
+#include <xxhash.h>
+
+#include "box_runs.h"
+#include "device_memory.h"
+#include "error.h"
+#include "runtime.h"
+#include "transforms.h"
+
+static void op_sides(const wex_job *job, const wex__op *o, wex__box_side *src,
+                     wex__box_side *dst)
+{
+    const wex__local_tensor *s =
+        &job->plan.src.layouts[o->src_rank].tensors[o->src_tensor];
+    const wex__local_tensor *d =
+        &job->plan.dst.layouts[o->dst_rank].tensors[o->dst_tensor];
+
+    src->ndim = s->ndim;
+    src->shape = s->shape;
+    src->offset = o->src_off;
+    dst->ndim = d->ndim;
+    dst->shape = d->shape;
+    dst->offset = o->dst_off;
+}
+
+static int is_cuda(const wex_job *job, uint64_t tensor)
+{
+    return job->memory_kind != NULL &&
+           job->memory_kind[tensor] == WEX_MEMORY_CUDA;
+}
+
+/* A device run, through staging, to a transport without device memory:
+ * when staging is full, what was put from it must land before reuse. */
+static wex_status put_staged(wex_job *job, size_t i, uint64_t offset,
+                             const unsigned char *src, uint64_t bytes,
+                             XXH3_state_t *h)
+{
+    wex_status st = WEX_OK;
+
+    while (bytes > 0 && st == WEX_OK) {
+        uint64_t n = bytes < WEX__STAGING_BYTES ? bytes : WEX__STAGING_BYTES;
+        const void *host = NULL;
+        st = wex__device_stage_out(job->device, src, n, &host);
+        if (st == WEX_OK && host == NULL) {
+            st = job->tops->flush(job->tctx);
+            wex__device_stage_reset(job->device);
+            continue;
+        }
+        if (st == WEX_OK)
+            st = job->tops->put(job->tctx, job->op_peer[i], offset, host, n);
+        if (st == WEX_OK && h != NULL)
+            XXH3_64bits_update(h, host, n);
+        offset += n;
+        src += n;
+        bytes -= n;
+    }
+    return st;
+}
+
+/* What a source digests at once: well inside a core's L2. */
+#define HASH_CHUNK (256u << 10)
+
+static wex_status put_run(wex_job *job, size_t i, int cuda, int staged,
+                          uint64_t offset, const unsigned char *src,
+                          uint64_t bytes, XXH3_state_t *h)
+{
+    wex_status st;
+
+    if (staged)
+        return put_staged(job, i, offset, src, bytes, h);
+    if (h != NULL && !cuda) {
+        /* Digested a chunk at a time, right after the chunk's put: a
+         * copying transport has just read it, so the hash reads it from
+         * cache instead of making a second pass over memory. */
+        while (bytes > 0) {
+            uint64_t n = bytes < HASH_CHUNK ? bytes : HASH_CHUNK;
+            st = job->tops->put(job->tctx, job->op_peer[i], offset, src, n);
+            if (st != WEX_OK)
+                return st;
+            XXH3_64bits_update(h, src, n);
+            offset += n;
+            src += n;
+            bytes -= n;
+        }
+        return WEX_OK;
+    }
+    st = job->tops->put(job->tctx, job->op_peer[i], offset, src, bytes);
+    if (st != WEX_OK || h == NULL)
+        return st;
+    return wex__device_hash_run(job->device, h, src, bytes);
+}
+
+wex_status wex__execute_ops(wex_job *job, uint64_t *digests,
+                            const char *amax_prefix, double timeout)
+{
+    XXH3_state_t *h = digests ? job->hash : NULL;
+    int device_transport = (job->tops->caps & WEX_TRANSPORT_CAP_CUDA_MEMORY)
+                           != 0;
+    wex_status st = WEX_OK;
+
+    st = wex__transforms_amax(job, amax_prefix, timeout);
+    for (size_t i = 0; i < job->op_count && st == WEX_OK; i++) {
+        const wex__op *o = &job->ops[i];
+        const unsigned char *base = job->bind[o->src_tensor].address;
+        int cuda = is_cuda(job, o->src_tensor);
+        wex__box_side src, dst;
+        wex__box_runs w;
+        uint64_t a, b;
+
+        if (h != NULL)
+            XXH3_64bits_reset(h);
+        if (o->transform != WEX__OP_COPY) {
+            st = wex__transforms_put(job, i, h);
+            if (h != NULL)
+                digests[i] = XXH3_64bits_digest(h);
+            continue;
+        }
+        op_sides(job, o, &src, &dst);
+        wex__box_runs_init(&w, o->ndim, o->extent, o->dtype_size, &src, &dst);
+        while (st == WEX_OK && wex__box_runs_next(&w, &a, &b))
+            st = put_run(job, i, cuda, cuda && !device_transport, b, base + a,
+                         w.run_bytes, h);
+        if (st == WEX_OK && h != NULL && cuda && device_transport)
+            st = wex__device_hash_end(job->device, h);
+        if (h != NULL)
+            digests[i] = XXH3_64bits_digest(h);
+    }
+    if (st == WEX_OK)
+        st = job->tops->flush(job->tctx);
+    if (job->device != NULL)
+        wex__device_stage_reset(job->device);
+    wex__transforms_reset(job);
+    return st;
+}
+
+uint64_t wex__digest_landed(wex_job *job, const wex__op *o)
+{
+    const unsigned char *base = job->bind[o->dst_tensor].address;
+    int cuda = is_cuda(job, o->dst_tensor);
+    XXH3_state_t *h = job->hash;
+    wex_status st = WEX_OK;
+    wex__box_side src, dst;
+    wex__box_runs w;
+    uint64_t a, d = 0;
+
+    op_sides(job, o, &src, &dst);
+    /* The same walk as the source's, so the runs come in the same order;
+     * only the destination offsets are used. */
+    wex__box_runs_init(&w, o->ndim, o->extent, o->dtype_size, &src, &dst);
+    XXH3_64bits_reset(h);
+    while (st == WEX_OK && wex__box_runs_next(&w, &a, &d)) {
+        if (cuda)
+            st = wex__device_hash_run(job->device, h, base + d, w.run_bytes);
+        else
+            XXH3_64bits_update(h, base + d, w.run_bytes);
+    }
+    if (st == WEX_OK && cuda)
+        st = wex__device_hash_end(job->device, h);
+    /* Unreadable device memory must not verify: perturb the digest. */
+    return XXH3_64bits_digest(h) ^ (st == WEX_OK ? 0 : 0x9e3779b97f4a7c15ull);
+}
+
+wex_status wex__post_receives(wex_job *job)
+{
+    wex_status st = WEX_OK;
+
+    if (job->side != WEX_SIDE_DESTINATION ||
+        !(job->tops->caps & WEX_TRANSPORT_CAP_TWO_SIDED))
+        return WEX_OK;
+    if (job->tops->recv == NULL)
+        return wex__error(WEX_ERR_ABI, "the transport is two-sided but has "
+                          "no recv");
+    wex__error_clear();
+    for (size_t i = 0; i < job->op_count && st == WEX_OK; i++) {
+        const wex__op *o = &job->ops[i];
+        wex_transport_mem *mem = job->bind[o->dst_tensor].mem;
+        wex__box_side src, dst;
+        wex__box_runs w;
+        uint64_t a, d;
+
+        op_sides(job, o, &src, &dst);
+        /* The source's walk, so the runs pair up with its puts. */
+        wex__box_runs_init(&w, o->ndim, o->extent, o->dtype_size, &src, &dst);
+        while (st == WEX_OK && wex__box_runs_next(&w, &a, &d))
+            st = job->tops->recv(job->tctx, o->src_rank, mem, d, w.run_bytes);
+    }
+    if (st == WEX_OK)
+        st = job->tops->flush(job->tctx);
+    if (st != WEX_OK && wex__last_error()[0] == '\0')
+        wex__error(st, "receiving failed without a message");
+    return st;
+}

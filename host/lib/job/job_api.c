@@ -1,0 +1,416 @@
+/* wex.h: opening a job on one rank, its tensors and their memory. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "abi_copy.h"
+#include "device_memory.h"
+#include "error.h"
+#include "host_registry.h"
+#include "runtime.h"
+#include "transforms.h"
+
+static char *env_or(const char *given, const char *name, const char *fallback)
+{
+    const char *v = given;
+
+    if (v == NULL)
+        v = secure_getenv(name);
+    if (v == NULL)
+        v = fallback;
+    return v ? strdup(v) : NULL;
+}
+
+static const char *json_string(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+
+static wex_status open_transport(wex_job *job)
+{
+    wex__plugin_ref *ref = &job->plan.job->transport;
+    wex_transport_args args;
+    wex_status st;
+
+    job->transport = ref->plugin;
+    st = wex__plugin_load(job->registry, job->transport);
+    if (st != WEX_OK)
+        return st;
+    job->tops = &job->transport->ops.transport;
+    job->transport_options = wex__options_view(ref->options);
+    memset(&args, 0, sizeof(args));
+    args.struct_size = sizeof(args);
+    args.side = job->side;
+    args.rank = job->rank;
+    args.source_ranks = job->plan.src.ranks;
+    args.destination_ranks = job->plan.dst.ranks;
+    args.options = &job->transport_options;
+    args.job_id = job->job_id;
+    args.peer_ranks = job->peers;
+    args.peer_count = job->peer_count;
+    wex__error_clear();
+    st = job->tops->ctx_create(job->transport->plugin_state, &args,
+                               &job->tctx);
+    if (st != WEX_OK) {
+        if (wex__last_error()[0] == '\0')
+            wex__error(st, "failed without a message");
+        return wex__error_prefix(st, "transport %s", ref->name);
+    }
+    return WEX_OK;
+}
+
+/* This rank's operations with every source live, and its peers. */
+static wex_status plan_rank(wex_job *job)
+{
+    wex_plan_builder b;
+    wex_status st;
+
+    wex__plan_builder_init(&b, &job->plan.src, &job->plan.dst);
+    st = wex__planner_rank(&job->plan, job->side, job->rank, &b);
+    if (st == WEX_OK)
+        st = wex__job_take_ops(job, &b, NULL, 0);
+    wex__plan_builder_fini(&b);
+    job->hash = XXH3_createState();
+    if (st == WEX_OK && job->hash == NULL)
+        st = wex__error(WEX_ERR_NOMEM, "job: out of memory");
+    return st;
+}
+
+static wex_status open_job(wex_job *job, const char *config,
+                           const wex_job_options *given)
+{
+    wex_job_options full, *o = NULL;
+    const cJSON *rdv;
+    wex__job_config *cfg;
+    wex_status st;
+
+    if (given != NULL) {
+        if (given->struct_size < WEX_JOB_OPTIONS_SIZE_1_0)
+            return wex__error(WEX_ERR_ABI, "wex_job_open: options "
+                              "struct_size %u is smaller than ABI 1.0's %u",
+                              given->struct_size, WEX_JOB_OPTIONS_SIZE_1_0);
+        wex__abi_in(&full, sizeof(full), given);
+        o = &full;
+    }
+    st = wex__registry_default(&job->registry);
+    if (st == WEX_OK)
+        st = wex__job_config_read(config, job->registry, 0, &cfg);
+    if (st != WEX_OK)
+        return st;
+    rdv = cJSON_GetObjectItemCaseSensitive(cfg->doc, "rendezvous");
+    job->address = env_or(o ? o->rendezvous : NULL, "WEX_RENDEZVOUS",
+                          json_string(rdv, "address"));
+    job->token = env_or(o ? o->token : NULL, "WEX_TOKEN",
+                        json_string(rdv, "token"));
+    job->job_id = env_or(o ? o->job_id : NULL, "WEX_JOB_ID", job->address);
+    st = wex__planner_open_job(&job->plan, job->registry, cfg);
+    if (st != WEX_OK)
+        return st;
+    if (job->token == NULL)
+        return wex__error(WEX_ERR_INVALID,
+                          "%s: /rendezvous/token: every rank needs the job's "
+                          "token (the config, WEX_TOKEN or the options)",
+                          job->plan.job->path);
+    job->mine = job->side == WEX_SIDE_SOURCE ? &job->plan.src : &job->plan.dst;
+    job->theirs = job->side == WEX_SIDE_SOURCE ? &job->plan.dst
+                                               : &job->plan.src;
+    if (job->rank >= job->mine->ranks)
+        return wex__error(WEX_ERR_INVALID, "%s rank %llu: the %s engine has "
+                          "ranks 0..%llu", job->mine->what,
+                          (unsigned long long)job->rank, job->mine->what,
+                          (unsigned long long)(job->mine->ranks - 1));
+    job->layout = &job->mine->layouts[job->rank];
+    job->bind = calloc(job->layout->tensor_count ? job->layout->tensor_count
+                                                 : 1,
+                       sizeof(*job->bind));
+    job->memory_kind = calloc(job->layout->tensor_count
+                                  ? job->layout->tensor_count
+                                  : 1,
+                              sizeof(*job->memory_kind));
+    if (job->bind == NULL || job->memory_kind == NULL)
+        return wex__error(WEX_ERR_NOMEM, "job: out of memory");
+    st = plan_rank(job);
+    if (st == WEX_OK)
+        st = open_transport(job);
+    return st;
+}
+
+wex_status wex_job_open(const char *config, uint32_t side, uint64_t rank,
+                        const wex_job_options *options, wex_job **job_p)
+{
+    wex_job *job;
+    wex_status st;
+
+    if (config == NULL || job_p == NULL ||
+        (side != WEX_SIDE_SOURCE && side != WEX_SIDE_DESTINATION))
+        return wex__error(WEX_ERR_INVALID, "wex_job_open: expected a config, "
+                          "a side (source or destination) and a job pointer");
+    job = calloc(1, sizeof(*job));
+    if (job == NULL)
+        return wex__error(WEX_ERR_NOMEM, "job: out of memory");
+    job->side = side;
+    job->rank = rank;
+    st = open_job(job, config, options);
+    if (st != WEX_OK) {
+        char msg[WEX__ERROR_MAX];
+        snprintf(msg, sizeof(msg), "%s", wex__last_error());
+        wex_job_close(job);
+        return wex__error(st, "%s", msg);
+    }
+    *job_p = job;
+    return WEX_OK;
+}
+
+void wex_job_close(wex_job *job)
+{
+    if (job == NULL)
+        return;
+    for (size_t i = 0; i < job->attached_count; i++)
+        job->tops->peer_detach(job->tctx, job->attached[i]);
+    for (size_t i = 0; job->bind && i < job->layout->tensor_count; i++) {
+        if (job->bind[i].mem != NULL)
+            job->tops->mem_deregister(job->tctx, job->bind[i].mem);
+        if (job->bind[i].owned && job->memory_kind[i] == WEX_MEMORY_CUDA)
+            wex__device_free(job->device, job->bind[i].address);
+        else if (job->bind[i].owned)
+            free(job->bind[i].address);
+    }
+    if (job->tctx != NULL)
+        job->tops->ctx_destroy(job->tctx);
+    if (job->store != NULL)
+        wex__store_close(job->store);
+    wex__planner_close(&job->plan);
+    free(job->attached);
+    free(job->attached_what);
+    free(job->op_peer);
+    free(job->optional_sources);
+    free(job->dead);
+    wex__device_close(job->device);
+    wex__transforms_free(job);
+    wex__job_checkpoint_close(job);
+    free(job->memory_kind);
+    free(job->bind);
+    free(job->ops);
+    free(job->peers);
+    free(job->digests);
+    free(job->pair_digests);
+    XXH3_freeState(job->hash);
+    free(job->address);
+    free(job->token);
+    free(job->job_id);
+    free(job);
+}
+
+uint64_t wex_job_tensor_count(const wex_job *job)
+{
+    return job ? job->layout->tensor_count : 0;
+}
+
+wex_status wex_job_tensor(const wex_job *job, uint64_t index, wex_tensor *t)
+{
+    const wex__local_tensor *l;
+    wex_tensor full;
+
+    if (job == NULL || t == NULL || index >= job->layout->tensor_count)
+        return wex__error(WEX_ERR_INVALID, "wex_job_tensor: no tensor %llu",
+                          (unsigned long long)index);
+    l = &job->layout->tensors[index];
+    memset(&full, 0, sizeof(full));
+    full.dtype = l->dtype;
+    full.ndim = l->ndim;
+    full.name = l->name;
+    full.shape = l->shape;
+    full.bytes = l->bytes;
+    wex__abi_out(t, &full, sizeof(full));
+    return WEX_OK;
+}
+
+static wex_status check_bindable(wex_job *job, uint64_t index)
+{
+    if (job == NULL || index >= job->layout->tensor_count)
+        return wex__error(WEX_ERR_INVALID, "no local tensor %llu",
+                          (unsigned long long)index);
+    if (job->connected || job->bind[index].address != NULL)
+        return wex__error(WEX_ERR_INVALID, "local tensor %s is already bound "
+                          "(binding is once per job, before connecting)",
+                          job->layout->tensors[index].name);
+    return WEX_OK;
+}
+
+/* Whether this rank can hand the transport memory of `kind`: a
+ * destination's must be the transport's own kind; a source's CUDA memory
+ * also reaches a host-memory transport, through pinned staging. */
+static wex_status check_kind(wex_job *job, uint64_t index, uint32_t kind)
+{
+    const char *tensor = job->layout->tensors[index].name;
+    const char *transport = job->plan.job->transport.name;
+    uint64_t caps = job->tops->caps;
+    int host = (caps & WEX_TRANSPORT_CAP_HOST_MEMORY) != 0;
+    int cuda = (caps & WEX_TRANSPORT_CAP_CUDA_MEMORY) != 0;
+    wex_status st;
+
+    if (kind != WEX_MEMORY_HOST && kind != WEX_MEMORY_CUDA)
+        return wex__error(WEX_ERR_INVALID, "local tensor %s: unknown memory "
+                          "kind %u (WEX_MEMORY_HOST or WEX_MEMORY_CUDA)",
+                          tensor, kind);
+    if (kind == WEX_MEMORY_HOST && !host)
+        return wex__error(WEX_ERR_UNSUPPORTED, "local tensor %s: transport %s "
+                          "moves CUDA memory only: bind or allocate it as "
+                          "WEX_MEMORY_CUDA", tensor, transport);
+    if (kind == WEX_MEMORY_CUDA && !cuda &&
+        (job->side == WEX_SIDE_DESTINATION ||
+         (caps & WEX_TRANSPORT_CAP_TWO_SIDED)))
+        return wex__error(WEX_ERR_UNSUPPORTED, "local tensor %s: transport %s "
+                          "cannot write into CUDA memory (use cuda-ipc or "
+                          "nccl, or host memory)", tensor, transport);
+    if (kind == WEX_MEMORY_CUDA && job->device == NULL) {
+        st = wex__device_open(&job->device);
+        if (st != WEX_OK)
+            return wex__error_prefix(st, "local tensor %s", tensor);
+    }
+    return WEX_OK;
+}
+
+wex_status wex_job_bind_memory(wex_job *job, uint64_t index, void *address,
+                               uint64_t bytes, uint32_t memory_kind)
+{
+    wex_status st = check_bindable(job, index);
+    const wex__local_tensor *t;
+
+    if (st != WEX_OK)
+        return st;
+    t = &job->layout->tensors[index];
+    /* An empty local tensor (FSDP2's to_local() on a rank past the end of
+     * a parameter, whose data_ptr torch reports as NULL) needs no memory:
+     * no operation reads or writes it. */
+    if (t->bytes == 0 && bytes == 0 &&
+        (memory_kind == WEX_MEMORY_HOST || memory_kind == WEX_MEMORY_CUDA)) {
+        static unsigned char nothing;
+        job->bind[index].address = address != NULL ? address : &nothing;
+        job->bind[index].bytes = 0;
+        job->memory_kind[index] = memory_kind;
+        return WEX_OK;
+    }
+    if (address == NULL || bytes != t->bytes)
+        return wex__error(WEX_ERR_INVALID, "local tensor %s: expected %llu "
+                          "bytes of memory, got %llu at %p", t->name,
+                          (unsigned long long)t->bytes,
+                          (unsigned long long)bytes, address);
+    st = check_kind(job, index, memory_kind);
+    if (st == WEX_OK && memory_kind == WEX_MEMORY_CUDA) {
+        st = wex__device_check(job->device, address, bytes);
+        if (st != WEX_OK)
+            return wex__error_prefix(st, "local tensor %s", t->name);
+    }
+    if (st != WEX_OK)
+        return st;
+    if (job->side == WEX_SIDE_DESTINATION) {
+        wex__error_clear();
+        st = job->tops->mem_register(job->tctx, address, bytes, memory_kind,
+                                     &job->bind[index].mem);
+        if (st != WEX_OK)
+            return wex__error_prefix(st, "local tensor %s", t->name);
+    }
+    job->bind[index].address = address;
+    job->bind[index].bytes = bytes;
+    job->memory_kind[index] = memory_kind;
+    return WEX_OK;
+}
+
+wex_status wex_job_bind(wex_job *job, uint64_t index, void *address,
+                        uint64_t bytes)
+{
+    return wex_job_bind_memory(job, index, address, bytes, WEX_MEMORY_HOST);
+}
+
+/* Host memory wex allocates itself: page aligned, zeroed. */
+static wex_status alloc_host(wex_job *job, uint64_t index, void **address_p)
+{
+    uint64_t bytes = job->layout->tensors[index].bytes;
+
+    if (posix_memalign(address_p, 4096, bytes ? bytes : 1) != 0)
+        return wex__error(WEX_ERR_NOMEM, "local tensor %s: out of memory "
+                          "(%llu bytes)", job->layout->tensors[index].name,
+                          (unsigned long long)bytes);
+    memset(*address_p, 0, bytes);
+    return WEX_OK;
+}
+
+wex_status wex_job_alloc_memory(wex_job *job, uint64_t index,
+                                uint32_t memory_kind, void **address_p)
+{
+    wex_status st = check_bindable(job, index);
+    const char *name;
+    wex__binding *b;
+    uint64_t bytes;
+
+    if (st == WEX_OK && address_p == NULL)
+        st = wex__error(WEX_ERR_INVALID, "wex_job_alloc_memory: no address "
+                        "pointer");
+    if (st == WEX_OK)
+        st = check_kind(job, index, memory_kind);
+    if (st != WEX_OK)
+        return st;
+    b = &job->bind[index];
+    bytes = job->layout->tensors[index].bytes;
+    name = job->layout->tensors[index].name;
+    job->memory_kind[index] = memory_kind;
+    if (memory_kind == WEX_MEMORY_HOST &&
+        job->side == WEX_SIDE_DESTINATION &&
+        (job->tops->caps & WEX_TRANSPORT_CAP_ALLOC)) {
+        wex__error_clear();
+        st = job->tops->mem_alloc(job->tctx, bytes, &b->address, &b->mem);
+        if (st != WEX_OK)
+            return wex__error_prefix(st, "local tensor %s", name);
+    } else {
+        st = memory_kind == WEX_MEMORY_CUDA
+                 ? wex__device_alloc(job->device, bytes, &b->address)
+                 : alloc_host(job, index, &b->address);
+        if (st != WEX_OK)
+            return wex__error_prefix(st, "local tensor %s", name);
+        b->owned = 1;
+        if (job->side == WEX_SIDE_DESTINATION) {
+            wex__error_clear();
+            st = job->tops->mem_register(job->tctx, b->address, bytes,
+                                         memory_kind, &b->mem);
+            if (st != WEX_OK)
+                return wex__error_prefix(st, "local tensor %s", name);
+        }
+    }
+    b->bytes = bytes;
+    *address_p = b->address;
+    return WEX_OK;
+}
+
+wex_status wex_job_alloc(wex_job *job, uint64_t index, void **address_p)
+{
+    return wex_job_alloc_memory(job, index, WEX_MEMORY_HOST, address_p);
+}
+
+wex_status wex_job_connect(wex_job *job)
+{
+    if (job == NULL)
+        return wex__error(WEX_ERR_INVALID, "wex_job_connect: no job");
+    return job->connected ? WEX_OK : wex__job_connect(job);
+}
+
+wex_status wex_sync(wex_job *job, uint64_t step, wex_sync_report *report)
+{
+    if (job == NULL)
+        return wex__error(WEX_ERR_INVALID, "wex_sync: no job");
+    return wex__job_sync(job, step, report);
+}
+
+uint64_t wex_job_committed_step(const wex_job *job)
+{
+    return job ? job->committed : 0;
+}
+
+const char *wex_last_error(void)
+{
+    return wex__last_error();
+}

@@ -1,0 +1,260 @@
+/*
+ * Who takes part in a step: which sources a step may go on without
+ * (their regions have other holders), this rank's operations planned
+ * around the sources that are dead, and, on a source, the destination
+ * buffers it writes into, followed when a destination rank dies and
+ * comes back with new memory.
+ *
+ * A destination counts its connects in "incarnation/destination/R",
+ * prefixes each memory key it publishes with that count, then adds one
+ * to "joins"; a source that sees "joins" move re-reads the counts of the
+ * ranks it writes to and attaches again those that changed.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "runtime.h"
+#include "transforms.h"
+
+static uint64_t elements(const wex__tensor *t)
+{
+    uint64_t n = 1;
+
+    for (uint32_t d = 0; d < t->ndim; d++)
+        n *= t->shape[d];
+    return n;
+}
+
+static uint64_t piece_elements(const wex__piece *p)
+{
+    uint64_t n = 1;
+
+    for (uint32_t d = 0; d < p->ndim; d++)
+        n *= p->extent[d];
+    return n;
+}
+
+wex_status wex__job_find_replicas(wex_job *job)
+{
+    const wex__side *src = &job->plan.src;
+    const wex_model *model = src->model;
+    uint64_t *held = calloc(model->count ? model->count : 1, sizeof(*held));
+
+    free(job->optional_sources);
+    job->optional_sources = calloc((src->ranks + 7) / 8 + 1, 1);
+    if (held == NULL || job->optional_sources == NULL) {
+        free(held);
+        return wex__error(WEX_ERR_NOMEM, "job: out of memory");
+    }
+    /* Engines hold every element of a canonical tensor the same number
+     * of times, so its total over all ranks says how often. */
+    for (uint64_t r = 0; r < src->ranks; r++)
+        for (size_t p = 0; p < src->layouts[r].piece_count; p++) {
+            const wex__piece *pc = &src->layouts[r].pieces[p];
+            held[pc->canonical] += piece_elements(pc);
+        }
+    for (uint64_t r = 0; r < src->ranks; r++) {
+        int replicated = 1;
+        for (size_t p = 0; p < src->layouts[r].piece_count && replicated; p++) {
+            const wex__piece *pc = &src->layouts[r].pieces[p];
+            replicated = held[pc->canonical] >=
+                         2 * elements(&model->tensors[pc->canonical]);
+        }
+        if (replicated)
+            job->optional_sources[r / 8] |= (uint8_t)(1u << (r % 8));
+    }
+    free(held);
+    return WEX_OK;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+wex_status wex__job_take_ops(wex_job *job, wex_plan_builder *b,
+                             const uint64_t *dead, uint64_t dead_count)
+{
+    size_t n;
+
+    free(job->ops);
+    job->ops = b->ops;
+    job->op_count = b->count;
+    b->ops = NULL;
+    b->count = b->cap = 0;
+    n = job->op_count ? job->op_count : 1;
+    free(job->peers);
+    free(job->digests);
+    free(job->pair_digests);
+    free(job->op_peer);
+    job->peers = malloc(n * sizeof(uint64_t));
+    job->digests = calloc(n, sizeof(uint64_t));
+    job->pair_digests = calloc(n, sizeof(uint64_t));
+    job->op_peer = calloc(n, sizeof(*job->op_peer));
+    job->peer_count = 0;
+    if (job->peers == NULL || job->digests == NULL ||
+        job->pair_digests == NULL || job->op_peer == NULL)
+        return wex__error(WEX_ERR_NOMEM, "job: out of memory");
+    for (size_t i = 0; i < job->op_count; i++)
+        job->peers[job->peer_count++] = job->side == WEX_SIDE_SOURCE
+                                            ? job->ops[i].dst_rank
+                                            : job->ops[i].src_rank;
+    qsort(job->peers, job->peer_count, sizeof(uint64_t), cmp_u64);
+    n = 0;
+    for (size_t i = 0; i < job->peer_count; i++)
+        if (n == 0 || job->peers[n - 1] != job->peers[i])
+            job->peers[n++] = job->peers[i];
+    job->peer_count = n;
+    return wex__transforms_prepare(job, dead, dead_count);
+}
+
+static wex_status attach_one(wex_job *job, uint64_t rank, uint64_t tensor,
+                             double timeout, wex_transport_peer **peer_p)
+{
+    size_t n = job->attached_count;
+    wex_transport_peer **grown;
+    wex__attachment *what;
+    unsigned char *blob = NULL;
+    size_t len = 0;
+    char key[96];
+    wex_status st;
+
+    snprintf(key, sizeof(key), "mem/%llu/%llu", (unsigned long long)rank,
+             (unsigned long long)tensor);
+    st = wex__store_get(job->store, key, timeout, (void **)&blob, &len);
+    if (st != WEX_OK)
+        return wex__error_prefix(st, "waiting for destination rank %llu's "
+                                 "memory", (unsigned long long)rank);
+    if (len < 8) {
+        free(blob);
+        return wex__error(WEX_ERR_INVALID, "destination rank %llu published "
+                          "a %zu-byte memory key", (unsigned long long)rank,
+                          len);
+    }
+    grown = realloc(job->attached, (n + 1) * sizeof(*grown));
+    if (grown != NULL)
+        job->attached = grown;
+    what = realloc(job->attached_what, (n + 1) * sizeof(*what));
+    if (what != NULL)
+        job->attached_what = what;
+    if (grown == NULL || what == NULL) {
+        free(blob);
+        return wex__error(WEX_ERR_NOMEM, "job: out of memory");
+    }
+    wex__error_clear();
+    st = job->tops->peer_attach(job->tctx, rank, blob + 8, len - 8, peer_p);
+    what[n].rank = rank;
+    what[n].tensor = tensor;
+    memcpy(&what[n].incarnation, blob, 8);
+    free(blob);
+    if (st != WEX_OK)
+        return wex__error_prefix(st, "attaching destination rank %llu",
+                                 (unsigned long long)rank);
+    job->attached[n] = *peer_p;
+    job->attached_count = n + 1;
+    return WEX_OK;
+}
+
+wex_status wex__job_attach(wex_job *job, double timeout)
+{
+    if (job->side != WEX_SIDE_SOURCE)
+        return WEX_OK;
+    for (size_t i = 0; i < job->op_count; i++) {
+        const wex__op *o = &job->ops[i];
+        size_t k = 0;
+        wex_status st;
+
+        job->op_peer[i] = NULL;
+        while (k < job->attached_count &&
+               (job->attached_what[k].rank != o->dst_rank ||
+                job->attached_what[k].tensor != o->dst_tensor))
+            k++;
+        if (k < job->attached_count) {
+            job->op_peer[i] = job->attached[k];
+            continue;
+        }
+        st = attach_one(job, o->dst_rank, o->dst_tensor, timeout,
+                        &job->op_peer[i]);
+        if (st != WEX_OK)
+            return st;
+    }
+    return WEX_OK;
+}
+
+wex_status wex__job_follow_rejoins(wex_job *job, double timeout)
+{
+    int64_t joins = 0;
+    wex_status st;
+
+    if (job->side != WEX_SIDE_SOURCE)
+        return WEX_OK;
+    st = wex__store_add(job->store, "joins", 0, &joins);
+    if (st != WEX_OK || joins == job->joins_seen)
+        return st;
+    for (size_t k = 0; k < job->attached_count;) {
+        uint64_t rank = job->attached_what[k].rank;
+        int64_t now = 0;
+        char key[96];
+        snprintf(key, sizeof(key), "incarnation/destination/%llu",
+                 (unsigned long long)rank);
+        st = wex__store_add(job->store, key, 0, &now);
+        if (st != WEX_OK)
+            return st;
+        if (now == job->attached_what[k].incarnation) {
+            k++;
+            continue;
+        }
+        /* The rank came back with new memory: the old is gone with the
+         * process that owned it. */
+        job->tops->peer_detach(job->tctx, job->attached[k]);
+        job->attached_count--;
+        job->attached[k] = job->attached[job->attached_count];
+        job->attached_what[k] = job->attached_what[job->attached_count];
+    }
+    job->joins_seen = joins;
+    return wex__job_attach(job, timeout);
+}
+
+static int same_set(const uint64_t *a, uint64_t na, const uint64_t *b,
+                    uint64_t nb)
+{
+    return na == nb && (na == 0 || memcmp(a, b, na * sizeof(*a)) == 0);
+}
+
+wex_status wex__job_fit(wex_job *job, const uint64_t *dead,
+                        uint64_t dead_count, double timeout)
+{
+    wex_plan_builder b;
+    uint64_t *copy;
+    wex_status st;
+
+    if (same_set(job->dead, job->dead_count, dead, dead_count))
+        return WEX_OK;
+    copy = malloc(dead_count ? dead_count * sizeof(*copy) : 1);
+    if (copy == NULL)
+        return wex__error(WEX_ERR_NOMEM, "job: out of memory");
+    if (dead_count)
+        memcpy(copy, dead, dead_count * sizeof(*copy));
+    wex__plan_builder_init(&b, &job->plan.src, &job->plan.dst);
+    st = wex__planner_rank_without(&job->plan, job->side, job->rank, dead,
+                                   dead_count, &b);
+    if (st == WEX_OK)
+        st = wex__job_take_ops(job, &b, dead, dead_count);
+    wex__plan_builder_fini(&b);
+    /* Whatever happened, the ops no longer match the old set: a failed
+     * plan leaves none, and the next fit plans again. */
+    free(job->dead);
+    job->dead = copy;
+    job->dead_count = dead_count;
+    if (st != WEX_OK) {
+        job->op_count = 0;
+        job->peer_count = 0;
+        job->dead_count = UINT64_MAX; /* matches no set */
+        return st;
+    }
+    return wex__job_attach(job, timeout);
+}

@@ -1,0 +1,417 @@
+/*
+ * One step. Every rank meets at the step's barrier, which may leave out
+ * dead sources whose regions other sources hold; sources write their
+ * operations and post, per destination, the digests of what they sent;
+ * each destination checks what landed and posts its verdict; then every
+ * rank reads every destination's verdict, so all agree on the outcome:
+ * destinations commit only when every verdict is "ok".
+ *
+ * When a rank dies during a try, the verdicts say so ("retry:"). If no
+ * destination died, the step is tried again: its barrier leaves out the
+ * dead sources and the policy plans around them (failover). A dead
+ * destination, or a dead source whose regions no one else holds, fails
+ * the step for everyone; the next step waits for the rank to rejoin.
+ *
+ * Keys, for step S and try T: step/S/T/begin (barrier),
+ * step/S/T/done/SRC/DST (digests, or "!" and why the source failed),
+ * step/S/T/verdict/DST ("ok", "retry:why" or "fail:why").
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "abi_copy.h"
+#include "error.h"
+#include "clock.h"
+#include "runtime.h"
+
+typedef struct step_try {
+    uint64_t step, number;
+    int verify;
+    double timeout;
+    double started;           /* when the first try's barrier passed */
+    char why[WEX__ERROR_MAX]; /* why this rank could not take part */
+} step_try;
+
+static void try_key(char *key, size_t cap, const step_try *t, const char *what)
+{
+    snprintf(key, cap, "step/%llu/%llu/%s", (unsigned long long)t->step,
+             (unsigned long long)t->number, what);
+}
+
+static void done_key(char *key, size_t cap, const step_try *t, uint64_t src,
+                     uint64_t dst)
+{
+    snprintf(key, cap, "step/%llu/%llu/done/%llu/%llu",
+             (unsigned long long)t->step, (unsigned long long)t->number,
+             (unsigned long long)src, (unsigned long long)dst);
+}
+
+/* Destination tensors the ops with source `peer` write into. */
+static uint64_t tensors_touched(const wex_job *job, uint64_t peer)
+{
+    uint64_t count = 0;
+
+    for (size_t i = 0; i < job->op_count; i++) {
+        int seen = 0;
+        if (job->ops[i].src_rank != peer)
+            continue;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = job->ops[j].src_rank == peer &&
+                   job->ops[j].dst_tensor == job->ops[i].dst_tensor;
+        count += !seen;
+    }
+    return count;
+}
+
+/* ---- sources ------------------------------------------------------------ */
+
+static wex_status post_digests(wex_job *job, const step_try *t)
+{
+    uint64_t *mine = job->pair_digests;
+    wex_status st = WEX_OK;
+
+    for (size_t p = 0; p < job->peer_count && st == WEX_OK; p++) {
+        size_t n = 0;
+        char key[128];
+        for (size_t i = 0; i < job->op_count; i++)
+            if (job->ops[i].dst_rank == job->peers[p])
+                mine[n++] = t->verify ? job->digests[i] : 0;
+        done_key(key, sizeof(key), t, job->rank, job->peers[p]);
+        st = wex__store_set(job->store, key, mine, n * sizeof(uint64_t));
+    }
+    return st;
+}
+
+/* Tells every destination this source failed, so none waits out its
+ * timeout for digests that will not come. */
+static void post_failure(wex_job *job, const step_try *t, const char *why)
+{
+    size_t len = strlen(why);
+    char *value = malloc(len + 2);
+
+    if (value == NULL)
+        return;
+    value[0] = '!';
+    memcpy(value + 1, why, len + 1);
+    for (uint64_t d = 0; d < job->plan.dst.ranks; d++) {
+        char key[128];
+        done_key(key, sizeof(key), t, job->rank, d);
+        wex__store_set(job->store, key, value, len + 1);
+    }
+    free(value);
+}
+
+static void source_try(wex_job *job, step_try *t)
+{
+    char prefix[96];
+    wex_status st;
+
+    if (t->why[0] != '\0') {
+        post_failure(job, t, t->why);
+        return;
+    }
+    try_key(prefix, sizeof(prefix), t, "amax/");
+    st = wex__execute_ops(job, t->verify ? job->digests : NULL, prefix,
+                          t->timeout);
+    if (st == WEX_OK)
+        st = post_digests(job, t);
+    if (st != WEX_OK) {
+        snprintf(t->why, sizeof(t->why), "%s", wex__last_error());
+        post_failure(job, t, t->why);
+    }
+}
+
+/* ---- destinations ------------------------------------------------------- */
+
+enum { PEER_OK, PEER_DIED, PEER_FAILED };
+
+/* Checks source `peer`'s operations against its digests; says how it
+ * went, with the reason in `why`. */
+static int check_peer(wex_job *job, const step_try *t, uint64_t peer,
+                      char *why, size_t cap)
+{
+    char key[128];
+    unsigned char *theirs = NULL;
+    size_t len = 0, n = 0;
+    uint64_t bad = 0, digest;
+    wex_status st;
+
+    done_key(key, sizeof(key), t, peer, job->rank);
+    st = wex__store_get(job->store, key, t->timeout, (void **)&theirs, &len);
+    if (st == WEX_ERR_PEER) { /* the message names who died */
+        snprintf(why, cap, "%s", wex__last_error());
+        return PEER_DIED;
+    }
+    if (st != WEX_OK) {
+        snprintf(why, cap, "source rank %llu did not finish: %s",
+                 (unsigned long long)peer, wex__last_error());
+        return PEER_FAILED;
+    }
+    if (len % 8 != 0 && theirs[0] == '!') {
+        snprintf(why, cap, "source rank %llu failed: %s",
+                 (unsigned long long)peer, (const char *)theirs + 1);
+        free(theirs);
+        return PEER_FAILED;
+    }
+    for (size_t i = 0; i < job->op_count; i++) {
+        if (job->ops[i].src_rank != peer)
+            continue;
+        if ((n + 1) * sizeof(uint64_t) > len) {
+            bad++;
+        } else if (t->verify) {
+            memcpy(&digest, theirs + n * 8, 8);
+            bad += wex__digest_landed(job, &job->ops[i]) != digest;
+        }
+        n++;
+    }
+    bad += n * sizeof(uint64_t) != len;
+    free(theirs);
+    if (bad == 0)
+        return PEER_OK;
+    snprintf(why, cap, "source rank %llu sent bytes that landed differently "
+             "(%llu tensors affected)", (unsigned long long)peer,
+             (unsigned long long)tensors_touched(job, peer));
+    return PEER_FAILED;
+}
+
+/* "ok", or "retry:" / "fail:" and the reasons. */
+static wex_status destination_try(wex_job *job, const step_try *t)
+{
+    char verdict[WEX__ERROR_MAX] = "ok", key[96];
+    size_t used = 0;
+    int worst = PEER_OK;
+
+    if (t->why[0] != '\0') {
+        snprintf(verdict, sizeof(verdict), "fail:%.1000s", t->why);
+        worst = PEER_FAILED;
+    } else if (wex__post_receives(job) != WEX_OK) {
+        snprintf(verdict, sizeof(verdict), "fail:%.1000s", wex__last_error());
+        worst = PEER_FAILED;
+    }
+    for (size_t p = 0; p < job->peer_count && worst == PEER_OK; p++) {
+        char why[WEX__ERROR_MAX];
+        int how = check_peer(job, t, job->peers[p], why, sizeof(why));
+        if (how == PEER_OK)
+            continue;
+        if (how > worst)
+            worst = how;
+        used += (size_t)snprintf(verdict + used,
+                                 used < sizeof(verdict) ? sizeof(verdict) - used
+                                                        : 0,
+                                 "%s%s", used ? "; " : "", why);
+    }
+    if (worst != PEER_OK && t->why[0] == '\0') {
+        /* The reasons, after the class. */
+        char reasons[WEX__ERROR_MAX];
+        snprintf(reasons, sizeof(reasons), "%s", verdict);
+        snprintf(verdict, sizeof(verdict), "%s:%.1000s",
+                 worst == PEER_DIED ? "retry" : "fail", reasons);
+    }
+    try_key(key, sizeof(key), t, "verdict/");
+    snprintf(key + strlen(key), sizeof(key) - strlen(key), "%llu",
+             (unsigned long long)job->rank);
+    return wex__store_set(job->store, key, verdict, strlen(verdict));
+}
+
+/* ---- the outcome -------------------------------------------------------- */
+
+enum { STEP_OK, STEP_RETRY, STEP_FAILED };
+
+static int same_verdict(const wex__store_gathered *a,
+                        const wex__store_gathered *b)
+{
+    return a->present == b->present && a->len == b->len &&
+           memcmp(a->value, b->value, a->len) == 0;
+}
+
+/* "destination ranks 0, 2 did not commit: REASON", once per distinct
+ * verdict, so a death every destination saw is told once. */
+static void tell(const wex__store_gathered *v, uint64_t n, char *why,
+                 size_t cap)
+{
+    size_t used = 0;
+
+    for (uint64_t d = 0; d < n && used < cap; d++) {
+        uint64_t count = 0;
+        int told = 0, retry;
+        if (v[d].present && strcmp(v[d].value, "ok") == 0)
+            continue;
+        for (uint64_t e = 0; e < d && !told; e++)
+            told = same_verdict(&v[e], &v[d]);
+        if (told)
+            continue;
+        for (uint64_t e = d; e < n; e++)
+            count += same_verdict(&v[e], &v[d]);
+        used += (size_t)snprintf(why + used, cap - used,
+                                 "%sdestination rank%s %llu", used ? "; " : "",
+                                 count > 1 ? "s" : "", (unsigned long long)d);
+        for (uint64_t e = d + 1; e < n && used < cap; e++)
+            if (same_verdict(&v[e], &v[d]))
+                used += (size_t)snprintf(why + used, cap - used, ", %llu",
+                                         (unsigned long long)e);
+        retry = v[d].present && strncmp(v[d].value, "retry:", 6) == 0;
+        if (used < cap)
+            used += (size_t)snprintf(why + used, cap - used, " %s%s",
+                                     v[d].present ? "did not commit: "
+                                                  : "died during the step",
+                                     !v[d].present ? ""
+                                                   : v[d].value + (retry ? 6
+                                                                         : 5));
+    }
+}
+
+/* Every destination's verdict, the same for every rank: the outcome,
+ * and what went wrong in `why`. */
+static int outcome(wex_job *job, const step_try *t, char *why, size_t cap)
+{
+    char prefix[96];
+    wex__store_gathered *v = NULL;
+    int result = STEP_OK;
+    wex_status st;
+
+    try_key(prefix, sizeof(prefix), t, "verdict/");
+    st = wex__store_gather(job->store, prefix, job->plan.dst.ranks,
+                           "destination/", t->timeout, &v);
+    if (st != WEX_OK) {
+        snprintf(why, cap, "waiting for the destinations' verdicts: %s",
+                 wex__last_error());
+        return STEP_FAILED;
+    }
+    for (uint64_t d = 0; d < job->plan.dst.ranks; d++) {
+        int retry = v[d].present && strncmp(v[d].value, "retry:", 6) == 0;
+        if (v[d].present && strcmp(v[d].value, "ok") == 0)
+            continue;
+        if (retry && result == STEP_OK)
+            result = STEP_RETRY;
+        else if (!retry)
+            result = STEP_FAILED;
+    }
+    tell(v, job->plan.dst.ranks, why, cap);
+    free(v);
+    return result;
+}
+
+/* ---- one try, and the step ---------------------------------------------- */
+
+static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
+{
+    uint64_t *dead = NULL, dead_count = 0;
+    char key[96];
+    wex_status st;
+
+    try_key(key, sizeof(key), t, "begin");
+    /* A retry must not wait for a destination that died: only a source
+     * can be failed over. */
+    st = wex__store_arrive(job->store, key, t->number > 0,
+                           job->plan.src.ranks, job->plan.dst.ranks,
+                           job->optional_sources, t->timeout, &dead,
+                           &dead_count);
+    if (st != WEX_OK) {
+        snprintf(why, cap, "%s: %s",
+                 t->number > 0 ? "cannot go on without the dead (only "
+                                 "sources whose regions others hold can be "
+                                 "left out)"
+                               : "waiting for every rank",
+                 wex__last_error());
+        return STEP_FAILED;
+    }
+    if (t->number == 0)
+        t->started = wex__now();
+    /* Everyone has passed this barrier, so everyone is done with the
+     * step before last: one rank drops its keys, or a long job's
+     * rendezvous would grow by a step's keys every step. (The last step
+     * is kept: a source that rejoined late may still read it.) */
+    if (t->number == 0 && job->side == WEX_SIDE_SOURCE && job->rank == 0 &&
+        job->earlier_steps[0] != 0) {
+        snprintf(key, sizeof(key), "step/%llu/",
+                 (unsigned long long)job->earlier_steps[0]);
+        wex__store_drop(job->store, key, NULL);
+    }
+    t->why[0] = '\0';
+    st = wex__job_follow_rejoins(job, t->timeout);
+    if (st == WEX_OK)
+        st = wex__job_fit(job, dead, dead_count, t->timeout);
+    if (st != WEX_OK && dead_count > 0)
+        snprintf(t->why, sizeof(t->why), "%llu dead source rank%s (first %llu)"
+                 ": %s", (unsigned long long)dead_count,
+                 dead_count > 1 ? "s" : "", (unsigned long long)dead[0],
+                 wex__last_error());
+    else if (st != WEX_OK)
+        snprintf(t->why, sizeof(t->why), "%s", wex__last_error());
+    free(dead);
+    if (job->side == WEX_SIDE_SOURCE)
+        source_try(job, t);
+    else if (destination_try(job, t) != WEX_OK) {
+        snprintf(why, cap, "posting the verdict: %s", wex__last_error());
+        return STEP_FAILED;
+    }
+    return outcome(job, t, why, cap);
+}
+
+static void fill_report(const wex_job *job, wex_sync_report *r, uint64_t step,
+                        int ok, uint64_t tries, double seconds)
+{
+    wex_sync_report full;
+
+    memset(&full, 0, sizeof(full));
+    full.verified = ok && job->plan.job->verify_digest;
+    full.step = step;
+    full.committed_step = job->committed;
+    full.operations = job->op_count;
+    for (size_t i = 0; i < job->op_count; i++)
+        full.bytes += job->ops[i].bytes;
+    full.peers = job->peer_count;
+    full.seconds = seconds;
+    full.attempts = (uint32_t)tries;
+    full.failed_over = ok ? job->dead_count : 0;
+    wex__abi_out(r, &full, sizeof(full));
+}
+
+wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
+{
+    step_try t = {step, 0, job->plan.job->verify_digest,
+                  job->plan.job->step_seconds, wex__now(), ""};
+    char why[WEX__ERROR_MAX] = "", first[WEX__ERROR_MAX] = "";
+    int result;
+    wex_status st = WEX_OK;
+
+    if (step == 0 || step <= job->committed)
+        return wex__error(WEX_ERR_INVALID, "wex_sync: step %llu must be past "
+                          "the committed step %llu (steps start at 1)",
+                          (unsigned long long)step,
+                          (unsigned long long)job->committed);
+    if (r != NULL && r->struct_size < WEX_SYNC_REPORT_SIZE_1_0)
+        return wex__error(WEX_ERR_ABI, "wex_sync: report struct_size %u is "
+                          "smaller than ABI 1.0's %u", r->struct_size,
+                          WEX_SYNC_REPORT_SIZE_1_0);
+    if (!job->connected)
+        st = wex__job_connect(job);
+    if (st != WEX_OK)
+        return st;
+    /* Each retry leaves out at least one more dead source. */
+    for (;; t.number++) {
+        result = run_try(job, &t, why, sizeof(why));
+        if (t.number == 0)
+            snprintf(first, sizeof(first), "%s", why);
+        if (result != STEP_RETRY || t.number >= job->plan.src.ranks)
+            break;
+    }
+    if (result == STEP_OK && job->side == WEX_SIDE_DESTINATION)
+        job->committed = step;
+    job->earlier_steps[0] = job->earlier_steps[1];
+    job->earlier_steps[1] = step;
+    if (r != NULL)
+        fill_report(job, r, step, result == STEP_OK, t.number + 1,
+                    wex__now() - t.started);
+    if (result == STEP_OK)
+        return WEX_OK;
+    if (t.number > 0)
+        return wex__error(WEX_ERR_PEER, "step %llu not committed (still "
+                          "%llu): %s; tried again without the dead: %s",
+                          (unsigned long long)step,
+                          (unsigned long long)job->committed, first, why);
+    return wex__error(WEX_ERR_PEER, "step %llu not committed (still %llu): "
+                      "%s", (unsigned long long)step,
+                      (unsigned long long)job->committed, why);
+}

@@ -1,0 +1,112 @@
+/*
+ * A running job on one rank (the wex_job of wex.h): the plan, this
+ * rank's operations, its local tensors and their memory, the transport
+ * and the rendezvous.
+ */
+#ifndef WEX_HOST_RUNTIME_H
+#define WEX_HOST_RUNTIME_H
+
+#include <wex/wex.h>
+#include <xxhash.h>
+
+#include "planner.h"
+#include "store.h"
+
+/* What one of a source's attachments is: a destination rank's tensor,
+ * as that rank's `incarnation` (its connects, counted) published it. */
+typedef struct wex__attachment {
+    uint64_t rank, tensor;
+    int64_t incarnation;
+} wex__attachment;
+
+typedef struct wex__binding {
+    void *address;
+    uint64_t bytes;
+    wex_transport_mem *mem; /* registered or allocated by the transport */
+    int owned;              /* wex allocated it (free on close) */
+} wex__binding;
+
+struct wex_job {
+    wex__registry *registry;
+    wex__planner plan;
+    uint32_t side;
+    uint64_t rank;
+    const wex__side *mine, *theirs;
+    const wex__rank_layout *layout; /* this rank's */
+    wex__binding *bind;             /* one per local tensor */
+    wex__op *ops;                   /* this rank's, in execution order */
+    size_t op_count;
+    uint64_t *peers; /* other-side ranks in the ops, ascending */
+    size_t peer_count;
+    /* transport */
+    wex__plugin *transport;
+    const wex_transport_ops *tops;
+    wex_transport_ctx *tctx;
+    wex_options transport_options;
+    wex_transport_peer **op_peer; /* sources: the attached buffer per op */
+    wex_transport_peer **attached; /* sources: distinct attachments */
+    size_t attached_count;
+    wex__attachment *attached_what; /* sources: what attached[i] is */
+    /* rendezvous */
+    wex__store_client *store;
+    char *address, *token, *job_id;
+    uint64_t layout_digest;
+    int connected;
+    uint64_t committed;
+    /* failover and rejoin (job_members.c) */
+    uint8_t *optional_sources; /* bit i: every region of source i has
+                                  another holder, so a step may go on
+                                  without it */
+    uint64_t *dead;            /* the sources the ops plan around */
+    uint64_t dead_count;
+    int64_t joins_seen;        /* sources: "joins" when last looked at */
+    uint64_t earlier_steps[2]; /* the steps of the last two wex_sync
+                                  calls, older first (0: none) */
+    /* Per-job scratch, so a step allocates nothing: */
+    uint64_t *digests;      /* per op */
+    uint64_t *pair_digests; /* one peer's ops, as posted */
+    XXH3_state_t *hash;
+    /* device memory and two-sided transports */
+    uint32_t *memory_kind;       /* per local tensor, WEX_MEMORY_* */
+    struct wex__device *device;  /* CUDA runtime; NULL until CUDA memory */
+    /* sources: what converting operations need (transforms.c) */
+    struct wex__quant_state *quant;
+    /* checkpoints (job_checkpoint.c): the one a source is bound to, and
+     * the saves made, which name each save's rendezvous keys */
+    struct wex__checkpoint *checkpoint;
+    uint64_t saves;
+};
+
+/* job_checkpoint.c: unmaps the checkpoint a source was bound to. */
+void wex__job_checkpoint_close(wex_job *job);
+/* job_connect.c */
+wex_status wex__job_connect(wex_job *job);
+/* job_members.c: which sources are replicated (at connect) */
+wex_status wex__job_find_replicas(wex_job *job);
+/* job_members.c: takes a builder's operations as this rank's (the job
+ * keeps the array), and sizes what depends on them. */
+wex_status wex__job_take_ops(wex_job *job, wex_plan_builder *b,
+                             const uint64_t *dead, uint64_t dead_count);
+/* job_members.c: sources attach every destination buffer their ops
+ * write into and have not attached yet. */
+wex_status wex__job_attach(wex_job *job, double timeout);
+/* job_members.c: sources drop attachments of destinations that have
+ * rejoined since, and attach their new memory. */
+wex_status wex__job_follow_rejoins(wex_job *job, double timeout);
+/* job_members.c: re-plans this rank's operations around `dead` sources
+ * (ascending) unless they are the ones already planned around. */
+wex_status wex__job_fit(wex_job *job, const uint64_t *dead,
+                        uint64_t dead_count, double timeout);
+/* job_sync.c */
+wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r);
+/* executor.c: sources write every op (and digest it when `digests`);
+ * destinations digest what landed, op by op. */
+wex_status wex__execute_ops(wex_job *job, uint64_t *digests,
+                            const char *amax_prefix, double timeout);
+uint64_t wex__digest_landed(wex_job *job, const wex__op *op);
+/* executor.c: destinations of a two-sided transport post a recv for
+ * every run of every op, in plan order, and wait for them (a no-op for
+ * one-sided transports and sources). */
+wex_status wex__post_receives(wex_job *job);
+
+#endif /* WEX_HOST_RUNTIME_H */

@@ -1,0 +1,557 @@
+#include "transforms.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <wex/bytes.h>
+
+#include "device_memory.h"
+#include "error.h"
+#include "numbers.h"
+#include "quantize.h"
+#include "quantize_plan.h"
+
+/* One block a source quantizes for one destination piece. */
+typedef struct qslot {
+    uint64_t dst, piece, br, bc; /* the key, in this order */
+    float amax;
+    uint32_t partners, npartners; /* into quant_state.partner_ranks */
+} qslot;
+
+struct wex__quant_state {
+    qslot *slots; /* sorted by key */
+    size_t nslots;
+    uint64_t *partner_ranks;
+    size_t npartner_ranks;
+    uint64_t *readers; /* distinct partners, whose amaxes this rank reads */
+    size_t nreaders;
+    size_t *op_grid;   /* per op: offset into grid (QUANTIZE, SCALE) */
+    size_t *grid;      /* slot index per (op, block row, block col) */
+    unsigned char *arena;
+    size_t arena_used;
+};
+
+#define RECORD_BYTES 36u /* dst, piece, br, bc (u64 each), amax bits (u32) */
+
+static int key_cmp(const qslot *a, const qslot *b)
+{
+    if (a->dst != b->dst)
+        return a->dst < b->dst ? -1 : 1;
+    if (a->piece != b->piece)
+        return a->piece < b->piece ? -1 : 1;
+    if (a->br != b->br)
+        return a->br < b->br ? -1 : 1;
+    if (a->bc != b->bc)
+        return a->bc < b->bc ? -1 : 1;
+    return 0;
+}
+
+static int qsort_slots(const void *a, const void *b)
+{
+    return key_cmp(a, b);
+}
+
+static qslot *find_slot(struct wex__quant_state *q, const qslot *key)
+{
+    size_t lo = 0, hi = q->nslots;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = key_cmp(&q->slots[mid], key);
+        if (c == 0)
+            return &q->slots[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* The blocks an operation touches: rows [b0[0], b1[0]) x cols [b0[1], b1[1]). */
+static void op_blocks(const wex__op *o, uint64_t *b0, uint64_t *b1)
+{
+    for (int k = 0; k < 2; k++) {
+        if (o->transform == WEX__OP_SCALE) {
+            b0[k] = o->canon_off[k];
+            b1[k] = o->canon_off[k] + o->extent[k];
+        } else {
+            b0[k] = o->canon_off[k] / WEX__QUANT_BLOCK;
+            b1[k] = (o->canon_off[k] + o->extent[k] + WEX__QUANT_BLOCK - 1) /
+                    WEX__QUANT_BLOCK;
+        }
+    }
+}
+
+static int quantizing(const wex__op *o)
+{
+    return o->transform == WEX__OP_QUANTIZE || o->transform == WEX__OP_SCALE;
+}
+
+void wex__transforms_free(wex_job *job)
+{
+    struct wex__quant_state *q = job->quant;
+
+    if (q == NULL)
+        return;
+    free(q->slots);
+    free(q->partner_ranks);
+    free(q->readers);
+    free(q->op_grid);
+    free(q->grid);
+    free(q->arena);
+    free(q);
+    job->quant = NULL;
+}
+
+static int add_u64(uint64_t **list, size_t *n, uint64_t v)
+{
+    uint64_t *grown;
+
+    for (size_t i = 0; i < *n; i++)
+        if ((*list)[i] == v)
+            return 0;
+    grown = realloc(*list, (*n + 1) * sizeof(**list));
+    if (grown == NULL)
+        return -1;
+    *list = grown;
+    (*list)[(*n)++] = v;
+    return 0;
+}
+
+/* Which other sources write part of each block of destination `dst`'s
+ * piece `piece` this rank quantizes. */
+static wex_status find_partners(wex_job *job, uint64_t dst, uint64_t piece,
+                                const uint64_t *dead, uint64_t ndead)
+{
+    struct wex__quant_state *q = job->quant;
+    wex__qcell *cells = NULL;
+    size_t n = 0;
+    wex_status st = wex__quantize_cells(&job->plan, dst, piece, dead, ndead,
+                                        &cells, &n);
+
+    for (size_t s = 0; st == WEX_OK && s < q->nslots; s++) {
+        qslot *sl = &q->slots[s];
+        uint64_t lo[2] = {sl->br * WEX__QUANT_BLOCK, sl->bc * WEX__QUANT_BLOCK};
+        if (sl->dst != dst || sl->piece != piece)
+            continue;
+        sl->partners = (uint32_t)q->npartner_ranks;
+        for (size_t c = 0; c < n; c++) {
+            const wex__qcell *cell = &cells[c];
+            int meets = cell->src_rank != job->rank;
+            for (int k = 0; k < 2 && meets; k++)
+                meets = cell->lo[k] < lo[k] + WEX__QUANT_BLOCK &&
+                        cell->hi[k] > lo[k];
+            if (!meets)
+                continue;
+            /* once per slot */
+            int seen = 0;
+            for (uint32_t p = 0; p < sl->npartners && !seen; p++)
+                seen = q->partner_ranks[sl->partners + p] == cell->src_rank;
+            if (seen)
+                continue;
+            uint64_t *grown = realloc(q->partner_ranks,
+                                      (q->npartner_ranks + 1) *
+                                          sizeof(*grown));
+            if (grown == NULL || add_u64(&q->readers, &q->nreaders,
+                                         cell->src_rank) != 0) {
+                if (grown != NULL)
+                    q->partner_ranks = grown;
+                st = wex__error(WEX_ERR_NOMEM, "job: out of memory");
+                break;
+            }
+            q->partner_ranks = grown;
+            q->partner_ranks[q->npartner_ranks++] = cell->src_rank;
+            sl->npartners++;
+        }
+    }
+    free(cells);
+    return st;
+}
+
+wex_status wex__transforms_prepare(wex_job *job, const uint64_t *dead,
+                                   uint64_t ndead)
+{
+    struct wex__quant_state *q;
+    size_t nkeys = 0, k = 0, cells = 0;
+    wex_status st = WEX_OK;
+    qslot *keys;
+
+    wex__transforms_free(job);
+    if (job->side != WEX_SIDE_SOURCE)
+        return WEX_OK;
+    for (size_t i = 0; i < job->op_count; i++) {
+        uint64_t b0[2], b1[2];
+        if (job->ops[i].transform == WEX__OP_COPY)
+            continue;
+        if (quantizing(&job->ops[i])) {
+            op_blocks(&job->ops[i], b0, b1);
+            nkeys += (b1[0] - b0[0]) * (b1[1] - b0[1]);
+        }
+        k++;
+    }
+    if (k == 0)
+        return WEX_OK;
+    q = job->quant = calloc(1, sizeof(*q));
+    keys = malloc((nkeys ? nkeys : 1) * sizeof(*keys));
+    if (q == NULL || keys == NULL ||
+        (q->op_grid = calloc(job->op_count, sizeof(*q->op_grid))) == NULL ||
+        (q->grid = malloc((nkeys ? nkeys : 1) * sizeof(*q->grid))) == NULL) {
+        free(keys);
+        return wex__error(WEX_ERR_NOMEM, "job: out of memory");
+    }
+    k = 0;
+    for (size_t i = 0; i < job->op_count; i++) {
+        const wex__op *o = &job->ops[i];
+        uint64_t b0[2], b1[2];
+        if (!quantizing(o))
+            continue;
+        op_blocks(o, b0, b1);
+        for (uint64_t r = b0[0]; r < b1[0]; r++)
+            for (uint64_t c = b0[1]; c < b1[1]; c++) {
+                qslot *s = &keys[k++];
+                memset(s, 0, sizeof(*s));
+                s->dst = o->dst_rank;
+                s->piece = o->dst_piece;
+                s->br = r;
+                s->bc = c;
+            }
+    }
+    qsort(keys, nkeys, sizeof(*keys), qsort_slots);
+    for (size_t i = 0; i < nkeys; i++)
+        if (q->nslots == 0 || key_cmp(&keys[q->nslots - 1], &keys[i]) != 0)
+            keys[q->nslots++] = keys[i];
+    q->slots = keys;
+    /* each operation's blocks, as slot indices */
+    for (size_t i = 0; i < job->op_count; i++) {
+        const wex__op *o = &job->ops[i];
+        uint64_t b0[2], b1[2];
+        if (!quantizing(o))
+            continue;
+        op_blocks(o, b0, b1);
+        q->op_grid[i] = cells;
+        for (uint64_t r = b0[0]; r < b1[0]; r++)
+            for (uint64_t c = b0[1]; c < b1[1]; c++) {
+                qslot key = {o->dst_rank, o->dst_piece, r, c, 0, 0, 0};
+                qslot *hit = find_slot(q, &key);
+                if (hit == NULL)
+                    return wex__error(WEX_ERR_INTERNAL, "job: operation %zu "
+                                      "scales a block it does not quantize",
+                                      i);
+                q->grid[cells++] = (size_t)(hit - q->slots);
+            }
+    }
+    /* the partners of every (destination, piece) quantized here */
+    for (size_t s = 0; st == WEX_OK && s < q->nslots; s++)
+        if (s == 0 || q->slots[s].dst != q->slots[s - 1].dst ||
+            q->slots[s].piece != q->slots[s - 1].piece)
+            st = find_partners(job, q->slots[s].dst, q->slots[s].piece, dead,
+                               ndead);
+    return st;
+}
+
+/* ---- walking a box row by row ------------------------------------------ */
+
+typedef struct rows {
+    const wex__op *o;
+    uint64_t idx[WEX_MAX_DIMS]; /* the box coordinates of the row's start */
+    uint64_t left;              /* rows still to come */
+    uint64_t width;             /* elements in a row */
+} rows;
+
+static void rows_init(rows *w, const wex__op *o)
+{
+    memset(w, 0, sizeof(*w));
+    w->o = o;
+    w->width = o->extent[o->ndim - 1];
+    w->left = 1;
+    for (uint32_t d = 0; d + 1 < o->ndim; d++)
+        w->left *= o->extent[d];
+}
+
+static void rows_next(rows *w)
+{
+    for (uint32_t d = w->o->ndim - 1; d-- > 0;) {
+        if (++w->idx[d] < w->o->extent[d])
+            return;
+        w->idx[d] = 0;
+    }
+}
+
+/* The element offset in a tensor of `shape` (`tn` dims) of box
+ * coordinate `idx` placed at `off`. */
+static uint64_t element_at(const uint64_t *shape, uint32_t tn,
+                           const uint64_t *off, uint32_t bn,
+                           const uint64_t *idx)
+{
+    uint64_t e = 0;
+    uint32_t lead = tn - bn;
+
+    for (uint32_t d = 0; d < tn; d++)
+        e = e * shape[d] + off[d] + (d >= lead ? idx[d - lead] : 0);
+    return e;
+}
+
+/* ---- amax ------------------------------------------------------------- */
+
+static float amax_max(float a, float b)
+{
+    return (wex__f32_bits(b) & 0x7fffffffu) > (wex__f32_bits(a) & 0x7fffffffu)
+               ? wex__f32_of_bits(wex__f32_bits(b) & 0x7fffffffu)
+               : a;
+}
+
+static wex_status agree(wex_job *job, const char *prefix, double timeout)
+{
+    struct wex__quant_state *q = job->quant;
+    unsigned char *mine;
+    size_t n = 0;
+    char key[160];
+    wex_status st;
+
+    for (size_t s = 0; s < q->nslots; s++)
+        n += q->slots[s].npartners > 0;
+    mine = malloc(n * RECORD_BYTES + 1);
+    if (mine == NULL)
+        return wex__error(WEX_ERR_NOMEM, "job: out of memory");
+    n = 0;
+    for (size_t s = 0; s < q->nslots; s++) {
+        const qslot *sl = &q->slots[s];
+        unsigned char *r = mine + n * RECORD_BYTES;
+        if (sl->npartners == 0)
+            continue;
+        wex_put_le(r, sl->dst, 8);
+        wex_put_le(r + 8, sl->piece, 8);
+        wex_put_le(r + 16, sl->br, 8);
+        wex_put_le(r + 24, sl->bc, 8);
+        wex_put_le(r + 32, wex__f32_bits(sl->amax), 4);
+        n++;
+    }
+    snprintf(key, sizeof(key), "%s%llu", prefix,
+             (unsigned long long)job->rank);
+    st = wex__store_set(job->store, key, mine, n * RECORD_BYTES);
+    free(mine);
+    for (size_t p = 0; st == WEX_OK && p < q->nreaders; p++) {
+        unsigned char *theirs = NULL;
+        size_t len = 0;
+        snprintf(key, sizeof(key), "%s%llu", prefix,
+                 (unsigned long long)q->readers[p]);
+        st = wex__store_get(job->store, key, timeout, (void **)&theirs, &len);
+        if (st != WEX_OK) {
+            st = wex__error_prefix(st, "the block amaxes of source rank %llu "
+                                   "(they share fp8 blocks with this one)",
+                                   (unsigned long long)q->readers[p]);
+            break;
+        }
+        for (size_t at = 0; at + RECORD_BYTES <= len; at += RECORD_BYTES) {
+            const unsigned char *r = theirs + at;
+            qslot k = {wex_get_le(r, 8), wex_get_le(r + 8, 8),
+                       wex_get_le(r + 16, 8), wex_get_le(r + 24, 8), 0, 0, 0};
+            qslot *hit = find_slot(q, &k);
+            if (hit != NULL)
+                hit->amax = amax_max(hit->amax,
+                                     wex__f32_of_bits((uint32_t)wex_get_le(
+                                         r + 32, 4)));
+        }
+        free(theirs);
+    }
+    return st;
+}
+
+wex_status wex__transforms_amax(wex_job *job, const char *prefix,
+                                double timeout)
+{
+    struct wex__quant_state *q = job->quant;
+
+    if (q == NULL || q->nslots == 0)
+        return WEX_OK;
+    for (size_t s = 0; s < q->nslots; s++)
+        q->slots[s].amax = 0.0f;
+    for (size_t i = 0; i < job->op_count; i++) {
+        const wex__op *o = &job->ops[i];
+        const wex__local_tensor *t;
+        const unsigned char *base;
+        uint64_t b0[2], b1[2], esize, nbc;
+        rows w;
+        if (o->transform != WEX__OP_QUANTIZE)
+            continue;
+        t = &job->layout->tensors[o->src_tensor];
+        base = job->bind[o->src_tensor].address;
+        esize = wex_dtype_size(t->dtype);
+        op_blocks(o, b0, b1);
+        nbc = b1[1] - b0[1];
+        for (rows_init(&w, o); w.left > 0; w.left--, rows_next(&w)) {
+            uint64_t e = element_at(t->shape, t->ndim, o->src_off, o->ndim,
+                                    w.idx);
+            uint64_t br = (o->canon_off[0] + w.idx[0]) / WEX__QUANT_BLOCK;
+            uint64_t col = o->canon_off[1];
+            uint64_t done = 0;
+            while (done < w.width) {
+                uint64_t bc = (col + done) / WEX__QUANT_BLOCK;
+                uint64_t n = (bc + 1) * WEX__QUANT_BLOCK - (col + done);
+                qslot *sl;
+                if (n > w.width - done)
+                    n = w.width - done;
+                sl = &q->slots[q->grid[q->op_grid[i] + (br - b0[0]) * nbc +
+                                      (bc - b0[1])]];
+                sl->amax = wex__amax(t->dtype, base + (e + done) * esize, n,
+                                     sl->amax);
+                done += n;
+            }
+        }
+    }
+    return q->nreaders > 0 ? agree(job, prefix, timeout) : WEX_OK;
+}
+
+/* ---- making and putting ---------------------------------------------------- */
+
+/* Room for `bytes` more in the arena: flushes what was put from it
+ * first when it is full. */
+static wex_status arena_take(wex_job *job, uint64_t bytes, unsigned char **p)
+{
+    struct wex__quant_state *q = job->quant;
+    wex_status st;
+
+    if (q->arena == NULL && (q->arena = malloc(WEX__STAGING_BYTES)) == NULL)
+        return wex__error(WEX_ERR_NOMEM, "job: out of memory for staging");
+    if (q->arena_used + bytes > WEX__STAGING_BYTES) {
+        st = job->tops->flush(job->tctx);
+        if (st != WEX_OK)
+            return st;
+        q->arena_used = 0;
+    }
+    *p = q->arena + q->arena_used;
+    q->arena_used += bytes;
+    return WEX_OK;
+}
+
+/* One row's destination bytes, made from the source. */
+static void make_row(wex_job *job, size_t i, const rows *w, unsigned char *out)
+{
+    const wex__op *o = &job->ops[i];
+    struct wex__quant_state *q = job->quant;
+    const wex__local_tensor *t = &job->layout->tensors[o->src_tensor];
+    const unsigned char *base = job->bind[o->src_tensor].address;
+    uint32_t sdt = t->dtype;
+    uint32_t ddt = job->theirs->layouts[o->dst_rank].tensors[o->dst_tensor].dtype;
+    uint64_t esize = wex_dtype_size(sdt), b0[2], b1[2], done = 0, col;
+
+    if (o->transform == WEX__OP_SCALE) {
+        float *f = (float *)out;
+        op_blocks(o, b0, b1);
+        for (uint64_t j = 0; j < w->width; j++)
+            f[j] = wex__quant_scale_inv(
+                q->slots[q->grid[q->op_grid[i] +
+                                 w->idx[0] * (b1[1] - b0[1]) + j]].amax);
+        return;
+    }
+    base += element_at(t->shape, t->ndim, o->src_off, o->ndim, w->idx) * esize;
+    if (o->transform == WEX__OP_CONVERT) {
+        wex__convert_floats(sdt, base, w->width, ddt, out);
+        return;
+    }
+    col = o->canon_off[1];
+    if (o->transform == WEX__OP_QUANTIZE) {
+        uint64_t br = (o->canon_off[0] + w->idx[0]) / WEX__QUANT_BLOCK;
+        op_blocks(o, b0, b1);
+        while (done < w->width) {
+            uint64_t bc = (col + done) / WEX__QUANT_BLOCK;
+            uint64_t n = (bc + 1) * WEX__QUANT_BLOCK - (col + done);
+            const qslot *sl;
+            if (n > w->width - done)
+                n = w->width - done;
+            sl = &q->slots[q->grid[q->op_grid[i] +
+                                   (br - b0[0]) * (b1[1] - b0[1]) +
+                                   (bc - b0[1])]];
+            wex__quantize_e4m3(sdt, base + done * esize, n,
+                               wex__quant_mult(sl->amax), out + done);
+            done += n;
+        }
+        return;
+    }
+    /* DEQUANTIZE: each block by its scale_inv, from the source's scales */
+    {
+        const wex__local_tensor *st = &job->layout->tensors[o->scale_tensor];
+        const float *scales = job->bind[o->scale_tensor].address;
+        uint64_t br = (o->canon_off[0] + w->idx[0]) / WEX__QUANT_BLOCK;
+        uint32_t dsize = wex_dtype_size(ddt);
+        while (done < w->width) {
+            uint64_t bc = (col + done) / WEX__QUANT_BLOCK;
+            uint64_t n = (bc + 1) * WEX__QUANT_BLOCK - (col + done);
+            uint64_t at[WEX_MAX_DIMS], blk[2];
+            if (n > w->width - done)
+                n = w->width - done;
+            memcpy(at, o->scale_at, sizeof(at));
+            blk[0] = br - o->scale_block[0];
+            blk[1] = bc - o->scale_block[1];
+            wex__dequantize_e4m3(base + done, n,
+                                 scales[element_at(st->shape, st->ndim, at, 2,
+                                                   blk)],
+                                 ddt, out + done * dsize);
+            done += n;
+        }
+    }
+}
+
+wex_status wex__transforms_put(wex_job *job, size_t i, XXH3_state_t *h)
+{
+    const wex__op *o = &job->ops[i];
+    const wex__local_tensor *dt =
+        &job->theirs->layouts[o->dst_rank].tensors[o->dst_tensor];
+    uint64_t row_bytes = o->extent[o->ndim - 1] * o->dtype_size;
+    uint64_t group_off = 0, group_len = 0;
+    unsigned char *group = NULL, *out = NULL;
+    wex_status st = WEX_OK;
+    rows w;
+
+    if (job->quant == NULL)
+        return wex__error(WEX_ERR_INTERNAL, "job: operation %zu converts "
+                          "but nothing was prepared", i);
+    if (job->memory_kind != NULL &&
+        job->memory_kind[o->src_tensor] != WEX_MEMORY_HOST)
+        return wex__error(WEX_ERR_UNSUPPORTED, "local tensor %s: converting "
+                          "dtypes on the way is done on host memory only",
+                          job->layout->tensors[o->src_tensor].name);
+    for (rows_init(&w, o); st == WEX_OK && w.left > 0;
+         w.left--, rows_next(&w)) {
+        uint64_t off = element_at(dt->shape, dt->ndim, o->dst_off, o->ndim,
+                                  w.idx) * o->dtype_size;
+        /* consecutive rows that are consecutive in the destination go
+         * out as one put */
+        if (group != NULL && off == group_off + group_len &&
+            job->quant->arena_used + row_bytes <= WEX__STAGING_BYTES) {
+            st = arena_take(job, row_bytes, &out);
+        } else {
+            if (group != NULL) {
+                st = job->tops->put(job->tctx, job->op_peer[i], group_off,
+                                    group, group_len);
+                if (st == WEX_OK && h != NULL)
+                    XXH3_64bits_update(h, group, group_len);
+                group = NULL;
+            }
+            if (st == WEX_OK)
+                st = arena_take(job, row_bytes, &out);
+            group = out;
+            group_off = off;
+            group_len = 0;
+        }
+        if (st != WEX_OK)
+            break;
+        make_row(job, i, &w, out);
+        group_len += row_bytes;
+    }
+    if (st == WEX_OK && group != NULL) {
+        st = job->tops->put(job->tctx, job->op_peer[i], group_off, group,
+                            group_len);
+        if (st == WEX_OK && h != NULL)
+            XXH3_64bits_update(h, group, group_len);
+    }
+    return st;
+}
+
+void wex__transforms_reset(wex_job *job)
+{
+    if (job->quant != NULL)
+        job->quant->arena_used = 0;
+}

@@ -1,0 +1,40 @@
+/*
+ * Running the operations that change the bytes on their way (plan.h's
+ * WEX__OP_CONVERT, DEQUANTIZE, QUANTIZE, SCALE), on a source: each
+ * operation's destination bytes are made row by row into a bounded
+ * staging arena (WEX__STAGING_BYTES; full, it is flushed and reused) and
+ * put from there, in the destination's run order, so a destination sees
+ * and digests exactly the bytes a copy of them would have brought.
+ *
+ * Quantizing needs each 128 x 128 block's amax before any of its
+ * elements: a step first finds the amax of every block this source
+ * quantizes, over all its operations. A block whose cells come from
+ * several sources (quantize_plan.h) gets the amax of the whole block:
+ * each of them posts its partial amaxes to the rendezvous under
+ * "step/STEP/TRY/amax/RANK" and reads its partners' before it quantizes.
+ */
+#ifndef WEX_HOST_TRANSFORMS_H
+#define WEX_HOST_TRANSFORMS_H
+
+#include "runtime.h"
+
+/* After this source's operations are (re)planned around `dead`: which
+ * blocks they quantize, and which other sources share some of them. */
+wex_status wex__transforms_prepare(wex_job *job, const uint64_t *dead,
+                                   uint64_t dead_count);
+void wex__transforms_free(wex_job *job);
+
+/* Before a step's operations: every block's amax, agreed with the
+ * partners under `prefix` ("step/STEP/TRY/amax/"), waiting up to
+ * `timeout` seconds for them. */
+wex_status wex__transforms_amax(wex_job *job, const char *prefix,
+                                double timeout);
+
+/* Makes and puts operation i (not a copy), digesting what it puts into
+ * `h` (may be NULL). */
+wex_status wex__transforms_put(wex_job *job, size_t i, XXH3_state_t *h);
+
+/* After the step's last put landed: the staging can be reused. */
+void wex__transforms_reset(wex_job *job);
+
+#endif /* WEX_HOST_TRANSFORMS_H */

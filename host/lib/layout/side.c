@@ -1,0 +1,183 @@
+#include "side.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+/* Counting sort of every piece by canonical tensor; within a tensor the
+ * order is (rank, piece), which policies rely on for determinism. */
+static wex_status index_pieces(wex__side *s)
+{
+    uint64_t count = s->model->count, total = 0;
+    uint64_t *fill;
+
+    s->canon_start = calloc(count + 1, sizeof(*s->canon_start));
+    fill = calloc(count + 1, sizeof(*fill));
+    if (s->canon_start == NULL || fill == NULL) {
+        free(fill);
+        return wex__error(WEX_ERR_NOMEM, "%s layout: out of memory", s->what);
+    }
+    for (uint64_t r = 0; r < s->ranks; r++)
+        for (size_t i = 0; i < s->layouts[r].piece_count; i++)
+            s->canon_start[s->layouts[r].pieces[i].canonical + 1]++;
+    for (uint64_t c = 0; c < count; c++)
+        s->canon_start[c + 1] += s->canon_start[c];
+    total = s->canon_start[count];
+    s->canon_refs = malloc((total ? total : 1) * sizeof(*s->canon_refs));
+    if (s->canon_refs == NULL) {
+        free(fill);
+        return wex__error(WEX_ERR_NOMEM, "%s layout: out of memory", s->what);
+    }
+    s->canon_views = malloc((total ? total : 1) * sizeof(*s->canon_views));
+    if (s->canon_views == NULL) {
+        free(fill);
+        return wex__error(WEX_ERR_NOMEM, "%s layout: out of memory", s->what);
+    }
+    memcpy(fill, s->canon_start, (count + 1) * sizeof(*fill));
+    for (uint64_t r = 0; r < s->ranks; r++)
+        for (size_t i = 0; i < s->layouts[r].piece_count; i++) {
+            uint64_t c = s->layouts[r].pieces[i].canonical;
+            wex_piece_view *v = &s->canon_views[fill[c]];
+            s->canon_refs[fill[c]].rank = (uint32_t)r;
+            s->canon_refs[fill[c]++].piece = (uint32_t)i;
+            memset(v, 0, sizeof(*v));
+            v->struct_size = sizeof(*v);
+            wex__side_view(s, r, i, v);
+        }
+    free(fill);
+    return WEX_OK;
+}
+
+wex_status wex__side_open(wex__side *s, const char *what,
+                          wex__registry *registry, const char *engine,
+                          const wex_model *model, const cJSON *parallel,
+                          const cJSON *options)
+{
+    wex_status st;
+
+    memset(s, 0, sizeof(*s));
+    s->what = what;
+    s->model = model;
+    st = wex__engine_open(registry, engine, model, parallel, options,
+                          &s->engine);
+    if (st != WEX_OK)
+        return wex__error_prefix(st, "%s", what);
+    s->ranks = s->engine->ranks;
+    if (s->ranks > UINT32_MAX)
+        return wex__error(WEX_ERR_INVALID, "%s: %llu ranks is more than wex "
+                          "plans for", what, (unsigned long long)s->ranks);
+    s->layouts = calloc(s->ranks, sizeof(*s->layouts));
+    s->hosts = calloc(s->ranks, sizeof(*s->hosts));
+    if (s->layouts == NULL || s->hosts == NULL)
+        return wex__error(WEX_ERR_NOMEM, "%s layout: out of memory", what);
+    for (uint64_t r = 0; r < s->ranks; r++) {
+        st = wex__engine_describe(s->engine, r, &s->layouts[r]);
+        if (st != WEX_OK)
+            return wex__error_prefix(st, "%s", what);
+    }
+    return index_pieces(s);
+}
+
+void wex__side_close(wex__side *s)
+{
+    if (s->layouts != NULL)
+        for (uint64_t r = 0; r < s->ranks; r++)
+            wex__rank_layout_fini(&s->layouts[r]);
+    free(s->layouts);
+    free(s->hosts);
+    free(s->canon_start);
+    free(s->canon_refs);
+    free(s->canon_views);
+    if (s->visible != NULL)
+        for (uint64_t r = 0; r < s->ranks; r++)
+            free(s->visible[r]);
+    free(s->visible);
+    free(s->visible_count);
+    free(s->policy_canon_start);
+    free(s->policy_canon_views);
+    wex__engine_close(s->engine);
+    memset(s, 0, sizeof(*s));
+}
+
+uint64_t wex__side_piece_bytes(const wex__side *s, uint64_t rank)
+{
+    const wex__rank_layout *l = &s->layouts[rank];
+    uint64_t total = 0;
+
+    for (size_t i = 0; i < l->piece_count; i++) {
+        const wex__piece *p = &l->pieces[i];
+        uint64_t n = wex_dtype_size(l->tensors[p->tensor].dtype);
+        for (uint32_t d = 0; d < p->ndim; d++)
+            n *= p->extent[d];
+        total += n;
+    }
+    return total;
+}
+
+void wex__side_view(const wex__side *s, uint64_t rank, uint64_t piece,
+                    wex_piece_view *v)
+{
+    const wex__rank_layout *l = &s->layouts[rank];
+    const wex__piece *p = &l->pieces[piece];
+
+    v->ndim = p->ndim;
+    v->local_ndim = l->tensors[p->tensor].ndim;
+    v->rank = rank;
+    v->tensor = p->tensor;
+    v->canonical = p->canonical;
+    v->offset = p->offset;
+    v->extent = p->extent;
+    v->at = p->at;
+}
+
+wex_status wex__side_hide(wex__side *s,
+                          int (*hidden)(const wex__side *side, uint64_t rank,
+                                        size_t piece, void *arg),
+                          void *arg)
+{
+    uint64_t count = s->model->count, total = 0;
+    uint64_t *fill = NULL;
+
+    s->visible = calloc(s->ranks, sizeof(*s->visible));
+    s->visible_count = calloc(s->ranks, sizeof(*s->visible_count));
+    s->policy_canon_start = calloc(count + 1, sizeof(*s->policy_canon_start));
+    fill = calloc(count + 1, sizeof(*fill));
+    if (s->visible == NULL || s->visible_count == NULL ||
+        s->policy_canon_start == NULL || fill == NULL)
+        goto nomem;
+    for (uint64_t r = 0; r < s->ranks; r++) {
+        const wex__rank_layout *l = &s->layouts[r];
+        s->visible[r] = malloc((l->piece_count ? l->piece_count : 1) *
+                               sizeof(**s->visible));
+        if (s->visible[r] == NULL)
+            goto nomem;
+        for (size_t i = 0; i < l->piece_count; i++)
+            if (!hidden(s, r, i, arg)) {
+                s->visible[r][s->visible_count[r]++] = (uint32_t)i;
+                s->policy_canon_start[l->pieces[i].canonical + 1]++;
+            }
+    }
+    for (uint64_t c = 0; c < count; c++)
+        s->policy_canon_start[c + 1] += s->policy_canon_start[c];
+    total = s->policy_canon_start[count];
+    s->policy_canon_views = malloc((total ? total : 1) *
+                                   sizeof(*s->policy_canon_views));
+    if (s->policy_canon_views == NULL)
+        goto nomem;
+    memcpy(fill, s->policy_canon_start, (count + 1) * sizeof(*fill));
+    for (uint64_t r = 0; r < s->ranks; r++)
+        for (uint32_t k = 0; k < s->visible_count[r]; k++) {
+            uint32_t i = s->visible[r][k];
+            uint64_t c = s->layouts[r].pieces[i].canonical;
+            wex_piece_view *v = &s->policy_canon_views[fill[c]++];
+            memset(v, 0, sizeof(*v));
+            v->struct_size = sizeof(*v);
+            wex__side_view(s, r, i, v);
+        }
+    free(fill);
+    return WEX_OK;
+nomem:
+    free(fill);
+    return wex__error(WEX_ERR_NOMEM, "%s layout: out of memory", s->what);
+}

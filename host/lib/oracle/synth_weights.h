@@ -1,0 +1,23 @@
+/*
+ * The test oracle (docs/design.md): synthetic weights that are a pure
+ * function of (canonical tensor, element index, step). A source rank
+ * writes them through its own layout and a destination rank checks every
+ * element through its own, so any layout, plan or transport bug shows up
+ * as a mismatch at an exact tensor and index. `wex run`, the GPU tests and
+ * the benchmarks use it; it is not part of libwex's public API.
+ */
+#ifndef WEX_HOST_SYNTH_WEIGHTS_H
+#define WEX_HOST_SYNTH_WEIGHTS_H
+
+#include <stdint.h>
+
+#include "runtime.h"
+
+/* Writes step `step`'s value into every element of every piece the rank
+ * holds (its bound memory must be host memory). */
+void wex__synth_fill(const wex_job *job, uint64_t step);
+/* Elements (of every piece the rank holds) that differ from step `step`'s
+ * values; 0 when everything landed. */
+uint64_t wex__synth_check(const wex_job *job, uint64_t step);
+
+#endif /* WEX_HOST_SYNTH_WEIGHTS_H */

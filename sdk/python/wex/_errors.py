@@ -1,0 +1,27 @@
+"""WexError: what every failing libwex call raises."""
+from . import _lib
+
+
+class WexError(RuntimeError):
+    """A libwex call failed. ``status`` names the error class (``"INVALID"``,
+    ``"PEER_FAILURE"``, ``"TIMEOUT"``, ...; see sdk/include/wex/abi.h),
+    ``code`` is the C ``wex_status``, and the message is libwex's one line."""
+
+    def __init__(self, code, message):
+        self.code = int(code)
+        self.status = _lib.STATUS_NAMES.get(self.code, "UNKNOWN")
+        self.message = message
+        super().__init__("%s: %s" % (self.status, message))
+
+
+def invalid(message):
+    """A WexError of status INVALID raised by the package itself."""
+    return WexError(-1, message)
+
+
+def check(code):
+    """Raises WexError with libwex's last error unless `code` is WEX_OK."""
+    if code != 0:
+        text = _lib.lib().wex_last_error()
+        raise WexError(code, text.decode("utf-8", "replace") if text else "")
+    return code

@@ -1,0 +1,294 @@
+"""wex.Job: one rank of a weight-sync job, over the engine API of
+<wex/wex.h>."""
+import collections
+import ctypes
+import json
+import os
+from collections.abc import Mapping
+
+from . import _dtypes, _lib
+from ._closing import Closing
+from ._errors import check, invalid
+
+TensorSpec = collections.namedtuple("TensorSpec", "name dtype shape nbytes")
+TensorSpec.__doc__ = """One local tensor of this rank, as its engine holds it:
+its name (the engine's own, a state-dict name), dtype (a torch.dtype, or the
+wex name such as "BF16" when torch is not installed), shape and size."""
+
+SyncReport = collections.namedtuple(
+    "SyncReport", "step committed_step operations bytes peers seconds "
+    "verified attempts failed_over")
+SyncReport.__doc__ = """What one wex_sync did on this rank: the step, the
+step this destination has committed since, its operations and bytes sent or
+received, its peers, the seconds from the step's barrier to commit, whether
+digests were checked and matched, how many tries the step took and how many
+dead sources it went without."""
+
+_SIDES = {"source": _lib.SIDE_SOURCE, "destination": _lib.SIDE_DESTINATION}
+
+
+def _config_text(config):
+    """A job config as libwex takes it: a path, or the JSON text itself."""
+    if isinstance(config, Mapping):
+        return json.dumps(config)
+    if isinstance(config, os.PathLike):
+        return os.fspath(config)
+    if isinstance(config, str):
+        return config
+    raise TypeError("wex.Job: config must be a path, JSON text or a dict, "
+                    "not %s" % type(config).__name__)
+
+
+def _encode(text):
+    return None if text is None else str(text).encode("utf-8")
+
+
+class Job(Closing):
+    """One rank of a job: ``wex.Job(config, "source"|"destination", rank)``.
+
+    ``config`` is a job file's path, its JSON text or a dict (paths inside a
+    text or a dict are relative to the working directory). ``rendezvous``
+    ("HOST:PORT"), ``token`` and ``job_id`` override the config's (and
+    $WEX_RENDEZVOUS, $WEX_TOKEN). Opening lays out both sides and plans this
+    rank's operations; then ``bind`` (or ``allocate``) its tensors and call
+    ``sync(step)`` every step, on every rank of both sides.
+
+    ``checkpoint``, a Hugging Face checkpoint directory, makes a source rank
+    read it: its tensors are bound to the checkpoint's files, mapped
+    read-only (the job's source engine must be hf holding the checkpoint's
+    dtypes), and a mismatch with the model is a WexError naming the file,
+    the tensor, what was expected and what was found.
+    """
+
+    def __init__(self, config, side, rank, *, rendezvous=None, token=None,
+                 job_id=None, checkpoint=None):
+        if side not in _SIDES:
+            raise invalid("wex.Job: side must be 'source' or 'destination', "
+                          "not %r" % (side,))
+        if not isinstance(rank, int) or rank < 0:
+            raise invalid("wex.Job: rank must be a non-negative integer, not "
+                          "%r" % (rank,))
+        self.side = side
+        self.rank = rank
+        self._handle = ctypes.c_void_p()
+        self._bound = {}    # name -> the tensor whose memory wex holds
+        self._allocated = None
+        options = _lib.JobOptions(ctypes.sizeof(_lib.JobOptions), 0,
+                                  _encode(rendezvous), _encode(token),
+                                  _encode(job_id))
+        check(_lib.lib().wex_job_open(_encode(_config_text(config)),
+                                      _SIDES[side], rank,
+                                      ctypes.byref(options),
+                                      ctypes.byref(self._handle)))
+        self._specs = self._read_specs()
+        if checkpoint is not None:
+            try:
+                check(_lib.lib().wex_job_bind_checkpoint(
+                    self._handle, _encode(os.fspath(checkpoint))))
+            except BaseException:
+                self.close()
+                raise
+            self._bound = {name: None for name, _, _, _ in self._specs}
+
+    # ---- what this rank holds ---------------------------------------------
+
+    def _read_specs(self):
+        specs = []
+        for i in range(_lib.lib().wex_job_tensor_count(self._handle)):
+            t = _lib.Tensor()
+            t.struct_size = ctypes.sizeof(t)
+            check(_lib.lib().wex_job_tensor(self._handle, i, ctypes.byref(t)))
+            specs.append((t.name.decode("utf-8"), _dtypes.NAMES[t.dtype],
+                          tuple(t.shape[d] for d in range(t.ndim)), t.bytes))
+        return specs
+
+    @property
+    def tensors(self):
+        """This rank's local tensors, in the engine's order: TensorSpecs."""
+        out = []
+        for name, dtype, shape, nbytes in self._specs:
+            try:
+                torch_dtype = _dtypes.torch_dtype(dtype)
+            except ImportError:
+                torch_dtype = None
+            out.append(TensorSpec(name, torch_dtype or dtype, shape, nbytes))
+        return out
+
+    def _live(self):
+        if not self._handle:
+            raise invalid("wex.Job: the job is closed")
+        return self._handle
+
+    # ---- memory -----------------------------------------------------------
+
+    def bind(self, tensors, strict=True):
+        """Hands wex this rank's tensors, where they live (no copy).
+
+        ``tensors`` is a Mapping name -> torch.Tensor, an iterable of
+        (name, tensor) pairs, or a torch.nn.Module, whose state dict names
+        them (parameters and persistent buffers; tied weights share one
+        storage and are bound once, under the name the job has). Every local
+        tensor of the rank must be there, with its dtype, shape, on one
+        device, contiguous; a name the job does not have is an error unless
+        ``strict=False``. cpu tensors are host memory, cuda tensors CUDA
+        memory. The job keeps a reference to each; their storage must stay
+        where it is (no resize, no reallocation) for the job's life.
+        """
+        import torch
+
+        handle = self._live()
+        if self._bound or self._allocated is not None:
+            raise invalid("bind: this job's tensors are already bound")
+        pairs = _named_tensors(tensors, torch)
+        specs = {s[0]: (i, s) for i, s in enumerate(self._specs)}
+        chosen, problems, storages = {}, [], {}
+        for name, tensor in pairs:
+            if not isinstance(tensor, torch.Tensor):
+                problems.append("%s: expected a torch.Tensor, got %s"
+                                % (name, type(tensor).__name__))
+                continue
+            if name in specs:
+                chosen[name] = tensor
+                storages[_storage_key(tensor)] = name
+        for name, tensor in pairs:
+            if name in specs or not isinstance(tensor, torch.Tensor):
+                continue
+            if _storage_key(tensor) in storages:
+                continue  # a tied weight, bound under the job's name
+            if strict:
+                problems.append("%s: the job's %s rank %d has no such tensor "
+                                "(bind(..., strict=False) skips it)"
+                                % (name, self.side, self.rank))
+        for name, (index, (_, dtype, shape, nbytes)) in specs.items():
+            if name not in chosen:
+                problems.append("%s: missing (the %s rank %d holds it: %s %s)"
+                                % (name, self.side, self.rank, dtype,
+                                   list(shape)))
+                continue
+            why = _mismatch(chosen[name], dtype, shape, torch)
+            if why:
+                problems.append("%s: %s" % (name, why))
+        if problems:
+            raise invalid("bind: " + problems[0] +
+                          ("" if len(problems) == 1 else
+                           " (and %d more: %s)" % (len(problems) - 1,
+                                                   "; ".join(problems[1:4]))))
+        for name, (index, (_, _, _, nbytes)) in specs.items():
+            tensor = chosen[name]
+            kind = _lib.MEMORY_CUDA if tensor.is_cuda else _lib.MEMORY_HOST
+            check(_lib.lib().wex_job_bind_memory(
+                handle, index, ctypes.c_void_p(tensor.data_ptr()), nbytes,
+                kind))
+            self._bound[name] = tensor
+
+    def allocate(self):
+        """Lets wex allocate every local tensor in memory its transport
+        writes into directly (shm's one-copy path) and returns them as a
+        dict name -> torch.Tensor (cpu), zeroed. They live until close()."""
+        import torch
+
+        handle = self._live()
+        if self._bound or self._allocated is not None:
+            raise invalid("allocate: this job's tensors are already bound")
+        out = {}
+        for index, (name, dtype, shape, nbytes) in enumerate(self._specs):
+            address = ctypes.c_void_p()
+            check(_lib.lib().wex_job_alloc(handle, index,
+                                           ctypes.byref(address)))
+            raw = (ctypes.c_uint8 * nbytes).from_address(address.value)
+            out[name] = torch.frombuffer(raw, dtype=torch.uint8).view(
+                _dtypes.torch_dtype(dtype)).reshape(shape)
+        self._allocated = out
+        return dict(out)
+
+    # ---- syncing ----------------------------------------------------------
+
+    def connect(self):
+        """Meets every other rank (layouts agreed, memory exchanged).
+        Optional: sync() connects on first use."""
+        check(_lib.lib().wex_job_connect(self._live()))
+
+    def sync(self, step):
+        """One step on this rank: sources write, destinations commit `step`
+        only when everything landed (and matched). Returns a SyncReport;
+        raises WexError naming the peers at fault otherwise."""
+        report = _lib.SyncReport()
+        report.struct_size = ctypes.sizeof(report)
+        check(_lib.lib().wex_sync(self._live(), step, ctypes.byref(report)))
+        return SyncReport(report.step, report.committed_step,
+                          report.operations, report.bytes, report.peers,
+                          report.seconds, bool(report.verified),
+                          report.attempts, report.failed_over)
+
+    def save(self, directory, shard_bytes=5_000_000_000):
+        """Writes what this side holds to `directory` (which must not exist,
+        or be empty) as a Hugging Face checkpoint: canonical names and
+        dtypes, shards of at most `shard_bytes` (0: one model.safetensors)
+        with model.safetensors.index.json, metadata {"format": "pt"}. Every
+        rank of the side calls it (connected, when there are several); the
+        files are renamed into place only once every rank's bytes are
+        written, so a failed save leaves no checkpoint."""
+        if not isinstance(shard_bytes, int) or shard_bytes < 0:
+            raise invalid("save: shard_bytes must be a non-negative integer, "
+                          "not %r" % (shard_bytes,))
+        check(_lib.lib().wex_job_save(self._live(),
+                                      _encode(os.fspath(directory)),
+                                      shard_bytes))
+
+    @property
+    def committed_step(self):
+        """The last step this destination committed (0: none yet)."""
+        return _lib.lib().wex_job_committed_step(self._live())
+
+    # ---- the end ------------------------------------------------------------
+
+    def close(self):
+        """Leaves the job and frees what wex allocated. Idempotent."""
+        if self._handle:
+            _lib.lib().wex_job_close(self._handle)
+            self._handle = ctypes.c_void_p()
+        self._bound = {}
+        self._allocated = None
+
+    def __repr__(self):
+        return "<wex.Job %s rank %d, %d tensors%s>" % (
+            self.side, self.rank, len(self._specs),
+            "" if self._handle else ", closed")
+
+
+def _named_tensors(tensors, torch):
+    """(name, tensor) pairs from a Mapping, an nn.Module or pairs."""
+    if isinstance(tensors, torch.nn.Module):
+        return list(tensors.state_dict(keep_vars=True).items())
+    if isinstance(tensors, Mapping):
+        return list(tensors.items())
+    try:
+        return [(str(n), t) for n, t in tensors]
+    except (TypeError, ValueError):
+        raise TypeError("bind: expected a Mapping name -> tensor, an "
+                        "iterable of (name, tensor) pairs or a "
+                        "torch.nn.Module, not %s" % type(tensors).__name__)
+
+
+def _storage_key(tensor):
+    """What two tensors sharing memory (tied weights) have in common."""
+    return (tensor.device.type, tensor.device.index, tensor.data_ptr())
+
+
+def _mismatch(tensor, dtype, shape, torch):
+    """Why `tensor` cannot be bound as a (dtype, shape) local tensor, or
+    None."""
+    want = _dtypes.torch_dtype(dtype)
+    got_shape = tuple(tensor.shape)
+    if want is None:
+        return "this torch has no dtype for wex's %s" % dtype
+    if tensor.dtype != want or got_shape != tuple(shape):
+        return "expected %s %s, got %s %s" % (
+            str(want).replace("torch.", ""), list(shape),
+            str(tensor.dtype).replace("torch.", ""), list(got_shape))
+    if not tensor.is_contiguous():
+        return "expected a contiguous tensor, got strides %s" % (
+            list(tensor.stride()),)
+    if tensor.device.type not in ("cpu", "cuda"):
+        return "expected a cpu or cuda tensor, got one on %s" % tensor.device
+    return None
