@@ -124,10 +124,13 @@ static const char *tls_name(void)
     return getenv("UCX_TLS") ? getenv("UCX_TLS") : "default";
 }
 
+/* tls: UCX_TLS (NULL: UCX's choice); error_handling and path: the
+ * options of both ends (NULL: their defaults). */
 static void put_pattern_across_processes(const char *tls,
-                                         const char *error_handling)
+                                         const char *error_handling,
+                                         const char *path)
 {
-    char dopt[128], sopt[128];
+    char dopt[160], sopt[200], dmore[64], smore[96];
     enum { REPS = 4 };
     wex_transport_ctx *ctx;
     wex_transport_peer *to_alloc = NULL, *to_reg = NULL;
@@ -139,11 +142,13 @@ static void put_pattern_across_processes(const char *tls,
 
     if (tls != NULL)
         setenv("UCX_TLS", tls, 1); /* before either side's ucp_init */
+    snprintf(dmore, sizeof(dmore), "\"data_path\": \"%s\"",
+             path ? path : "auto");
+    snprintf(smore, sizeof(smore), "%s, \"connect_timeout_ms\": 5000", dmore);
     spawn_destination(&d, options_for(error_handling, dopt, sizeof(dopt),
-                                      NULL));
+                                      dmore));
     ctx = must_open(WEX_SIDE_SOURCE, 0,
-                    options_for(error_handling, sopt, sizeof(sopt),
-                                "\"connect_timeout_ms\": 5000"));
+                    options_for(error_handling, sopt, sizeof(sopt), smore));
     ck_assert_msg(ops->peer_attach(ctx, DEST_RANK, d.key[0], d.key_len[0],
                                    &to_alloc) == WEX_OK,
                   "%s", wex__last_error());
@@ -186,11 +191,12 @@ static void put_pattern_across_processes(const char *tls,
     put_all(ctx, to_alloc, va, 3, src_alloc);
     put_all(ctx, to_reg, vr, nr, src_reg);
     ck_assert_msg(ops->flush(ctx) == WEX_OK, "%s", wex__last_error());
-    printf("ucx (UCX_TLS=%s, error_handling %s) across processes "
-           "(informative): put 64 MiB x %d + flush %.2f GB/s, memcpy %.2f "
-           "GB/s; %zu small puts (1-61 bytes) + flush %.0f puts/s\n",
-           tls_name(), error_handling ? error_handling : "peer", REPS, big,
-           copy, na - 3, small);
+    printf("ucx (UCX_TLS=%s, error_handling %s, data_path %s) across "
+           "processes (informative): put 64 MiB x %d + flush %.2f GB/s, "
+           "memcpy %.2f GB/s; %zu small puts (1-61 bytes) + flush %.0f "
+           "puts/s\n",
+           tls_name(), error_handling ? error_handling : "peer",
+           path ? path : "auto", REPS, big, copy, na - 3, small);
     fflush(stdout);
 
     ops->peer_detach(ctx, to_alloc);
@@ -207,20 +213,83 @@ static void put_pattern_across_processes(const char *tls,
 
 START_TEST(buffers_across_processes_default)
 {
-    put_pattern_across_processes(NULL, NULL);
+    put_pattern_across_processes(NULL, NULL, NULL);
 }
 END_TEST
 
+/* tcp has no native RMA: auto sends active messages. */
 START_TEST(buffers_across_processes_tcp)
 {
-    put_pattern_across_processes("tcp", NULL);
+    put_pattern_across_processes("tcp", NULL, NULL);
+}
+END_TEST
+
+/* ... and data_path "put" the puts UCX emulates over them. */
+START_TEST(buffers_across_processes_tcp_puts)
+{
+    put_pattern_across_processes("tcp", NULL, "put");
 }
 END_TEST
 
 /* Without peer error handling UCX may pick shared memory on one host. */
 START_TEST(buffers_across_processes_no_error_handling)
 {
-    put_pattern_across_processes(NULL, "none");
+    put_pattern_across_processes(NULL, "none", NULL);
+}
+END_TEST
+
+/* Messages where shared memory could take puts: the path forced. */
+START_TEST(buffers_across_processes_messages_over_shared_memory)
+{
+    put_pattern_across_processes(NULL, "none", "am");
+}
+END_TEST
+
+/* A destination places a message's bytes only inside a buffer it still
+ * maps; bytes for a buffer it dropped are refused, and the source's next
+ * flush fails saying so, once. */
+START_TEST(messages_outside_every_buffer_are_refused)
+{
+    static const char *opt = "{\"data_path\": \"am\"}";
+    wex_transport_ctx *dst = must_open(WEX_SIDE_DESTINATION, 2, opt);
+    wex_transport_ctx *src = must_open(WEX_SIDE_SOURCE, 0, opt);
+    wex_transport_mem *kept, *dropped;
+    wex_transport_peer *to_kept = NULL, *to_dropped = NULL;
+    uint8_t key[2][WEX_TRANSPORT_KEY_MAX], bytes[100000];
+    uint64_t len[2] = {sizeof(key[0]), sizeof(key[1])};
+    uint8_t *kbuf, *dbuf;
+
+    memset(bytes, 7, sizeof(bytes));
+    ck_assert_int_eq(ops->mem_alloc(dst, 1 << 20, (void **)&kbuf, &kept),
+                     WEX_OK);
+    ck_assert_int_eq(ops->mem_alloc(dst, 1 << 20, (void **)&dbuf, &dropped),
+                     WEX_OK);
+    ck_assert_int_eq(ops->mem_key(dst, kept, key[0], &len[0]), WEX_OK);
+    ck_assert_int_eq(ops->mem_key(dst, dropped, key[1], &len[1]), WEX_OK);
+    ck_assert_msg(ops->peer_attach(src, 2, key[0], len[0], &to_kept) == WEX_OK,
+                  "%s", wex__last_error());
+    ck_assert_msg(ops->peer_attach(src, 2, key[1], len[1], &to_dropped) ==
+                      WEX_OK, "%s", wex__last_error());
+    ops->mem_deregister(dst, dropped);
+    /* an eager message and a rendezvous one, both refused */
+    ck_assert_int_eq(ops->put(src, to_dropped, 0, bytes, 64), WEX_OK);
+    ck_assert_int_eq(ops->put(src, to_dropped, 4096, bytes, sizeof(bytes)),
+                     WEX_OK);
+    ck_assert_int_eq(ops->put(src, to_kept, 8, bytes, sizeof(bytes)), WEX_OK);
+    ck_assert_int_eq(ops->flush(src), WEX_ERR_INVALID);
+    ck_assert_msg(strstr(wex__last_error(), "destination rank 2") != NULL &&
+                      strstr(wex__last_error(), "refused 100064 bytes") !=
+                          NULL,
+                  "%s", wex__last_error());
+    ck_assert_uint_eq(kbuf[8], 7); /* the kept buffer got its bytes */
+    ck_assert_uint_eq(kbuf[8 + sizeof(bytes) - 1], 7);
+    ck_assert_uint_eq(kbuf[8 + sizeof(bytes)], 0);
+    /* told once: the next flush succeeds */
+    ck_assert_int_eq(ops->put(src, to_kept, 0, bytes, 8), WEX_OK);
+    ck_assert_msg(ops->flush(src) == WEX_OK, "%s", wex__last_error());
+    ck_assert_uint_eq(kbuf[0], 7);
+    ops->ctx_destroy(src);
+    ops->ctx_destroy(dst);
 }
 END_TEST
 
@@ -564,6 +633,8 @@ START_TEST(options_are_checked)
         {"{\"max_outstanding\": 1048577}", "/max_outstanding"},
         {"{\"error_handling\": \"abort\"}", "/error_handling"},
         {"{\"error_handling\": 1}", "/error_handling"},
+        {"{\"data_path\": \"rdma\"}", "/data_path"},
+        {"{\"data_path\": true}", "/data_path"},
     };
     wex_transport_ctx *ctx = NULL;
 
@@ -676,7 +747,10 @@ static Suite *ucx_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, buffers_across_processes_default);
     tcase_add_test(tc, buffers_across_processes_tcp);
+    tcase_add_test(tc, buffers_across_processes_tcp_puts);
     tcase_add_test(tc, buffers_across_processes_no_error_handling);
+    tcase_add_test(tc, buffers_across_processes_messages_over_shared_memory);
+    tcase_add_test(tc, messages_outside_every_buffer_are_refused);
     tcase_add_test(tc, bad_keys_are_invalid);
     tcase_add_test(tc, options_are_checked);
     tcase_add_test(tc, arguments_are_checked);

@@ -152,6 +152,28 @@ static wex_status get_err_mode(const wex_host_services *h,
     return WEX_OK;
 }
 
+/* "/data_path": "auto" (the default), "put" or "am". */
+static wex_status get_data_path(const wex_host_services *h,
+                                const wex_options *options, int *path)
+{
+    const char *v = NULL;
+
+    *path = UCX_PATH_AUTO;
+    if (options == NULL ||
+        h->opt_type(options, "/data_path") == WEX_JSON_MISSING)
+        return WEX_OK;
+    if (h->opt_get_str(options, "/data_path", &v) != WEX_OK ||
+        (strcmp(v, "auto") != 0 && strcmp(v, "put") != 0 &&
+         strcmp(v, "am") != 0))
+        return FAIL(h, WEX_ERR_INVALID,
+                    "/data_path: expected \"auto\", \"put\" or \"am\"");
+    if (strcmp(v, "put") == 0)
+        *path = UCX_PATH_PUT;
+    else if (strcmp(v, "am") == 0)
+        *path = UCX_PATH_AM;
+    return WEX_OK;
+}
+
 static void host_name(char *out)
 {
     char name[256];
@@ -177,6 +199,7 @@ static wex_status ucx_ctx_create(wex_plugin_state *state,
     int64_t connect_timeout = CONNECT_TIMEOUT_DEFAULT_MS;
     int64_t max_outstanding = MAX_OUTSTANDING_DEFAULT;
     ucp_err_handling_mode_t err_mode;
+    int data_path;
     ucp_worker_params_t wp;
     ucp_params_t params;
     wex_transport_ctx *ctx;
@@ -190,7 +213,8 @@ static wex_status ucx_ctx_create(wex_plugin_state *state,
                          TIMEOUT_MAX_MS, &connect_timeout)) != WEX_OK ||
         (st = wt_option_i64(h, args->options, "/max_outstanding", 1,
                          MAX_OUTSTANDING_MAX, &max_outstanding)) != WEX_OK ||
-        (st = get_err_mode(h, args->options, &err_mode)) != WEX_OK)
+        (st = get_err_mode(h, args->options, &err_mode)) != WEX_OK ||
+        (st = get_data_path(h, args->options, &data_path)) != WEX_OK)
         return st;
 
     ctx = calloc(1, sizeof(*ctx));
@@ -204,6 +228,7 @@ static wex_status ucx_ctx_create(wex_plugin_state *state,
     ctx->connect_timeout_ms = (int)connect_timeout;
     ctx->max_outstanding = (uint64_t)max_outstanding;
     ctx->err_mode = err_mode;
+    ctx->data_path = data_path;
     ctx->efd = -1;
     ctx->wake_fd = -1;
     pthread_mutex_init(&ctx->lock, NULL);
@@ -212,7 +237,11 @@ static wex_status ucx_ctx_create(wex_plugin_state *state,
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME |
                         UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
+    /* data_path "put" leaves active messages out, as every version
+     * before them did: UCX then picks its lanes for RMA alone. */
     params.features = UCP_FEATURE_RMA;
+    if (ctx->data_path != UCX_PATH_PUT)
+        params.features |= UCP_FEATURE_AM;
     if (ctx->side == WEX_SIDE_DESTINATION)
         params.features |= UCP_FEATURE_WAKEUP;
     params.name = "wex";
@@ -243,6 +272,9 @@ static wex_status ucx_ctx_create(wex_plugin_state *state,
                   ucs_status_string(us));
         goto fail;
     }
+    if (ctx->data_path != UCX_PATH_PUT &&
+        (st = ucx_am_handlers(ctx)) != WEX_OK)
+        goto fail;
     if (ctx->side == WEX_SIDE_DESTINATION) {
         us = ucp_worker_get_address(ctx->worker, &ctx->address,
                                     &ctx->address_len);
@@ -289,6 +321,7 @@ static void ucx_ctx_destroy(wex_transport_ctx *ctx)
         ucp_worker_destroy(ctx->worker);
     if (ctx->context != NULL)
         ucp_cleanup(ctx->context);
+    ucx_am_sources_free(ctx); /* the last receive's callback has run */
     /* Only now: the worker's last completions could still name them. */
     while (ctx->conns != NULL) {
         ucx_conn *c = ctx->conns;

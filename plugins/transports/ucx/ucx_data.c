@@ -129,6 +129,8 @@ wex_status ucx_put(wex_transport_ctx *ctx, wex_transport_peer *p,
             ucx_source_progress(ctx, &idle);
         }
     }
+    if (c->am)
+        return ucx_am_put(ctx, p, offset, src, bytes);
     memset(&param, 0, sizeof(param));
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                          UCP_OP_ATTR_FIELD_USER_DATA;
@@ -150,15 +152,19 @@ wex_status ucx_flush(wex_transport_ctx *ctx)
 {
     const wex_host_services *h = ctx->host;
     int64_t deadline = ucx_now_ms() + ctx->flush_timeout_ms;
-    const ucx_conn *failed = NULL, *late = NULL;
+    const ucx_conn *failed = NULL, *late = NULL, *refused = NULL;
     uint64_t pending = 0;
     unsigned idle = 0;
 
     if (ctx->side != WEX_SIDE_SOURCE)
         return WEX_OK;
     for (ucx_conn *c = ctx->conns; c != NULL; c = c->next)
-        if (c->ep != NULL && c->failure == UCS_OK)
-            ucx_flush_start(c);
+        if (c->ep != NULL && c->failure == UCS_OK) {
+            if (c->am)
+                ucx_am_flush_start(c);
+            else
+                ucx_flush_start(c);
+        }
     for (;;) {
         pending = 0;
         late = NULL;
@@ -171,21 +177,40 @@ wex_status ucx_flush(wex_transport_ctx *ctx)
                 c->failure = c->flush_status;
             if (c->failure != UCS_OK)
                 failed = c;
-            else if (!c->flush_done && pending++ == 0)
+            else if (c->am && c->am_answered &&
+                     c->am_refused != c->am_refused_told)
+                refused = c;
+            else if (!(c->am ? c->am_answered : c->flush_done) &&
+                     pending++ == 0)
                 late = c;
         }
+        if (refused != NULL)
+            break;
         if (failed != NULL || pending == 0 || ucx_now_ms() >= deadline)
             break;
         ucx_source_progress(ctx, &idle);
     }
     for (ucx_conn *c = ctx->conns; c != NULL; c = c->next) {
-        if (c->ep != NULL && !c->flush_done && failed == NULL)
+        if (c->ep != NULL && failed == NULL && refused == NULL &&
+            !(c->am ? c->am_answered : c->flush_done))
             c->stuck = 1; /* timed out */
         if (c->ep != NULL)
             ucx_flush_abandon(c);
     }
     if (failed != NULL)
         return ucx_peer_failed(ctx, failed);
+    if (refused != NULL) {
+        ucx_conn *r = (ucx_conn *)refused;
+        uint64_t n = r->am_refused - r->am_refused_told;
+
+        r->am_refused_told = r->am_refused;
+        return FAIL(h, WEX_ERR_INVALID,
+                    "flush: destination rank %llu (host %s, pid %u) refused "
+                    "%llu bytes aimed outside every buffer it maps (a buffer "
+                    "deregistered while a source still wrote to it?)",
+                    (unsigned long long)r->rank, r->host, r->pid,
+                    (unsigned long long)n);
+    }
     if (pending != 0)
         return FAIL(h, WEX_ERR_TIMEOUT,
                     "flush: destination rank %llu (host %s, pid %u)%s did not "

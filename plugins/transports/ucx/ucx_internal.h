@@ -5,6 +5,7 @@
  *   ucx_conn.c  endpoints to destination workers: open, flush, close
  *   ucx_mem.c   destination memory: map, publish keys, unmap
  *   ucx_data.c  attached peers, put and flush
+ *   ucx_am.c    the active-message data path, where no lane does RMA
  *   ucx_key.c   the key a destination publishes for each buffer
  */
 #ifndef WEX_UCX_INTERNAL_H
@@ -36,6 +37,11 @@
 #define IDLE_SPINS 64
 #define IDLE_WAIT_MS 5
 
+/* How a source writes a destination's bytes (option data_path). */
+enum { UCX_PATH_AUTO, UCX_PATH_PUT, UCX_PATH_AM };
+
+typedef struct ucx_am_source ucx_am_source;
+
 /* An endpoint to one destination rank's worker, shared by every buffer
  * of that rank a source attaches. Never freed before the worker is
  * destroyed: a late completion may still name it. */
@@ -55,6 +61,14 @@ typedef struct ucx_conn {
     void *flush_req;
     int flush_done;
     ucs_status_t flush_status;
+    /* active messages (ucx_am.c): used instead of puts when set */
+    int am;
+    uint64_t am_sent;     /* bytes sent since the context began */
+    uint64_t am_seq;      /* the last flush asked */
+    int am_answered;      /* ... and answered */
+    uint64_t am_placed;   /* what the answer says was placed */
+    uint64_t am_refused;  /* ... and refused, in all */
+    uint64_t am_refused_told; /* refused bytes a flush already failed for */
 } ucx_conn;
 
 struct wex_transport_mem {
@@ -83,6 +97,7 @@ struct wex_transport_ctx {
     int flush_timeout_ms;
     int connect_timeout_ms;
     uint64_t max_outstanding;
+    int data_path; /* UCX_PATH_* */
     ucp_err_handling_mode_t err_mode;
     ucp_context_h context;
     ucp_worker_h worker;
@@ -97,7 +112,9 @@ struct wex_transport_ctx {
     int efd;     /* the worker's event fd, or -1: sleep instead */
     int wake_fd; /* an eventfd that ends the thread's sleep */
     wt_link *mems; /* wex_transport_mem */
+    ucx_am_source *am_sources; /* what each source sent by message */
     /* source */
+    uint64_t nonce; /* tells this context's messages from another's */
     ucx_conn *conns;
     wt_link *peers; /* wex_transport_peer */
     uint64_t outstanding; /* put requests not yet completed */
@@ -145,5 +162,18 @@ void ucx_peer_free(wex_transport_ctx *ctx, wex_transport_peer *p);
 wex_status ucx_put(wex_transport_ctx *ctx, wex_transport_peer *p,
                    uint64_t offset, const void *src, uint64_t bytes);
 wex_status ucx_flush(wex_transport_ctx *ctx);
+
+/* ---- ucx_am.c ------------------------------------------------------ */
+
+/* Registers the context's message handlers (a source's for answers, a
+ * destination's for data and flushes). */
+wex_status ucx_am_handlers(wex_transport_ctx *ctx);
+/* Decides, once its endpoint exists, whether c sends messages or puts. */
+void ucx_am_choose(wex_transport_ctx *ctx, ucx_conn *c);
+wex_status ucx_am_put(wex_transport_ctx *ctx, wex_transport_peer *p,
+                      uint64_t offset, const void *src, uint64_t bytes);
+/* Asks c's destination to answer once every byte sent so far is placed. */
+void ucx_am_flush_start(ucx_conn *c);
+void ucx_am_sources_free(wex_transport_ctx *ctx);
 
 #endif /* WEX_UCX_INTERNAL_H */
