@@ -74,7 +74,8 @@ static void usage(FILE *out)
             "hold (data\nparallel) completes without it and reports "
             "\"failed_over\". For tests,\nWEX_RUN_FAULT=die:SIDE:RANK:STEP "
             "kills a rank just before that step,\ndie-mid:SIDE:RANK:STEP "
-            "in the middle of it, and hang:SIDE:RANK:STEP wedges\nit before "
+            "in the middle of it (die-mid:SIDE:RANK:STEP:MS that many\n"
+            "milliseconds into it), and hang:SIDE:RANK:STEP wedges it before "
             "that step until a signal ends it. Workers die with this "
             "command,\nhowever it ends.\n");
 }

@@ -7,8 +7,8 @@
  *
  * WEX_RUN_FAULT="die:SIDE:RANK:STEP" makes that rank kill itself just
  * before that step's sync, "die-mid:SIDE:RANK:STEP" once that step's
- * barrier has passed, while its operations run: how the tests play a
- * crashed peer. "hang:SIDE:RANK:STEP" wedges it before that step, for
+ * barrier has passed, while its operations run ("die-mid:SIDE:RANK:STEP:MS"
+ * MS milliseconds after it): how the tests play a crashed peer. "hang:SIDE:RANK:STEP" wedges it before that step, for
  * good: only a signal ends it.
  */
 #include <pthread.h>
@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -39,11 +40,26 @@ static int fault_now(const char *how, uint32_t side, uint64_t rank,
         return 0;
     snprintf(want, sizeof(want), "%s:%s:%llu:%llu", how, side_name(side),
              (unsigned long long)rank, (unsigned long long)step);
-    return strcmp(f, want) == 0;
+    return strcmp(f, want) == 0 ||
+           (strcmp(how, "die-mid") == 0 &&
+            strncmp(f, want, strlen(want)) == 0 && f[strlen(want)] == ':');
+}
+
+/* The milliseconds after the barrier a "die-mid:...:MS" fault waits. */
+static long fault_delay_ms(void)
+{
+    const char *f = getenv("WEX_RUN_FAULT");
+    const char *last = f != NULL ? strrchr(f, ':') : NULL;
+    int fields = 0;
+
+    for (const char *p = f; p != NULL && *p; p++)
+        fields += *p == ':';
+    return fields == 4 ? strtol(last + 1, NULL, 10) : 0;
 }
 
 typedef struct killer {
     char address[300], token[300], key[96];
+    long delay_ms;
 } killer;
 
 /* Watches, on a connection of its own, for the step's barrier to pass,
@@ -62,6 +78,11 @@ static void *kill_mid_step(void *arg)
         wex__store_get(c, k->key, 600.0, &value, &len) == WEX_OK) {
         free(value);
         wex__store_close(c);
+        if (k->delay_ms > 0) {
+            struct timespec ts = {k->delay_ms / 1000,
+                                  k->delay_ms % 1000 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
         raise(SIGKILL);
     }
     wex__store_close(c);
@@ -77,6 +98,7 @@ static void arm_mid_step_fault(const wex_job *job, uint64_t step)
     snprintf(k.token, sizeof(k.token), "%s", job->token);
     snprintf(k.key, sizeof(k.key), "step/%llu/0/begin",
              (unsigned long long)step);
+    k.delay_ms = fault_delay_ms();
     if (pthread_create(&t, NULL, kill_mid_step, &k) == 0)
         pthread_detach(t);
 }

@@ -1,7 +1,8 @@
 /*
- * The `ucx` transport: one-sided puts with UCP, between processes on one
- * host or across hosts (RDMA, TCP, shared memory: whatever UCX selects;
- * UCX_TLS and the other UCX_* variables are honoured, never overridden).
+ * The `ucx` transport: one-sided puts with UCP (active messages where no
+ * lane does RMA natively), between processes on one host or across hosts
+ * (RDMA, TCP, shared memory: whatever UCX selects; UCX_TLS and the other
+ * UCX_* variables are honoured, never overridden).
  *
  * Every context owns one ucp_context and one worker.
  *  - A destination rank maps each buffer with ucp_mem_map (mem_alloc:
@@ -34,12 +35,13 @@
  * one host), a dead destination then showing only as a flush timeout,
  * or not at all when its memory is shared and still mapped.
  *
- * Over TCP, UCX emulates puts with active messages and the destination's
- * worker acknowledges each one. UCX 1.13 aborts the process when such an
- * acknowledgement fails (ucp_request_try_send: "unexpected error"), which
- * happens when the source died with puts still in flight; nothing here
- * can intercept it, so that destination dies too and the host's
- * rendezvous reports both deaths.
+ * Over TCP, UCX 1.13 emulates puts with active messages, slowly, and the
+ * destination's worker acknowledges each one; it aborts the process when
+ * such an acknowledgement fails, which happens when the source died with
+ * puts in flight. So where no lane of an endpoint does RMA natively
+ * (option data_path "auto"), sources send their bytes as active messages
+ * of their own, which the destination places and acknowledges per flush
+ * (ucx_am.c); nothing in that path is acknowledged by UCX on our behalf.
  *
  * This file: contexts, the progress thread and the descriptor; the rest
  * is listed in ucx_internal.h.

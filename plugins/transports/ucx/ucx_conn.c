@@ -218,7 +218,6 @@ wex_status ucx_conn_open(wex_transport_ctx *ctx, const ucx_key *k,
         c->failure = us;
         return ucx_peer_failed(ctx, c);
     }
-    ucx_am_choose(ctx, c);
     if (ctx->connect_timeout_ms == 0) {
         *conn_p = c;
         return WEX_OK;

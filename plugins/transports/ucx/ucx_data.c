@@ -43,9 +43,12 @@ wex_status ucx_peer_attach(wex_transport_ctx *ctx, uint64_t peer_rank,
     p = calloc(1, sizeof(*p));
     if (p == NULL)
         return FAIL(h, WEX_ERR_NOMEM, "out of memory");
-    if (c == NULL && (st = ucx_conn_open(ctx, &k, &c)) != WEX_OK) {
-        free(p);
-        return st;
+    if (c == NULL) {
+        if ((st = ucx_conn_open(ctx, &k, &c)) != WEX_OK) {
+            free(p);
+            return st;
+        }
+        ucx_am_choose(ctx, c); /* its lanes are known from here on */
     }
     us = ucp_ep_rkey_unpack(c->ep, k.rkey, &p->rkey);
     if (us != UCS_OK) {
