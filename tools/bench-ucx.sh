@@ -49,7 +49,8 @@ for tls in tcp default; do
     # cache. A 256 MiB message shows what the same path does from DRAM,
     # which is where a sync's bytes come from.
     big=$(perftest ucp_put_bw $((256 << 20)) 8)
-    echo "UCX_TLS=$tls ucx_perftest ucp_put_bw at 256 MiB: $(gbps "$big") GB/s"
+    bigam=$(perftest ucp_am_bw $((256 << 20)) 8)
+    echo "UCX_TLS=$tls ucx_perftest at 256 MiB: ucp_put_bw $(gbps "$big") GB/s, ucp_am_bw $(gbps "$bigam") GB/s"
     read -r w steady < <(wexrun "$j")
     if [ "$tls" = tcp ]; then limit=$am name=ucp_am_bw other="ucp_put_bw $(gbps "$put") GB/s"
     else limit=$put name=ucp_put_bw other="ucp_am_bw $(gbps "$am") GB/s"; fi

@@ -49,7 +49,8 @@ for _ in $(seq 100); do grep -q listening "$TMP/store.out" && break; sleep 0.1; 
 ADDR=$(sed -n 's/^listening on //p' "$TMP/store.out")
 [ -n "$ADDR" ] || { echo "FAIL: no rendezvous: $(cat "$TMP/store.out")"; exit 1; }
 common=(--steps 2 --rendezvous "$ADDR" --token netns-token-1 --job-id "$tag" --json)
-ip netns exec "$A" env UCX_NET_DEVICES="${tag}x" "$WEX" run "$JOB" --host 0 "${common[@]}" >"$TMP/a.json" 2>"$TMP/a.err" &
+# The sources log which path each endpoint takes (debug level).
+ip netns exec "$A" env UCX_NET_DEVICES="${tag}x" WEX_LOG_LEVEL=debug "$WEX" run "$JOB" --host 0 "${common[@]}" >"$TMP/a.json" 2>"$TMP/a.err" &
 SRC=$!
 ip netns exec "$B" env UCX_NET_DEVICES="${tag}y" "$WEX" run "$JOB" --host 1 "${common[@]}" >"$TMP/b.json" 2>"$TMP/b.err"
 code_b=$?
@@ -60,6 +61,15 @@ if [ "$code_a" -eq 0 ] && [ "$code_b" -eq 0 ]; then
     echo "ok   both hosts exit 0"
 else
     echo "FAIL host 0 exit $code_a: $(tail -3 "$TMP/a.err"); host 1 exit $code_b: $(tail -3 "$TMP/b.err")"
+    fails=1
+fi
+# TCP has no native RMA: every endpoint sends active messages.
+am=$(grep -c -- '-> destination rank [0-9]*: active messages (no lane does RMA natively)' "$TMP/a.err")
+puts=$(grep -c -- '-> destination rank [0-9]*: one-sided puts' "$TMP/a.err")
+if [ "$am" -gt 0 ] && [ "$puts" -eq 0 ]; then
+    echo "ok   every source endpoint sends active messages ($am endpoints)"
+else
+    echo "FAIL endpoints: $am with active messages, $puts with puts"
     fails=1
 fi
 /usr/bin/python3 - "$TMP/b.json" <<'PY' || fails=1
