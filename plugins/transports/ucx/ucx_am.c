@@ -17,8 +17,8 @@
  * starts counting afresh), `sent` and `placed` count every byte since
  * that context's first, `token` names the source's endpoint and `seq`
  * its flush. Bytes aimed outside every buffer the destination has
- * mapped are refused (counted, never written), and the source's flush
- * fails naming them. A source that dies leaves its bytes half placed,
+ * mapped are refused (counted, never written), as are bytes a receive
+ * failed to place, and the source's flush fails naming them. A source that dies leaves its bytes half placed,
  * which is what a half-finished put leaves too: the host fails the try,
  * commits nothing, and the next try overwrites them.
  */
@@ -339,7 +339,11 @@ static void received(void *request, ucs_status_t status, size_t length,
         s->placed += op->bytes;
         maybe_answer(op->ctx, s);
     } else {
+        /* Most likely the source died: answer it no more. If it lives
+         * on (a network fault), its next flush revives it and hears of
+         * these bytes as not placed. */
         s->failed = 1;
+        s->refused += op->bytes;
         WEX_DEBUG(op->ctx->host, "destination rank %llu: receiving from "
                   "source rank %llu failed: %s",
                   (unsigned long long)op->ctx->rank,
@@ -399,7 +403,7 @@ static ucs_status_t on_data(void *arg, const void *header, size_t header_len,
     s->receiving--;
     free(op);
     if (UCS_PTR_IS_ERR(req))
-        s->failed = 1;
+        s->refused += length;
     else
         s->placed += length;
     return UCS_INPROGRESS; /* UCP owns the descriptor now */
@@ -424,6 +428,7 @@ static ucs_status_t on_flush(void *arg, const void *header, size_t header_len,
         return UCS_OK;
     s->flush = f;
     s->flush_pending = 1;
+    s->failed = 0; /* it speaks, so it lives */
     s->reply_ep = param->reply_ep;
     maybe_answer(ctx, s);
     return UCS_OK;

@@ -208,9 +208,10 @@ wex_status ucx_flush(wex_transport_ctx *ctx)
 
         r->am_refused_told = r->am_refused;
         return FAIL(h, WEX_ERR_INVALID,
-                    "flush: destination rank %llu (host %s, pid %u) refused "
-                    "%llu bytes aimed outside every buffer it maps (a buffer "
-                    "deregistered while a source still wrote to it?)",
+                    "flush: destination rank %llu (host %s, pid %u) did not "
+                    "place %llu bytes: aimed outside every buffer it maps (a "
+                    "buffer deregistered while a source still wrote to it?), "
+                    "or lost to a failed receive",
                     (unsigned long long)r->rank, r->host, r->pid,
                     (unsigned long long)n);
     }
