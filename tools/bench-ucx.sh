@@ -60,3 +60,9 @@ for tls in tcp default; do
 pt, dr, w, s = float('$limit') / 1000, float('$dram') / 1000, float('$w'), float('$steady')
 print('UCX_TLS=%-8s ucx_perftest %s %.3f GB/s (%s); wex sync %.3f GB/s (ratio %.2f), after the first step %.3f GB/s (ratio %.2f; %.2f to %s at 256 MiB, %.3f GB/s)' % ('$tls', '$name', pt, '$other', w, w / pt, s, s / pt, s / dr, '$name', dr))"
 done
+# Two hosts: the same sample across two network namespaces joined by a
+# veth pair (root only), against ucp_am_bw across the same pair.
+if [ "$(id -u)" -eq 0 ]; then
+    unset UCX_TLS
+    WEX_NETNS_PERFTEST=$size bash tests/multihost/test_netns.sh "$wex" samples | grep -E 'veth|FAIL' || true
+fi

@@ -4,6 +4,9 @@
 # sync with verification over UCX's TCP transport. Needs root (CI runs as
 # root); the namespaces are removed even when the test fails.
 # Usage: test_netns.sh WEX SAMPLES_DIR
+# WEX_NETNS_PERFTEST=BYTES (tools/bench-ucx.sh sets it) also runs
+# ucx_perftest's ucp_am_bw across the same veth pair at that message size,
+# and prints the sync's throughput as a ratio to it.
 set -uo pipefail
 WEX=$(readlink -f "$1")
 SAMPLES=$(cd "$2" && pwd)
@@ -48,6 +51,19 @@ STORE_PID=$!
 for _ in $(seq 100); do grep -q listening "$TMP/store.out" && break; sleep 0.1; done
 ADDR=$(sed -n 's/^listening on //p' "$TMP/store.out")
 [ -n "$ADDR" ] || { echo "FAIL: no rendezvous: $(cat "$TMP/store.out")"; exit 1; }
+perftest_mb=
+if [ -n "${WEX_NETNS_PERFTEST:-}" ]; then
+    size=$WEX_NETNS_PERFTEST
+    ip netns exec "$B" env UCX_NET_DEVICES="${tag}y" ucx_perftest -t ucp_am_bw -s "$size" \
+        -n $(( (1 << 30) / size + 20 )) -p 23777 >"$TMP/perf-server.txt" 2>&1 &
+    perf_server=$!
+    sleep 1
+    perftest_mb=$(ip netns exec "$A" env UCX_NET_DEVICES="${tag}x" ucx_perftest 10.77.0.2 \
+        -t ucp_am_bw -s "$size" -n $(( (1 << 30) / size + 20 )) -p 23777 2>/dev/null |
+        awk '/^Final:/ {print $7}')
+    kill "$perf_server" 2>/dev/null
+    wait "$perf_server" 2>/dev/null
+fi
 common=(--steps 2 --rendezvous "$ADDR" --token netns-token-1 --job-id "$tag" --json)
 # The sources log which path each endpoint takes (debug level).
 ip netns exec "$A" env UCX_NET_DEVICES="${tag}x" WEX_LOG_LEVEL=debug "$WEX" run "$JOB" --host 0 "${common[@]}" >"$TMP/a.json" 2>"$TMP/a.err" &
@@ -80,4 +96,12 @@ assert r["verified"] is True, r
 assert all(s["committed"] for s in r["steps"]) and len(r["steps"]) == 2, r["steps"]
 print("ok   destinations on host 1 verified 2 steps over UCX/TCP across namespaces: %.2f GB/s" % r["gb_per_s"])
 PY
+if [ -n "$perftest_mb" ]; then
+    /usr/bin/python3 -c "
+import json
+r = json.load(open('$TMP/b.json'))
+pt = float('$perftest_mb') / 1000
+s = r.get('steady_gb_per_s', 0) or r['gb_per_s']
+print('across the veth pair: ucx_perftest ucp_am_bw %.3f GB/s at $WEX_NETNS_PERFTEST bytes; wex sync %.3f GB/s (ratio %.2f), step 2 %.3f GB/s (ratio %.2f)' % (pt, r['gb_per_s'], r['gb_per_s'] / pt, s, s / pt))"
+fi
 exit "$fails"
