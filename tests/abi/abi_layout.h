@@ -123,7 +123,7 @@
     FIELD(wex_transport_args, job_id, 40)                                  \
     FIELD(wex_transport_args, peer_ranks, 48)                              \
     FIELD(wex_transport_args, peer_count, 56)                              \
-    SIZE(wex_transport_ops, 104)                                           \
+    SIZE(wex_transport_ops, 112)                                           \
     FIELD(wex_transport_ops, caps, 8)                                      \
     FIELD(wex_transport_ops, ctx_create, 16)                               \
     FIELD(wex_transport_ops, ctx_destroy, 24)                              \
@@ -135,7 +135,8 @@
     FIELD(wex_transport_ops, peer_detach, 72)                              \
     FIELD(wex_transport_ops, put, 80)                                      \
     FIELD(wex_transport_ops, flush, 88)                                    \
-    FIELD(wex_transport_ops, recv, 96) \
+    FIELD(wex_transport_ops, recv, 96)                                     \
+    FIELD(wex_transport_ops, peer_path, 104)                               \
     SIZE(wex_job_options, 32)                                              \
     FIELD(wex_job_options, rendezvous, 8)                                  \
     FIELD(wex_job_options, token, 16)                                      \
@@ -176,6 +177,7 @@
     CONST(WEX_POLICY_OPS_SIZE_1_0, 40)                                     \
     CONST(WEX_TRANSPORT_ARGS_SIZE_1_0, 64)                                 \
     CONST(WEX_TRANSPORT_OPS_SIZE_1_0, 104)                                 \
+    CONST(WEX_TRANSPORT_OPS_SIZE_1_2, 112)                                 \
     CONST(WEX_JOB_OPTIONS_SIZE_1_0, 32)                                    \
     CONST(WEX_TENSOR_SIZE_1_0, 40)                                         \
     CONST(WEX_SYNC_REPORT_SIZE_1_0, 72)

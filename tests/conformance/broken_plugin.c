@@ -544,6 +544,7 @@ static const wex_transport_ops broken_ops = {
     t_put,
     t_flush,
     NULL, /* recv: one-sided */
+    NULL, /* peer_path: one way */
 };
 #endif
 

@@ -55,7 +55,8 @@ def train(args, job, config_path, config):
         for name, tensor in slices().items():  # into the bound memory
             bound[name].copy_(tensor)
         report = job.sync(step)
-        steps[step] = {"report": report._asdict()}
+        steps[step] = {"report": report._asdict(),
+                       "paths": {d: job.peer_path(d) for d in range(TP * DP)}}
         if args.rank == 0:
             model.eval()
             with torch.no_grad():

@@ -221,6 +221,13 @@ def test_a_closed_job_refuses_use(llama):
         job.bind({})
 
 
+def test_peer_path_before_connect_and_bad_ranks(llama):
+    with open_source(llama) as job:
+        assert job.peer_path(0) is None  # not connected yet
+        with pytest.raises(wex.WexError, match="destination_rank"):
+            job.peer_path(-1)
+
+
 # ---- a sync, in two threads -------------------------------------------------------
 
 def sync_in_threads(job, steps, fill_source, check_destination):
@@ -237,6 +244,7 @@ def sync_in_threads(job, steps, fill_source, check_destination):
                     if side == "destination":
                         check_destination(tensors, step)
                 results[(side, "committed")] = j.committed_step
+                results[(side, "paths")] = (j.peer_path(0), j.peer_path(1))
         except Exception as e:  # reported by the test thread
             errors.append(e)
 
@@ -274,6 +282,10 @@ def test_allocate_and_sync_reports(llama):
     assert r[("destination", 2)].committed_step == 2
     assert r[("destination", "committed")] == 2
     assert r[("source", "committed")] == 0
+    # shm has one way; destination rank 1 does not exist; a destination
+    # does not choose how bytes reach it
+    assert r[("source", "paths")] == ("shm", None)
+    assert r[("destination", "paths")] == (None, None)
 
 
 # ---- the store and the documents ---------------------------------------------------

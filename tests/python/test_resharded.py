@@ -246,6 +246,10 @@ def _check_model(m, model, transport, trainers, engines):
         for step in range(1, STEPS + 1):
             assert trainer[m][step]["report"]["step"] == step, \
                 "%s over %s: trainer %d step %d" % (m, transport, r, step)
+            # UCX over TCP has no RMA: messages; shm has one way
+            paths = trainer[m][step]["paths"]
+            assert set(paths.values()) - {None} == \
+                {"am" if transport == "ucx" else "shm"}, (m, r, paths)
     replica = families.build(path, 1234)  # other weights, until loaded
     replica.eval()
     want = trainers[0][m]

@@ -36,6 +36,8 @@ assert [x["committed"] for x in r["steps"]] == [True, True], r
 assert r["memcpy_gb_per_s"] > 0 and r["gb_per_s"] > 0, r
 assert r["memcpy_two_threads_gb_per_s"] > 0, r
 assert all(x["bytes"] == plan["bytes_needed"] for x in r["steps"]), (r["steps"], plan)
+# every source of the 4 x 4 sample sends to every destination, over shm
+assert r["paths"] == {"shm": 16}, r["paths"]
 PY
 shm_clean "default sample"
 
@@ -141,6 +143,8 @@ survivors = [e for e in r["errors"] if "killed by signal 9" not in e]
 assert len(survivors) == 7, r["errors"]  # every survivor, and the killed rank
 assert len(r["errors"]) == 8, r["errors"]
 assert all(who in e for e in survivors), r["errors"]
+# UCX over TCP has no RMA: every pair of the 4 x 4 sample sends messages
+assert r["paths"] == {"am": 16}, r["paths"]
 PY
     done
     start=$(date +%s)

@@ -125,10 +125,12 @@ static const char *tls_name(void)
 }
 
 /* tls: UCX_TLS (NULL: UCX's choice); error_handling and path: the
- * options of both ends (NULL: their defaults). */
+ * options of both ends (NULL: their defaults); chosen: the path the
+ * source must report for its peers (NULL: whichever UCX's lanes allow). */
 static void put_pattern_across_processes(const char *tls,
                                          const char *error_handling,
-                                         const char *path)
+                                         const char *path,
+                                         const char *chosen)
 {
     char dopt[160], sopt[200], dmore[64], smore[96];
     enum { REPS = 4 };
@@ -155,6 +157,12 @@ static void put_pattern_across_processes(const char *tls,
     ck_assert_msg(ops->peer_attach(ctx, DEST_RANK, d.key[1], d.key_len[1],
                                    &to_reg) == WEX_OK,
                   "%s", wex__last_error());
+    ck_assert_ptr_nonnull(ops->peer_path);
+    ck_assert_ptr_nonnull(ops->peer_path(ctx, to_alloc));
+    ck_assert_str_eq(ops->peer_path(ctx, to_alloc),
+                     ops->peer_path(ctx, to_reg)); /* one endpoint */
+    if (chosen != NULL)
+        ck_assert_str_eq(ops->peer_path(ctx, to_alloc), chosen);
 
     /* Throughput first, with zeros, so the buffer stays as it was. */
     zeros = malloc(ALLOC_BYTES);
@@ -191,12 +199,13 @@ static void put_pattern_across_processes(const char *tls,
     put_all(ctx, to_alloc, va, 3, src_alloc);
     put_all(ctx, to_reg, vr, nr, src_reg);
     ck_assert_msg(ops->flush(ctx) == WEX_OK, "%s", wex__last_error());
-    printf("ucx (UCX_TLS=%s, error_handling %s, data_path %s) across "
+    printf("ucx (UCX_TLS=%s, error_handling %s, data_path %s: %s) across "
            "processes (informative): put 64 MiB x %d + flush %.2f GB/s, "
            "memcpy %.2f GB/s; %zu small puts (1-61 bytes) + flush %.0f "
            "puts/s\n",
            tls_name(), error_handling ? error_handling : "peer",
-           path ? path : "auto", REPS, big, copy, na - 3, small);
+           path ? path : "auto", ops->peer_path(ctx, to_alloc), REPS, big,
+           copy, na - 3, small);
     fflush(stdout);
 
     ops->peer_detach(ctx, to_alloc);
@@ -213,35 +222,35 @@ static void put_pattern_across_processes(const char *tls,
 
 START_TEST(buffers_across_processes_default)
 {
-    put_pattern_across_processes(NULL, NULL, NULL);
+    put_pattern_across_processes(NULL, NULL, NULL, NULL);
 }
 END_TEST
 
 /* tcp has no native RMA: auto sends active messages. */
 START_TEST(buffers_across_processes_tcp)
 {
-    put_pattern_across_processes("tcp", NULL, NULL);
+    put_pattern_across_processes("tcp", NULL, NULL, "am");
 }
 END_TEST
 
 /* ... and data_path "put" the puts UCX emulates over them. */
 START_TEST(buffers_across_processes_tcp_puts)
 {
-    put_pattern_across_processes("tcp", NULL, "put");
+    put_pattern_across_processes("tcp", NULL, "put", "put");
 }
 END_TEST
 
 /* Without peer error handling UCX may pick shared memory on one host. */
 START_TEST(buffers_across_processes_no_error_handling)
 {
-    put_pattern_across_processes(NULL, "none", NULL);
+    put_pattern_across_processes(NULL, "none", NULL, NULL);
 }
 END_TEST
 
 /* Messages where shared memory could take puts: the path forced. */
 START_TEST(buffers_across_processes_messages_over_shared_memory)
 {
-    put_pattern_across_processes(NULL, "none", "am");
+    put_pattern_across_processes(NULL, "none", "am", "am");
 }
 END_TEST
 

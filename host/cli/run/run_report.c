@@ -29,10 +29,28 @@ static void add_error(cJSON *errors, const char *who, const char *what)
     cJSON_AddItemToArray(errors, cJSON_CreateString(line));
 }
 
+/* A source's "paths" ({"destination rank": "am"}) into the run's count
+ * of source-destination pairs per path. */
+static void count_paths(const cJSON *doc, cJSON *paths)
+{
+    const cJSON *one;
+
+    cJSON_ArrayForEach(one, cJSON_GetObjectItemCaseSensitive(doc, "paths")) {
+        cJSON *n;
+        if (!cJSON_IsString(one))
+            continue;
+        n = cJSON_GetObjectItemCaseSensitive(paths, one->valuestring);
+        if (n == NULL)
+            cJSON_AddNumberToObject(paths, one->valuestring, 1);
+        else
+            cJSON_SetNumberValue(n, n->valuedouble + 1);
+    }
+}
+
 /* One rank's report into the per-step totals; returns whether every
  * step it reported committed and verified. */
 static int fold_one(launch *l, const run_args *a, size_t i, int counts,
-                    step_total *steps, cJSON *errors)
+                    step_total *steps, cJSON *errors, cJSON *paths)
 {
     cJSON *doc = run_worker_report(l, l->sides[i], l->ranks[i]);
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(doc, "steps");
@@ -44,6 +62,7 @@ static int fold_one(launch *l, const run_args *a, size_t i, int counts,
     snprintf(who, sizeof(who), "%s rank %llu",
              l->sides[i] == WEX_SIDE_SOURCE ? "source" : "destination",
              (unsigned long long)l->ranks[i]);
+    count_paths(doc, paths);
     cJSON_ArrayForEach(one, list) {
         uint64_t s = (uint64_t)number(one, "step");
         const cJSON *why = cJSON_GetObjectItemCaseSensitive(one, "error");
@@ -88,7 +107,7 @@ static int fold_one(launch *l, const run_args *a, size_t i, int counts,
 /* Folds the ranks' reports into per-step totals; returns whether every
  * destination committed and verified every step. */
 static int fold(launch *l, const run_args *a, step_total *steps,
-                cJSON *errors)
+                cJSON *errors, cJSON *paths)
 {
     int verified = 1, have_dst = 0;
 
@@ -101,7 +120,7 @@ static int fold(launch *l, const run_args *a, step_total *steps,
             return 0;
     for (size_t i = 0; i < l->count; i++) {
         int counts = !have_dst || l->sides[i] == WEX_SIDE_DESTINATION;
-        verified &= fold_one(l, a, i, counts, steps, errors);
+        verified &= fold_one(l, a, i, counts, steps, errors, paths);
         for (uint64_t s = 0; counts && s < a->steps; s++)
             if (!steps[s].seen[i])
                 verified = 0;
@@ -116,10 +135,26 @@ static int fold(launch *l, const run_args *a, step_total *steps,
     return verified;
 }
 
+/* "paths      am for 8 source-destination rank pairs" */
+static void print_paths(const cJSON *paths)
+{
+    const cJSON *one;
+    const char *sep = "";
+
+    if (cJSON_GetArraySize(paths) == 0)
+        return;
+    printf("paths      ");
+    cJSON_ArrayForEach(one, paths) {
+        printf("%s%s for %.0f", sep, one->string, one->valuedouble);
+        sep = ", ";
+    }
+    printf(" source-destination rank pairs\n");
+}
+
 int run_report(launch *l, const run_args *a, size_t failed)
 {
     step_total *steps = calloc(a->steps, sizeof(*steps));
-    cJSON *doc = cJSON_CreateObject(), *list, *errors;
+    cJSON *doc = cJSON_CreateObject(), *list, *errors, *paths;
     double memcpy_gbps, memcpy2_gbps, total_s = 0, total_b = 0, warm_s = 0, warm_b = 0;
     int verified;
     char *text;
@@ -130,9 +165,10 @@ int run_report(launch *l, const run_args *a, size_t failed)
         return CLI_EXIT_FAILED;
     }
     errors = cJSON_CreateArray();
+    paths = cJSON_CreateObject();
     /* Verified speaks of the weights; the exit status also of the
      * processes (a killed rank the job failed over from still failed). */
-    verified = fold(l, a, steps, errors);
+    verified = fold(l, a, steps, errors, paths);
     memcpy_gbps = run_memcpy_gbps(1);
     memcpy2_gbps = run_memcpy_gbps(2);
     cJSON_AddStringToObject(doc, "job", l->plan.job->path);
@@ -145,6 +181,8 @@ int run_report(launch *l, const run_args *a, size_t failed)
     cJSON_AddStringToObject(doc, "transport", l->plan.job->transport.name);
     cJSON_AddStringToObject(doc, "verify",
                             l->plan.job->verify_digest ? "digest" : "none");
+    /* source-destination rank pairs per path the transport took */
+    cJSON_AddItemToObject(doc, "paths", paths);
     list = cJSON_AddArrayToObject(doc, "steps");
     for (uint64_t s = 0; s < a->steps; s++) {
         cJSON *one = cJSON_CreateObject();
@@ -237,6 +275,7 @@ int run_report(launch *l, const run_args *a, size_t failed)
                    "(ratio %.2f)\n",
                    warm_b / warm_s / 1e9,
                    memcpy_gbps > 0 ? warm_b / warm_s / 1e9 / memcpy_gbps : 0);
+        print_paths(paths);
         for (int i = 0; i < cJSON_GetArraySize(errors); i++)
             printf("error      %s\n",
                    cJSON_GetArrayItem(errors, i)->valuestring);

@@ -114,9 +114,33 @@ static wex_status get_memory(wex_job *job)
     return WEX_OK;
 }
 
-static void report(wex_job *job, const cJSON *doc)
+/* A source's "paths": how its bytes reach each destination rank it
+ * sends to, as the transport chose when it attached them. */
+static void add_paths(wex_job *job, cJSON *doc)
 {
-    char key[96], *text = cJSON_PrintUnformatted(doc);
+    cJSON *paths;
+
+    if (job->side != WEX_SIDE_SOURCE)
+        return;
+    cJSON_DeleteItemFromObjectCaseSensitive(doc, "paths");
+    paths = cJSON_AddObjectToObject(doc, "paths");
+    for (size_t i = 0; paths != NULL && i < job->peer_count; i++) {
+        const char *path = wex_job_peer_path(job, job->peers[i]);
+        char rank[24];
+
+        snprintf(rank, sizeof(rank), "%llu",
+                 (unsigned long long)job->peers[i]);
+        if (path != NULL)
+            cJSON_AddStringToObject(paths, rank, path);
+    }
+}
+
+static void report(wex_job *job, cJSON *doc)
+{
+    char key[96], *text;
+
+    add_paths(job, doc);
+    text = cJSON_PrintUnformatted(doc);
 
     snprintf(key, sizeof(key), "report/%s/%llu", side_name(job->side),
              (unsigned long long)job->rank);

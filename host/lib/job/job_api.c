@@ -410,6 +410,22 @@ uint64_t wex_job_committed_step(const wex_job *job)
     return job ? job->committed : 0;
 }
 
+const char *wex_job_peer_path(const wex_job *job, uint64_t destination_rank)
+{
+    const char *path = NULL;
+
+    if (job == NULL || job->side != WEX_SIDE_SOURCE)
+        return NULL;
+    for (size_t k = 0; k < job->attached_count; k++) {
+        if (job->attached_what[k].rank != destination_rank)
+            continue;
+        if (job->tops->peer_path != NULL)
+            path = job->tops->peer_path(job->tctx, job->attached[k]);
+        return path != NULL ? path : job->plan.job->transport.name;
+    }
+    return NULL;
+}
+
 const char *wex_last_error(void)
 {
     return wex__last_error();

@@ -355,11 +355,12 @@ static const wex_transport_ops ucx_ops = {
     .put = ucx_put,
     .flush = ucx_flush,
     .recv = NULL, /* one-sided */
+    .peer_path = ucx_peer_path,
 };
 
 static const wex_plugin_desc ucx_desc = {
     .struct_size = sizeof(wex_plugin_desc),
-    .abi_version = WEX_ABI_1_0,
+    .abi_version = WEX_ABI_1_2,
     .kind = WEX_KIND_TRANSPORT,
     .flags = WEX_PLUGIN_THREAD_PER_CTX,
     .name = "ucx",
@@ -369,4 +370,4 @@ static const wex_plugin_desc ucx_desc = {
     .ops = &ucx_ops,
 };
 
-WEX_PLUGIN_DEFINE_ENTRY(WEX_ABI_1_0, ucx_desc)
+WEX_PLUGIN_DEFINE_ENTRY(WEX_ABI_1_2, ucx_desc)

@@ -87,6 +87,12 @@ void ucx_peer_detach(wex_transport_ctx *ctx, wex_transport_peer *p)
 
 /* ---- data path ----------------------------------------------------- */
 
+const char *ucx_peer_path(wex_transport_ctx *ctx, const wex_transport_peer *p)
+{
+    (void)ctx;
+    return p->conn->am ? "am" : "put";
+}
+
 static void put_done(void *request, ucs_status_t status, void *user_data)
 {
     ucx_conn *c = user_data;

@@ -162,6 +162,8 @@ void ucx_peer_free(wex_transport_ctx *ctx, wex_transport_peer *p);
 wex_status ucx_put(wex_transport_ctx *ctx, wex_transport_peer *p,
                    uint64_t offset, const void *src, uint64_t bytes);
 wex_status ucx_flush(wex_transport_ctx *ctx);
+/* "am" or "put": the path ucx_peer_attach chose for p's endpoint. */
+const char *ucx_peer_path(wex_transport_ctx *ctx, const wex_transport_peer *p);
 
 /* ---- ucx_am.c ------------------------------------------------------ */
 

@@ -38,7 +38,9 @@ extern "C" {
 /* 1.1: pieces may carry WEX_TRANSFORM_CONVERT (host.h). Nothing else
  * changed: every struct keeps its 1.0 size. */
 #define WEX_ABI_1_1 WEX_MAKE_VERSION(1, 1)
-#define WEX_ABI_CURRENT WEX_ABI_1_1
+/* 1.2: wex_transport_ops.peer_path appended (transport.h). */
+#define WEX_ABI_1_2 WEX_MAKE_VERSION(1, 2)
+#define WEX_ABI_CURRENT WEX_ABI_1_2
 
 /* True when a struct whose struct_size is `size` contains `member`. */
 #define WEX_HAS_MEMBER(type, member, size)                                \

@@ -111,8 +111,18 @@ typedef struct wex_transport_ops {
     wex_status (*recv)(wex_transport_ctx *ctx, uint64_t peer_rank,
                        wex_transport_mem *mem, uint64_t offset,
                        uint64_t bytes);
+
+    /* ABI 1.2; may be NULL. How this rank's bytes reach an attached
+     * peer, as a short name the host reports (ucx: "am" for active
+     * messages, "put" for one-sided puts). NULL (or a NULL op): the
+     * transport has one way, and the host names it by the transport's
+     * name. The string lives as long as the library is loaded. */
+    const char *(*peer_path)(wex_transport_ctx *ctx,
+                             const wex_transport_peer *peer);
 } wex_transport_ops;
 #define WEX_TRANSPORT_OPS_SIZE_1_0 WEX_SIZE_THROUGH(wex_transport_ops, recv)
+#define WEX_TRANSPORT_OPS_SIZE_1_2                                        \
+    WEX_SIZE_THROUGH(wex_transport_ops, peer_path)
 
 #ifdef __cplusplus
 }

@@ -138,6 +138,13 @@ WEX_EXPORT wex_status wex_sync(wex_job *job, uint64_t step,
                             wex_sync_report *report);
 /* The last step this destination rank committed (0: none yet). */
 WEX_EXPORT uint64_t wex_job_committed_step(const wex_job *job);
+/* How this source rank's bytes reach destination rank `destination_rank`
+ * once connected: the transport's name for the way (ucx: "am", active
+ * messages, or "put", one-sided puts), or the transport's own name when it
+ * has one way. NULL on a destination, before wex_job_connect, or when this
+ * rank sends nothing to that rank. Valid until the job closes. */
+WEX_EXPORT const char *wex_job_peer_path(const wex_job *job,
+                                         uint64_t destination_rank);
 
 /* This thread's last error, one line ("" when none). */
 WEX_EXPORT const char *wex_last_error(void);

@@ -240,6 +240,18 @@ class Job(Closing):
         """The last step this destination committed (0: none yet)."""
         return _lib.lib().wex_job_committed_step(self._live())
 
+    def peer_path(self, destination_rank):
+        """How this source's bytes reach `destination_rank` once connected:
+        the transport's name for the way (ucx: "am" for active messages,
+        "put" for one-sided puts), or the transport's own name when it has
+        one way. None on a destination, before connect(), or for a rank this
+        source sends nothing to."""
+        if not isinstance(destination_rank, int) or destination_rank < 0:
+            raise invalid("peer_path: destination_rank must be a "
+                          "non-negative integer, not %r" % (destination_rank,))
+        path = _lib.lib().wex_job_peer_path(self._live(), destination_rank)
+        return path.decode() if path is not None else None
+
     # ---- the end ------------------------------------------------------------
 
     def close(self):

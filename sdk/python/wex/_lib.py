@@ -89,6 +89,7 @@ def _prototypes(lib):
         "wex_job_connect": (st, [vp]),
         "wex_sync": (st, [vp, u64, p(SyncReport)]),
         "wex_job_committed_step": (u64, [vp]),
+        "wex_job_peer_path": (cp, [vp, u64]),
         "wex_last_error": (cp, []),
         "wex_version": (cp, []),
         "wex_store_open": (st, [cp, cp, p(vp)]),
