@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "device_memory.h"
+#include "digest_update.h"
 #include "error.h"
 
 /* The CUDA runtime ABI, as cuda_runtime_api.h declares it: enums are
@@ -220,7 +221,7 @@ wex_status wex__device_hash_end(wex__device *dev, XXH3_state_t *h)
         dev->used = 0;
         return cuda_fail(dev, e, "copying device memory out");
     }
-    XXH3_64bits_update(h, dev->staging, dev->used);
+    wex__digest_update(h, dev->staging, dev->used);
     dev->used = 0;
     return WEX_OK;
 }

@@ -7,6 +7,7 @@
 
 #include "box_runs.h"
 #include "device_memory.h"
+#include "digest_update.h"
 #include "error.h"
 #include "runtime.h"
 #include "transforms.h"
@@ -53,7 +54,7 @@ static wex_status put_staged(wex_job *job, size_t i, uint64_t offset,
         if (st == WEX_OK)
             st = job->tops->put(job->tctx, job->op_peer[i], offset, host, n);
         if (st == WEX_OK && h != NULL)
-            XXH3_64bits_update(h, host, n);
+            wex__digest_update(h, host, n);
         offset += n;
         src += n;
         bytes -= n;
@@ -81,7 +82,7 @@ static wex_status put_run(wex_job *job, size_t i, int cuda, int staged,
             st = job->tops->put(job->tctx, job->op_peer[i], offset, src, n);
             if (st != WEX_OK)
                 return st;
-            XXH3_64bits_update(h, src, n);
+            wex__digest_update(h, src, n);
             offset += n;
             src += n;
             bytes -= n;
@@ -156,7 +157,7 @@ uint64_t wex__digest_landed(wex_job *job, const wex__op *o)
         if (cuda)
             st = wex__device_hash_run(job->device, h, base + d, w.run_bytes);
         else
-            XXH3_64bits_update(h, base + d, w.run_bytes);
+            wex__digest_update(h, base + d, w.run_bytes);
     }
     if (st == WEX_OK && cuda)
         st = wex__device_hash_end(job->device, h);

@@ -7,6 +7,7 @@
 #include <wex/bytes.h>
 
 #include "device_memory.h"
+#include "digest_update.h"
 #include "error.h"
 #include "numbers.h"
 #include "quantize.h"
@@ -527,7 +528,7 @@ wex_status wex__transforms_put(wex_job *job, size_t i, XXH3_state_t *h)
                 st = job->tops->put(job->tctx, job->op_peer[i], group_off,
                                     group, group_len);
                 if (st == WEX_OK && h != NULL)
-                    XXH3_64bits_update(h, group, group_len);
+                    wex__digest_update(h, group, group_len);
                 group = NULL;
             }
             if (st == WEX_OK)
@@ -545,7 +546,7 @@ wex_status wex__transforms_put(wex_job *job, size_t i, XXH3_state_t *h)
         st = job->tops->put(job->tctx, job->op_peer[i], group_off, group,
                             group_len);
         if (st == WEX_OK && h != NULL)
-            XXH3_64bits_update(h, group, group_len);
+            wex__digest_update(h, group, group_len);
     }
     return st;
 }
