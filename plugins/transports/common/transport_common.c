@@ -1,6 +1,8 @@
 #include "transport_common.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "transport_state.h"
@@ -14,6 +16,33 @@ wex_status wt_option_i64(const wex_host_services *h, const wex_options *o,
         return FAIL(h, WEX_ERR_INVALID, "%s: expected an integer in "
                     "%lld..%lld", ptr, (long long)lo, (long long)hi);
     return WEX_OK;
+}
+
+wex_status wt_option_enum(const wex_host_services *h, const wex_options *o,
+                          const char *ptr, const char *const *names, int *v)
+{
+    const char *got = NULL;
+    char expected[256];
+    size_t used = 0;
+
+    if (o == NULL || h->opt_type(o, ptr) == WEX_JSON_MISSING)
+        return WEX_OK;
+    if (h->opt_get_str(o, ptr, &got) == WEX_OK)
+        for (int i = 0; names[i] != NULL; i++)
+            if (strcmp(got, names[i]) == 0) {
+                *v = i;
+                return WEX_OK;
+            }
+    /* "auto", "put" or "am" */
+    expected[0] = '\0';
+    for (int i = 0; names[i] != NULL && used < sizeof(expected); i++)
+        used += (size_t)snprintf(expected + used, sizeof(expected) - used,
+                                 "%s\"%s\"",
+                                 i == 0                ? ""
+                                 : names[i + 1] == NULL ? " or "
+                                                        : ", ",
+                                 names[i]);
+    return FAIL(h, WEX_ERR_INVALID, "%s: expected %s", ptr, expected);
 }
 
 double wt_now_ms(void)

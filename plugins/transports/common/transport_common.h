@@ -22,6 +22,12 @@
 wex_status wt_option_i64(const wex_host_services *h, const wex_options *o,
                          const char *ptr, int64_t lo, int64_t hi, int64_t *v);
 
+/* Reads string option `ptr` into *v, the index of its value in `names`
+ * (NULL-terminated) when it is set, refusing any other value with a
+ * message that lists them; leaves *v, the default, alone when it is not. */
+wex_status wt_option_enum(const wex_host_services *h, const wex_options *o,
+                          const char *ptr, const char *const *names, int *v);
+
 /* Milliseconds on the monotonic clock: deadlines. */
 double wt_now_ms(void);
 

@@ -135,45 +135,17 @@ static void progress_stop(wex_transport_ctx *ctx)
 /* ---- context ------------------------------------------------------- */
 
 /* "/error_handling": "peer" (the default) or "none". */
+/* "/error_handling": "peer" (the default) or "none". */
 static wex_status get_err_mode(const wex_host_services *h,
                                const wex_options *options,
                                ucp_err_handling_mode_t *mode)
 {
-    const char *v = NULL;
+    static const char *const names[] = {"peer", "none", NULL};
+    int v = 0;
+    wex_status st = wt_option_enum(h, options, "/error_handling", names, &v);
 
-    *mode = UCP_ERR_HANDLING_MODE_PEER;
-    if (options == NULL ||
-        h->opt_type(options, "/error_handling") == WEX_JSON_MISSING)
-        return WEX_OK;
-    if (h->opt_get_str(options, "/error_handling", &v) != WEX_OK ||
-        (strcmp(v, "peer") != 0 && strcmp(v, "none") != 0))
-        return FAIL(h, WEX_ERR_INVALID,
-                    "/error_handling: expected \"peer\" or \"none\"");
-    if (strcmp(v, "none") == 0)
-        *mode = UCP_ERR_HANDLING_MODE_NONE;
-    return WEX_OK;
-}
-
-/* "/data_path": "auto" (the default), "put" or "am". */
-static wex_status get_data_path(const wex_host_services *h,
-                                const wex_options *options, int *path)
-{
-    const char *v = NULL;
-
-    *path = UCX_PATH_AUTO;
-    if (options == NULL ||
-        h->opt_type(options, "/data_path") == WEX_JSON_MISSING)
-        return WEX_OK;
-    if (h->opt_get_str(options, "/data_path", &v) != WEX_OK ||
-        (strcmp(v, "auto") != 0 && strcmp(v, "put") != 0 &&
-         strcmp(v, "am") != 0))
-        return FAIL(h, WEX_ERR_INVALID,
-                    "/data_path: expected \"auto\", \"put\" or \"am\"");
-    if (strcmp(v, "put") == 0)
-        *path = UCX_PATH_PUT;
-    else if (strcmp(v, "am") == 0)
-        *path = UCX_PATH_AM;
-    return WEX_OK;
+    *mode = v == 1 ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER;
+    return st;
 }
 
 static void host_name(char *out)
@@ -200,8 +172,10 @@ static wex_status ucx_ctx_create(wex_plugin_state *state,
     int64_t flush_timeout = FLUSH_TIMEOUT_DEFAULT_MS;
     int64_t connect_timeout = CONNECT_TIMEOUT_DEFAULT_MS;
     int64_t max_outstanding = MAX_OUTSTANDING_DEFAULT;
+    /* in UCX_PATH_* order */
+    static const char *const data_paths[] = {"auto", "put", "am", NULL};
     ucp_err_handling_mode_t err_mode;
-    int data_path;
+    int data_path = UCX_PATH_AUTO;
     ucp_worker_params_t wp;
     ucp_params_t params;
     wex_transport_ctx *ctx;
@@ -216,7 +190,8 @@ static wex_status ucx_ctx_create(wex_plugin_state *state,
         (st = wt_option_i64(h, args->options, "/max_outstanding", 1,
                          MAX_OUTSTANDING_MAX, &max_outstanding)) != WEX_OK ||
         (st = get_err_mode(h, args->options, &err_mode)) != WEX_OK ||
-        (st = get_data_path(h, args->options, &data_path)) != WEX_OK)
+        (st = wt_option_enum(h, args->options, "/data_path", data_paths,
+                             &data_path)) != WEX_OK)
         return st;
 
     ctx = calloc(1, sizeof(*ctx));

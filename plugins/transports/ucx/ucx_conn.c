@@ -149,20 +149,27 @@ void ucx_flush_abandon(ucx_conn *c)
 }
 
 /* Logs which UCX transports an endpoint uses, at debug level. */
+char *ucx_ep_info(ucp_ep_h ep)
+{
+    char *text = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&text, &size);
+
+    if (f == NULL)
+        return NULL;
+    ucp_ep_print_info(ep, f);
+    fclose(f);
+    return text;
+}
+
 static void log_ep_info(wex_transport_ctx *ctx, const ucx_conn *c)
 {
     const wex_host_services *h = ctx->host;
-    char *text = NULL, *line, *save = NULL;
-    size_t size = 0;
-    FILE *f;
+    char *text, *line, *save = NULL;
 
-    if (!h->log_enabled(h->ctx, WEX_LOG_DEBUG))
+    if (!h->log_enabled(h->ctx, WEX_LOG_DEBUG) ||
+        (text = ucx_ep_info(c->ep)) == NULL)
         return;
-    f = open_memstream(&text, &size);
-    if (f == NULL)
-        return;
-    ucp_ep_print_info(c->ep, f);
-    fclose(f);
     for (line = strtok_r(text, "\n", &save); line != NULL;
          line = strtok_r(NULL, "\n", &save))
         if (line[0] != '\0' && strspn(line, "#= ") != strlen(line))

@@ -130,6 +130,9 @@ wex_status ucx_peer_failed(wex_transport_ctx *ctx, const ucx_conn *c);
 /* Closes endpoints no peer uses any more (all of them with `all`). */
 void ucx_close_conns(wex_transport_ctx *ctx, int all);
 ucx_conn *ucx_find_conn(wex_transport_ctx *ctx, const ucx_key *k);
+/* What ucp_ep_print_info says of `ep` (its lanes and their transports),
+ * malloc'd; NULL when it cannot be had. */
+char *ucx_ep_info(ucp_ep_h ep);
 void ucx_flush_start(ucx_conn *c);
 void ucx_flush_abandon(ucx_conn *c);
 /* Opens an endpoint to the worker `k` names and waits (connect_timeout_ms)
