@@ -51,6 +51,7 @@ START_TEST(valid_job_gets_defaults)
     ck_assert_str_eq(c->policy.name, "fake-policy");
     ck_assert_str_eq(c->transport.name, "fake-transport");
     ck_assert_int_eq(c->verify_digest, 1);
+    ck_assert_uint_eq(c->staging_bytes, 64u << 20);
     ck_assert(c->connect_seconds == 60 && c->step_seconds == 300 && c->peer_seconds == 10);
     ck_assert_int_eq(cJSON_GetObjectItem(c->source_parallel, "tp")->valueint, 2);
     ck_assert_int_eq(cJSON_GetObjectItem(c->source_parallel, "pp")->valueint, 1);
@@ -64,7 +65,8 @@ START_TEST(schema_errors_are_all_reported)
     wex__job_config *c = NULL;
     char *all = NULL;
     const char *text = "{\"model\": \"\", \"source\": {\"engine\": \"fake-good\", \"parallel\": {\"tp\": 0}},"
-                       " \"destination\": {}, \"transport\": \"fake-transport\", \"verify\": \"md5\"}";
+                       " \"destination\": {}, \"transport\": \"fake-transport\", \"verify\": \"md5\","
+                       " \"staging_bytes\": 4096}";
 
     ck_assert_int_eq(parse(text, &c, &all), WEX_ERR_INVALID);
     ck_assert_ptr_nonnull(all);
@@ -72,6 +74,7 @@ START_TEST(schema_errors_are_all_reported)
     ck_assert_ptr_nonnull(strstr(all, "job.json: /source/parallel/tp: "));
     ck_assert_ptr_nonnull(strstr(all, "job.json: /destination: missing required property \"engine\""));
     ck_assert_ptr_nonnull(strstr(all, "job.json: /verify: "));
+    ck_assert_ptr_nonnull(strstr(all, "job.json: /staging_bytes: "));
     /* The thread's error is the first line. */
     ck_assert_ptr_nonnull(strstr(all, wex__last_error()));
     free(all);

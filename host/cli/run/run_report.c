@@ -12,6 +12,7 @@ typedef struct step_total {
     int ok;
     unsigned char *seen; /* per worker: reported this step committed */
     double attempts, failed_over; /* the most any rank reported */
+    double puts;                  /* every source's */
 } step_total;
 
 static double number(const cJSON *o, const char *key)
@@ -78,6 +79,7 @@ static int fold_one(launch *l, const run_args *a, size_t i, int counts,
             steps[s - 1].attempts = number(one, "attempts");
         if (number(one, "failed_over") > steps[s - 1].failed_over)
             steps[s - 1].failed_over = number(one, "failed_over");
+        steps[s - 1].puts += number(one, "puts");
         if (!counts)
             continue;
         steps[s - 1].seen[i] = 1;
@@ -194,6 +196,7 @@ int run_report(launch *l, const run_args *a, size_t failed)
         cJSON_AddNumberToObject(one, "seconds", steps[s].seconds);
         cJSON_AddNumberToObject(one, "bytes", steps[s].bytes);
         cJSON_AddNumberToObject(one, "gb_per_s", gbps);
+        cJSON_AddNumberToObject(one, "puts", steps[s].puts);
         if (steps[s].attempts > 1)
             cJSON_AddNumberToObject(one, "attempts", steps[s].attempts);
         if (steps[s].failed_over > 0)

@@ -234,6 +234,8 @@ static int run_steps(wex_job *job, const run_args *a, cJSON *doc,
         cJSON_AddNumberToObject(one, "operations", (double)r.operations);
         cJSON_AddNumberToObject(one, "attempts", (double)r.attempts);
         cJSON_AddNumberToObject(one, "failed_over", (double)r.failed_over);
+        if (job->side == WEX_SIDE_SOURCE)
+            cJSON_AddNumberToObject(one, "puts", (double)r.puts);
         cJSON_AddBoolToObject(one, "digests_matched", r.verified == 1);
         cJSON_AddNumberToObject(one, "mismatched_elements", (double)bad);
         /* Posted after every step, so a rank that dies later still

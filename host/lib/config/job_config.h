@@ -32,6 +32,7 @@ typedef struct wex__job_config {
     wex__plugin_ref policy;
     wex__plugin_ref transport;
     int verify_digest;  /* verify == "digest" */
+    uint64_t staging_bytes; /* a source's packing staging, at most */
     double connect_seconds, step_seconds, peer_seconds;
 } wex__job_config;
 

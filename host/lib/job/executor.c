@@ -2,7 +2,12 @@
  * straight from the source's live buffer into the destination's through
  * the transport, digested on the way when the job verifies. Device
  * memory is read on the CPU only through pinned staging: to digest it,
- * and to hand it to a transport that moves host memory only. */
+ * and to hand it to a transport that moves host memory only. Over a
+ * network transport, short runs a box reads strided from the source but
+ * writes contiguously at the destination (a row-parallel split) are
+ * packed into the job's staging and sent as one put. */
+#include <stdlib.h>
+#include <string.h>
 #include <xxhash.h>
 
 #include "box_runs.h"
@@ -62,6 +67,101 @@ static wex_status put_staged(wex_job *job, size_t i, uint64_t offset,
     return st;
 }
 
+/* ---- packing ------------------------------------------------------ */
+
+/* Runs at least this long go out as they are: a put of them already
+ * carries enough bytes to amortize its cost. */
+#define PACK_RUN_MAX (64u << 10)
+
+static void op_runs(const wex_job *job, const wex__op *o, wex__box_runs *w)
+{
+    wex__box_side src, dst;
+
+    op_sides(job, o, &src, &dst);
+    wex__box_runs_init(w, o->ndim, o->extent, o->dtype_size, &src, &dst);
+}
+
+/* A host-memory copy over a one-sided network transport (a two-sided
+ * one pairs each put with a recv the destination posts per run) whose
+ * runs are short and follow each other at the destination. */
+static int packs(const wex_job *job, const wex__op *o, const wex__box_runs *w)
+{
+    return (job->tops->caps & (WEX_TRANSPORT_CAP_NETWORK |
+                               WEX_TRANSPORT_CAP_TWO_SIDED)) ==
+               WEX_TRANSPORT_CAP_NETWORK &&
+           o->transform == WEX__OP_COPY && !is_cuda(job, o->src_tensor) &&
+           w->remaining > 1 && w->run_bytes <= PACK_RUN_MAX &&
+           w->b_stride[w->outer - 1] == w->run_bytes;
+}
+
+wex_status wex__pack_prepare(wex_job *job)
+{
+    uint64_t need = 0, cap = job->plan.job->staging_bytes;
+
+    free(job->pack);
+    job->pack = NULL;
+    job->pack_bytes = job->pack_used = 0;
+    if (job->side != WEX_SIDE_SOURCE || job->tops == NULL)
+        return WEX_OK;
+    for (size_t i = 0; i < job->op_count && need < cap; i++) {
+        wex__box_runs w;
+        op_runs(job, &job->ops[i], &w);
+        if (packs(job, &job->ops[i], &w))
+            need += job->ops[i].bytes;
+    }
+    if (need == 0)
+        return WEX_OK;
+    job->pack_bytes = need < cap ? need : cap;
+    job->pack = malloc(job->pack_bytes);
+    if (job->pack == NULL)
+        return wex__error(WEX_ERR_NOMEM, "job: %llu bytes of staging "
+                          "(staging_bytes): out of memory",
+                          (unsigned long long)job->pack_bytes);
+    return WEX_OK;
+}
+
+/* Sends op i's runs as few puts as staging allows: runs that follow each
+ * other at the destination are copied into staging and put together; a
+ * full staging waits for what was put from it. Hashed from staging, in
+ * run order, so the digest is the one the runs themselves would give. */
+static wex_status put_packed(wex_job *job, size_t i, const unsigned char *base,
+                             wex__box_runs *w, XXH3_state_t *h)
+{
+    uint64_t a, b, start = 0, len = 0;
+    unsigned char *pack = NULL;
+    int more = wex__box_runs_next(w, &a, &b);
+    wex_status st = WEX_OK;
+
+    while (st == WEX_OK && (more || len > 0)) {
+        if (len > 0 && (!more || b != start + len ||
+                        job->pack_used + len + w->run_bytes >
+                            job->pack_bytes)) {
+            st = job->tops->put(job->tctx, job->op_peer[i], start, pack, len);
+            if (st == WEX_OK && h != NULL)
+                wex__digest_update(h, pack, len);
+            job->puts++;
+            job->pack_used += len;
+            len = 0;
+            continue;
+        }
+        if (len == 0) {
+            if (job->pack_used + w->run_bytes > job->pack_bytes) {
+                st = job->tops->flush(job->tctx);
+                job->pack_used = 0;
+                continue;
+            }
+            pack = job->pack + job->pack_used;
+            start = b;
+        }
+        memcpy(pack + len, base + a, w->run_bytes);
+        len += w->run_bytes;
+        more = wex__box_runs_next(w, &a, &b);
+    }
+    return st;
+}
+
+/* ---- running ------------------------------------------------------- */
+
 /* What a source digests at once: well inside a core's L2. */
 #define HASH_CHUNK (256u << 10)
 
@@ -80,6 +180,7 @@ static wex_status put_run(wex_job *job, size_t i, int cuda, int staged,
         while (bytes > 0) {
             uint64_t n = bytes < HASH_CHUNK ? bytes : HASH_CHUNK;
             st = job->tops->put(job->tctx, job->op_peer[i], offset, src, n);
+            job->puts++;
             if (st != WEX_OK)
                 return st;
             wex__digest_update(h, src, n);
@@ -90,6 +191,7 @@ static wex_status put_run(wex_job *job, size_t i, int cuda, int staged,
         return WEX_OK;
     }
     st = job->tops->put(job->tctx, job->op_peer[i], offset, src, bytes);
+    job->puts++;
     if (st != WEX_OK || h == NULL)
         return st;
     return wex__device_hash_run(job->device, h, src, bytes);
@@ -103,12 +205,13 @@ wex_status wex__execute_ops(wex_job *job, uint64_t *digests,
                            != 0;
     wex_status st = WEX_OK;
 
+    job->puts = 0;
+    job->pack_used = 0;
     st = wex__transforms_amax(job, amax_prefix, timeout);
     for (size_t i = 0; i < job->op_count && st == WEX_OK; i++) {
         const wex__op *o = &job->ops[i];
         const unsigned char *base = job->bind[o->src_tensor].address;
         int cuda = is_cuda(job, o->src_tensor);
-        wex__box_side src, dst;
         wex__box_runs w;
         uint64_t a, b;
 
@@ -120,8 +223,9 @@ wex_status wex__execute_ops(wex_job *job, uint64_t *digests,
                 digests[i] = XXH3_64bits_digest(h);
             continue;
         }
-        op_sides(job, o, &src, &dst);
-        wex__box_runs_init(&w, o->ndim, o->extent, o->dtype_size, &src, &dst);
+        op_runs(job, o, &w);
+        if (job->pack != NULL && packs(job, o, &w))
+            st = put_packed(job, i, base, &w, h);
         while (st == WEX_OK && wex__box_runs_next(&w, &a, &b))
             st = put_run(job, i, cuda, cuda && !device_transport, b, base + a,
                          w.run_bytes, h);
@@ -144,14 +248,12 @@ uint64_t wex__digest_landed(wex_job *job, const wex__op *o)
     int cuda = is_cuda(job, o->dst_tensor);
     XXH3_state_t *h = job->hash;
     wex_status st = WEX_OK;
-    wex__box_side src, dst;
     wex__box_runs w;
     uint64_t a, d = 0;
 
-    op_sides(job, o, &src, &dst);
     /* The same walk as the source's, so the runs come in the same order;
      * only the destination offsets are used. */
-    wex__box_runs_init(&w, o->ndim, o->extent, o->dtype_size, &src, &dst);
+    op_runs(job, o, &w);
     XXH3_64bits_reset(h);
     while (st == WEX_OK && wex__box_runs_next(&w, &a, &d)) {
         if (cuda)
@@ -179,13 +281,11 @@ wex_status wex__post_receives(wex_job *job)
     for (size_t i = 0; i < job->op_count && st == WEX_OK; i++) {
         const wex__op *o = &job->ops[i];
         wex_transport_mem *mem = job->bind[o->dst_tensor].mem;
-        wex__box_side src, dst;
         wex__box_runs w;
         uint64_t a, d;
 
-        op_sides(job, o, &src, &dst);
         /* The source's walk, so the runs pair up with its puts. */
-        wex__box_runs_init(&w, o->ndim, o->extent, o->dtype_size, &src, &dst);
+        op_runs(job, o, &w);
         while (st == WEX_OK && wex__box_runs_next(&w, &a, &d))
             st = job->tops->recv(job->tctx, o->src_rank, mem, d, w.run_bytes);
     }

@@ -136,6 +136,8 @@ static wex_status open_job(wex_job *job, const char *config,
     st = plan_rank(job);
     if (st == WEX_OK)
         st = open_transport(job);
+    if (st == WEX_OK) /* what packs depends on the transport's caps */
+        st = wex__pack_prepare(job);
     return st;
 }
 
@@ -198,6 +200,7 @@ void wex_job_close(wex_job *job)
     free(job->peers);
     free(job->digests);
     free(job->pair_digests);
+    free(job->pack);
     XXH3_freeState(job->hash);
     free(job->address);
     free(job->token);

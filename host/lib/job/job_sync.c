@@ -365,6 +365,7 @@ static void fill_report(const wex_job *job, wex_sync_report *r, uint64_t step,
     full.seconds = seconds;
     full.attempts = (uint32_t)tries;
     full.failed_over = ok ? job->dead_count : 0;
+    full.puts = job->side == WEX_SIDE_SOURCE ? job->puts : 0;
     wex__abi_out(r, &full, sizeof(full));
 }
 

@@ -66,6 +66,11 @@ struct wex_job {
     uint64_t *digests;      /* per op */
     uint64_t *pair_digests; /* one peer's ops, as posted */
     XXH3_state_t *hash;
+    /* sources over a network transport: short strided runs packed into
+     * one put (executor.c), and the puts of the last try */
+    unsigned char *pack;
+    uint64_t pack_bytes, pack_used;
+    uint64_t puts;
     /* device memory and two-sided transports */
     uint32_t *memory_kind;       /* per local tensor, WEX_MEMORY_* */
     struct wex__device *device;  /* CUDA runtime; NULL until CUDA memory */
@@ -104,6 +109,9 @@ wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r);
 wex_status wex__execute_ops(wex_job *job, uint64_t *digests,
                             const char *amax_prefix, double timeout);
 uint64_t wex__digest_landed(wex_job *job, const wex__op *op);
+/* executor.c: sizes the staging a source packs runs into, from its ops
+ * and the job's staging_bytes (none where nothing packs). */
+wex_status wex__pack_prepare(wex_job *job);
 /* executor.c: destinations of a two-sided transport post a recv for
  * every run of every op, in plan order, and wait for them (a no-op for
  * one-sided transports and sources). */

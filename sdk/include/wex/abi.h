@@ -38,7 +38,8 @@ extern "C" {
 /* 1.1: pieces may carry WEX_TRANSFORM_CONVERT (host.h). Nothing else
  * changed: every struct keeps its 1.0 size. */
 #define WEX_ABI_1_1 WEX_MAKE_VERSION(1, 1)
-/* 1.2: wex_transport_ops.peer_path appended (transport.h). */
+/* 1.2: wex_transport_ops.peer_path (transport.h) and
+ * wex_sync_report.puts (wex.h) appended. */
 #define WEX_ABI_1_2 WEX_MAKE_VERSION(1, 2)
 #define WEX_ABI_CURRENT WEX_ABI_1_2
 

@@ -64,8 +64,12 @@ typedef struct wex_sync_report {
     uint32_t attempts;      /* tries the step took: 1 unless a rank died */
     uint32_t reserved0;
     uint64_t failed_over;   /* dead source ranks the step went without */
+    /* ABI 1.2. Sources: the transport puts of the step's last try (short
+     * strided runs packed into one put count once); 0 on a destination. */
+    uint64_t puts;
 } wex_sync_report;
 #define WEX_SYNC_REPORT_SIZE_1_0 WEX_SIZE_THROUGH(wex_sync_report, failed_over)
+#define WEX_SYNC_REPORT_SIZE_1_2 WEX_SIZE_THROUGH(wex_sync_report, puts)
 
 /* `config` is a job file's path, or the job's JSON text itself when it
  * starts with '{' (paths inside are then relative to the working

@@ -17,12 +17,12 @@ wex name such as "BF16" when torch is not installed), shape and size."""
 
 SyncReport = collections.namedtuple(
     "SyncReport", "step committed_step operations bytes peers seconds "
-    "verified attempts failed_over")
+    "verified attempts failed_over puts")
 SyncReport.__doc__ = """What one wex_sync did on this rank: the step, the
 step this destination has committed since, its operations and bytes sent or
 received, its peers, the seconds from the step's barrier to commit, whether
-digests were checked and matched, how many tries the step took and how many
-dead sources it went without."""
+digests were checked and matched, how many tries the step took, how many
+dead sources it went without, and (sources) the transport puts it issued."""
 
 _SIDES = {"source": _lib.SIDE_SOURCE, "destination": _lib.SIDE_DESTINATION}
 
@@ -218,7 +218,7 @@ class Job(Closing):
         return SyncReport(report.step, report.committed_step,
                           report.operations, report.bytes, report.peers,
                           report.seconds, bool(report.verified),
-                          report.attempts, report.failed_over)
+                          report.attempts, report.failed_over, report.puts)
 
     def save(self, directory, shard_bytes=5_000_000_000):
         """Writes what this side holds to `directory` (which must not exist,
