@@ -115,6 +115,21 @@ kill "$SRC0" 2>/dev/null; wait "$SRC0" 2>/dev/null
 unset WEX_RENDEZVOUS WEX_TOKEN WEX_JOB_ID
 [ "$code" -ne 0 ] && grep -q "layout digest differs" "$TMP/digest.err" \
     && pass "layout digests disagree: $(head -1 "$TMP/digest.err")" || fail "digest mismatch: exit $code, $(cat "$TMP/digest.err")"
+# ... and two ranks whose transport options differ (ucx's data path):
+#    refused at connect, not left to time out at the first flush.
+if [ -e "$(dirname "$WEX")/../lib/wex/plugins/transport-ucx.json" ]; then
+    make_job ucxauto '{"timeouts": {"connect_seconds": 60, "step_seconds": 60}, "transport": "ucx"}'
+    make_job ucxput '{"timeouts": {"connect_seconds": 60, "step_seconds": 60}, "transport": {"name": "ucx", "options": {"data_path": "put"}}}'
+    export WEX_RENDEZVOUS=$ADDR WEX_TOKEN=right-token-123 WEX_JOB_ID=t5b
+    "$WEX" run --worker source 0 "$TMP/ucxauto.json" --steps 1 2>"$TMP/src0.err" &
+    SRC0=$!
+    "$WEX" run --worker destination 0 "$TMP/ucxput.json" --steps 1 2>"$TMP/digest.err"
+    code=$?
+    kill "$SRC0" 2>/dev/null; wait "$SRC0" 2>/dev/null
+    unset WEX_RENDEZVOUS WEX_TOKEN WEX_JOB_ID
+    [ "$code" -ne 0 ] && grep -q "layout digest differs.*transport" "$TMP/digest.err" \
+        && pass "transport options disagree: $(head -1 "$TMP/digest.err")" || fail "transport options mismatch: exit $code, $(cat "$TMP/digest.err")"
+fi
 kill "$STORE_PID" 2>/dev/null; wait "$STORE_PID" 2>/dev/null; STORE_PID=
 shm_clean "faults"
 

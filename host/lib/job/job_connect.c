@@ -39,8 +39,11 @@ static void hash_json(XXH3_state_t *h, const cJSON *v)
     free(text);
 }
 
-/* Both sides' layouts, the policy and its options, the topology: what
- * every rank must agree on for their plans to fit together. */
+/* Both sides' layouts, the policy and its options, the topology, the
+ * transport and its options: what every rank must agree on for their
+ * plans and their endpoints to fit together (a source sending ucx's
+ * active messages to a destination that left them out would only time
+ * out). */
 static uint64_t layout_digest(const wex_job *job)
 {
     XXH3_state_t *h = XXH3_createState();
@@ -53,6 +56,7 @@ static uint64_t layout_digest(const wex_job *job)
     hash_json(h, cJSON_GetObjectItemCaseSensitive(doc, "policy"));
     hash_json(h, cJSON_GetObjectItemCaseSensitive(doc, "topology"));
     hash_json(h, cJSON_GetObjectItemCaseSensitive(doc, "verify"));
+    hash_json(h, cJSON_GetObjectItemCaseSensitive(doc, "transport"));
     d = XXH3_64bits_digest(h);
     XXH3_freeState(h);
     return d;
@@ -88,7 +92,7 @@ static wex_status agree_on_layouts(wex_job *job, double timeout)
                           "%s rank %llu: the layout digest differs from "
                           "source rank 0's: the ranks were started with "
                           "different job configs (model, engines, parallel "
-                          "configs, policy or topology)",
+                          "configs, policy, topology or transport)",
                           side_name(job->side), (unsigned long long)job->rank);
     }
     free(value);
