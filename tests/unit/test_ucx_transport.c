@@ -136,6 +136,7 @@ static void put_pattern_across_processes(const char *tls,
     enum { REPS = 4 };
     wex_transport_ctx *ctx;
     wex_transport_peer *to_alloc = NULL, *to_reg = NULL;
+    wex_transport_mem *src_mem = NULL;
     uint8_t *src_alloc, *src_reg, *zeros, *plain;
     double t0, big, small, copy;
     size_t na, nr;
@@ -189,6 +190,12 @@ static void put_pattern_across_processes(const char *tls,
 
     src_alloc = th_pattern_buffer(ALLOC_BYTES, 0);
     src_reg = th_pattern_buffer(REG_BYTES, 1);
+    /* A source registers what it puts from (the puts from src_alloc
+     * carry its handle); src_reg's puts stay unregistered. */
+    ck_assert(ops->caps & WEX_TRANSPORT_CAP_REGISTER_SOURCE);
+    ck_assert_msg(ops->mem_register(ctx, src_alloc, ALLOC_BYTES,
+                                    WEX_MEMORY_HOST, &src_mem) == WEX_OK,
+                  "%s", wex__last_error());
     va = th_make_ops(ALLOC_BYTES, &na);
     vr = th_make_ops(REG_BYTES, &nr);
     /* the small pieces alone, timed, then everything else */
@@ -210,6 +217,7 @@ static void put_pattern_across_processes(const char *tls,
 
     ops->peer_detach(ctx, to_alloc);
     ops->peer_detach(ctx, to_reg);
+    ops->mem_deregister(ctx, src_mem);
     ops->ctx_destroy(ctx);
     free(va);
     free(vr);

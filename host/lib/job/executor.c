@@ -98,6 +98,9 @@ wex_status wex__pack_prepare(wex_job *job)
 {
     uint64_t need = 0, cap = job->plan.job->staging_bytes;
 
+    if (job->pack_mem != NULL)
+        job->tops->mem_deregister(job->tctx, job->pack_mem);
+    job->pack_mem = NULL;
     free(job->pack);
     job->pack = NULL;
     job->pack_bytes = job->pack_used = 0;
@@ -117,6 +120,14 @@ wex_status wex__pack_prepare(wex_job *job)
         return wex__error(WEX_ERR_NOMEM, "job: %llu bytes of staging "
                           "(staging_bytes): out of memory",
                           (unsigned long long)job->pack_bytes);
+    if (!(job->tops->caps & WEX_TRANSPORT_CAP_REGISTER_SOURCE))
+        return WEX_OK;
+    wex__error_clear();
+    if (job->tops->mem_register(job->tctx, job->pack, job->pack_bytes,
+                                WEX_MEMORY_HOST, &job->pack_mem) != WEX_OK)
+        return wex__error_prefix(WEX_ERR_SYSTEM, "registering %llu bytes "
+                                 "of staging",
+                                 (unsigned long long)job->pack_bytes);
     return WEX_OK;
 }
 

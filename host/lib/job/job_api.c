@@ -181,6 +181,8 @@ void wex_job_close(wex_job *job)
         else if (job->bind[i].owned)
             free(job->bind[i].address);
     }
+    if (job->pack_mem != NULL)
+        job->tops->mem_deregister(job->tctx, job->pack_mem);
     if (job->tctx != NULL)
         job->tops->ctx_destroy(job->tctx);
     if (job->store != NULL)
@@ -311,7 +313,10 @@ wex_status wex_job_bind_memory(wex_job *job, uint64_t index, void *address,
     }
     if (st != WEX_OK)
         return st;
-    if (job->side == WEX_SIDE_DESTINATION) {
+    /* destinations expose their memory; sources register theirs where
+     * the transport puts faster from registered memory */
+    if (job->side == WEX_SIDE_DESTINATION ||
+        (job->tops->caps & WEX_TRANSPORT_CAP_REGISTER_SOURCE)) {
         wex__error_clear();
         st = job->tops->mem_register(job->tctx, address, bytes, memory_kind,
                                      &job->bind[index].mem);

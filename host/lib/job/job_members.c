@@ -109,8 +109,11 @@ wex_status wex__job_take_ops(wex_job *job, wex_plan_builder *b,
         if (n == 0 || job->peers[n - 1] != job->peers[i])
             job->peers[n++] = job->peers[i];
     job->peer_count = n;
-    if (wex__pack_prepare(job) != WEX_OK)
-        return WEX_ERR_NOMEM;
+    if (job->tops != NULL) { /* re-planned: what packs may differ */
+        wex_status st = wex__pack_prepare(job);
+        if (st != WEX_OK)
+            return st;
+    }
     return wex__transforms_prepare(job, dead, dead_count);
 }
 

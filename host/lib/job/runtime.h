@@ -69,6 +69,7 @@ struct wex_job {
     /* sources over a network transport: short strided runs packed into
      * one put (executor.c), and the puts of the last try */
     unsigned char *pack;
+    wex_transport_mem *pack_mem; /* its registration, if any */
     uint64_t pack_bytes, pack_used;
     uint64_t puts;
     /* device memory and two-sided transports */

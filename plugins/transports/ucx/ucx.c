@@ -318,7 +318,7 @@ static const wex_transport_ops ucx_ops = {
     .struct_size = sizeof(wex_transport_ops),
     .caps = WEX_TRANSPORT_CAP_HOST_MEMORY | WEX_TRANSPORT_CAP_ONE_SIDED |
             WEX_TRANSPORT_CAP_SAME_HOST | WEX_TRANSPORT_CAP_NETWORK |
-            WEX_TRANSPORT_CAP_ALLOC,
+            WEX_TRANSPORT_CAP_ALLOC | WEX_TRANSPORT_CAP_REGISTER_SOURCE,
     .ctx_create = ucx_ctx_create,
     .ctx_destroy = ucx_ctx_destroy,
     .mem_alloc = ucx_mem_alloc,

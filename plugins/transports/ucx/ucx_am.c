@@ -159,7 +159,7 @@ static void send_done(void *request, ucs_status_t status, void *user_data)
 /* Sends one message on c; 0 or -1 (c->failure says why). */
 static int send_message(ucx_conn *c, unsigned id, send_op *op,
                         size_t header_len, const void *data, uint64_t bytes,
-                        uint32_t flags)
+                        uint32_t flags, ucp_mem_h memh)
 {
     ucp_request_param_t param;
     void *req;
@@ -171,6 +171,10 @@ static int send_message(ucx_conn *c, unsigned id, send_op *op,
     param.cb.send = send_done;
     param.user_data = op;
     param.flags = flags;
+    if (memh != NULL) { /* registered once, not on first use */
+        param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+        param.memh = memh;
+    }
     req = ucp_am_send_nbx(c->ep, id, &op->h, header_len, data, (size_t)bytes,
                           &param);
     if (UCS_PTR_IS_ERR(req)) {
@@ -198,7 +202,8 @@ wex_status ucx_am_put(wex_transport_ctx *ctx, wex_transport_peer *p,
     op->h.data.nonce = ctx->nonce;
     op->h.data.rank = ctx->rank;
     op->h.data.address = p->address + offset;
-    if (send_message(c, AM_DATA, op, sizeof(data_header), src, bytes, 0) != 0)
+    if (send_message(c, AM_DATA, op, sizeof(data_header), src, bytes, 0,
+                     ucx_source_memh(ctx, src, bytes)) != 0)
         return ucx_peer_failed(ctx, c);
     c->am_sent += bytes;
     return WEX_OK;
@@ -222,7 +227,7 @@ void ucx_am_flush_start(ucx_conn *c)
     op->h.flush.seq = c->am_seq;
     op->h.flush.sent = c->am_sent;
     (void)send_message(c, AM_FLUSH, op, sizeof(flush_header), NULL, 0,
-                       UCP_AM_SEND_FLAG_REPLY);
+                       UCP_AM_SEND_FLAG_REPLY, NULL);
 }
 
 static ucs_status_t on_ack(void *arg, const void *header, size_t header_len,

@@ -145,6 +145,8 @@ wex_status ucx_put(wex_transport_ctx *ctx, wex_transport_peer *p,
                          UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.send = put_done;
     param.user_data = c;
+    if ((param.memh = ucx_source_memh(ctx, src, bytes)) != NULL)
+        param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
     req = ucp_put_nbx(c->ep, src, (size_t)bytes, p->address + offset,
                       p->rkey, &param);
     if (UCS_PTR_IS_ERR(req)) {

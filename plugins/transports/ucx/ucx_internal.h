@@ -112,6 +112,8 @@ struct wex_transport_ctx {
     int efd;     /* the worker's event fd, or -1: sleep instead */
     int wake_fd; /* an eventfd that ends the thread's sleep */
     wt_link *mems; /* wex_transport_mem */
+    /* sources: the registration the last put came from (ucx_mem.c) */
+    const wex_transport_mem *last_source_mem;
     ucx_am_source *am_sources; /* what each source sent by message */
     /* source */
     uint64_t nonce; /* tells this context's messages from another's */
@@ -153,6 +155,10 @@ wex_status ucx_mem_key(wex_transport_ctx *ctx, wex_transport_mem *m,
 /* Unmaps and frees `m`, already unlinked from ctx->mems; takes ctx->lock
  * for the UCP call only. */
 void ucx_mem_free(wex_transport_ctx *ctx, wex_transport_mem *m);
+/* Sources: the handle of the registration [src, src + bytes) lies in,
+ * or NULL (UCX then registers on use, where its lanes need it). */
+ucp_mem_h ucx_source_memh(wex_transport_ctx *ctx, const void *src,
+                          uint64_t bytes);
 
 /* ---- ucx_data.c ---------------------------------------------------- */
 

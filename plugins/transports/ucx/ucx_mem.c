@@ -172,10 +172,34 @@ void ucx_mem_free(wex_transport_ctx *ctx, wex_transport_mem *m)
     free(m);
 }
 
+ucp_mem_h ucx_source_memh(wex_transport_ctx *ctx, const void *src,
+                          uint64_t bytes)
+{
+    uintptr_t at = (uintptr_t)src;
+    const wex_transport_mem *m = ctx->last_source_mem;
+
+    /* A source puts from one tensor run after run: the last one first.
+     * Only the source's own thread walks or changes a source's list. */
+    if (m != NULL && at >= (uintptr_t)m->address &&
+        at + bytes <= (uintptr_t)m->address + m->bytes)
+        return m->memh;
+    for (wt_link *l = ctx->mems; l != NULL; l = l->next) {
+        m = (const wex_transport_mem *)l;
+        if (at >= (uintptr_t)m->address &&
+            at + bytes <= (uintptr_t)m->address + m->bytes) {
+            ctx->last_source_mem = m;
+            return m->memh;
+        }
+    }
+    return NULL;
+}
+
 void ucx_mem_deregister(wex_transport_ctx *ctx, wex_transport_mem *m)
 {
     if (m == NULL)
         return;
+    if (ctx->last_source_mem == m)
+        ctx->last_source_mem = NULL;
     wt_list_unlink_locked(&ctx->lock, &ctx->mems, &m->link);
     ucx_mem_free(ctx, m);
 }

@@ -38,6 +38,11 @@ typedef struct wex_transport_peer wex_transport_peer; /* a peer's buffer */
 #define WEX_TRANSPORT_CAP_ALLOC (1ull << 5)     /* mem_alloc works */
 /* Destinations post recv for each put and flush them (see above). */
 #define WEX_TRANSPORT_CAP_TWO_SIDED (1ull << 6)
+/* ABI 1.2. Sources register the memory they put from with mem_register,
+ * once per job when it is bound, and the transport's puts from inside a
+ * registration use it (no registration on first use, as RDMA lanes would
+ * otherwise make in the first step). */
+#define WEX_TRANSPORT_CAP_REGISTER_SOURCE (1ull << 7)
 
 /* Memory kinds. */
 #define WEX_MEMORY_HOST 0u
