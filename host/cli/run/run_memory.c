@@ -1,7 +1,8 @@
 /*
  * What `wex run` asks of this machine's memory before it starts a rank:
  * every rank it runs holds its local tensors (a source also a staging
- * arena where it converts dtypes), in private memory or in shared memory
+ * arena where it converts dtypes, and one it packs strided runs into
+ * over a network transport), in private memory or in shared memory
  * the destinations' transport maps (shm's memfds, which count against
  * MemAvailable and not against /dev/shm's size). A job that does not fit
  * is refused in one line with the figures, instead of workers killed by
@@ -42,6 +43,26 @@ static uint64_t side_bytes(const wex__side *side, const run_args *a,
     return total;
 }
 
+/* Whether the job's transport says (in its manifest, before it is
+ * loaded) it crosses a network one-sidedly: then every source may pack
+ * strided runs into up to staging_bytes of its own. */
+static int sources_pack(const launch *l)
+{
+    const wex__plugin *p = l->plan.job->transport.plugin;
+    const cJSON *caps, *c;
+    int network = 0, two_sided = 0;
+
+    if (p == NULL)
+        return 0;
+    caps = cJSON_GetObjectItemCaseSensitive(p->manifest.json, "capabilities");
+    cJSON_ArrayForEach(c, caps) {
+        network |= cJSON_IsString(c) && strcmp(c->valuestring, "network") == 0;
+        two_sided |= cJSON_IsString(c) &&
+                     strcmp(c->valuestring, "two-sided") == 0;
+    }
+    return network && !two_sided;
+}
+
 static double gb(uint64_t bytes)
 {
     return (double)bytes / 1e9;
@@ -61,6 +82,9 @@ wex_status run_check_memory(launch *l, const run_args *a)
                       side_bytes(&l->plan.src, a, 0);
             break;
         }
+    if (sources_pack(l)) /* at most; a source allocates what it can use */
+        staging += side_bytes(&l->plan.src, a, l->plan.job->staging_bytes) -
+                   side_bytes(&l->plan.src, a, 0);
     need = src + dst + staging;
     if (avail > 0 && need > avail)
         return wex__error(WEX_ERR_INVALID, "%s: the ranks this run starts "
