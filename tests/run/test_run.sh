@@ -104,31 +104,28 @@ kill "$STORE_PID" 2>/dev/null; wait "$STORE_PID" 2>/dev/null; STORE_PID=
 STORE_PID=$!
 for _ in $(seq 50); do grep -q listening "$TMP/store2.out" && break; sleep 0.1; done
 ADDR=$(sed -n 's/^listening on //p' "$TMP/store2.out")
+# Source 0 with one job file, destination 0 with another: the destination
+# must be refused at connect, its error naming the digest (and `what`).
+refused_at_connect() { # label, source job, destination job, job id, what
+    export WEX_RENDEZVOUS=$ADDR WEX_TOKEN=right-token-123 WEX_JOB_ID=$4
+    "$WEX" run --worker source 0 "$TMP/$2.json" --steps 1 2>"$TMP/src0.err" &
+    SRC0=$!
+    "$WEX" run --worker destination 0 "$TMP/$3.json" --steps 1 2>"$TMP/digest.err"
+    code=$?
+    kill "$SRC0" 2>/dev/null; wait "$SRC0" 2>/dev/null
+    unset WEX_RENDEZVOUS WEX_TOKEN WEX_JOB_ID
+    [ "$code" -ne 0 ] && grep -q "layout digest differs.*$5" "$TMP/digest.err" \
+        && pass "$1: $(head -1 "$TMP/digest.err")" || fail "$1: exit $code, $(cat "$TMP/digest.err")"
+}
 make_job other '{"timeouts": {"connect_seconds": 60, "step_seconds": 60}, "policy": {"name": "balanced", "options": {"coalesce": false}}}'
 make_job same '{"timeouts": {"connect_seconds": 60, "step_seconds": 60}}'
-export WEX_RENDEZVOUS=$ADDR WEX_TOKEN=right-token-123 WEX_JOB_ID=t5
-"$WEX" run --worker source 0 "$TMP/same.json" --steps 1 2>"$TMP/src0.err" &
-SRC0=$!
-"$WEX" run --worker destination 0 "$TMP/other.json" --steps 1 2>"$TMP/digest.err"
-code=$?
-kill "$SRC0" 2>/dev/null; wait "$SRC0" 2>/dev/null
-unset WEX_RENDEZVOUS WEX_TOKEN WEX_JOB_ID
-[ "$code" -ne 0 ] && grep -q "layout digest differs" "$TMP/digest.err" \
-    && pass "layout digests disagree: $(head -1 "$TMP/digest.err")" || fail "digest mismatch: exit $code, $(cat "$TMP/digest.err")"
+refused_at_connect "layout digests disagree" same other t5 policy
 # ... and two ranks whose transport options differ (ucx's data path):
 #    refused at connect, not left to time out at the first flush.
 if [ -e "$(dirname "$WEX")/../lib/wex/plugins/transport-ucx.json" ]; then
     make_job ucxauto '{"timeouts": {"connect_seconds": 60, "step_seconds": 60}, "transport": "ucx"}'
     make_job ucxput '{"timeouts": {"connect_seconds": 60, "step_seconds": 60}, "transport": {"name": "ucx", "options": {"data_path": "put"}}}'
-    export WEX_RENDEZVOUS=$ADDR WEX_TOKEN=right-token-123 WEX_JOB_ID=t5b
-    "$WEX" run --worker source 0 "$TMP/ucxauto.json" --steps 1 2>"$TMP/src0.err" &
-    SRC0=$!
-    "$WEX" run --worker destination 0 "$TMP/ucxput.json" --steps 1 2>"$TMP/digest.err"
-    code=$?
-    kill "$SRC0" 2>/dev/null; wait "$SRC0" 2>/dev/null
-    unset WEX_RENDEZVOUS WEX_TOKEN WEX_JOB_ID
-    [ "$code" -ne 0 ] && grep -q "layout digest differs.*transport" "$TMP/digest.err" \
-        && pass "transport options disagree: $(head -1 "$TMP/digest.err")" || fail "transport options mismatch: exit $code, $(cat "$TMP/digest.err")"
+    refused_at_connect "transport options disagree" ucxauto ucxput t5b transport
 fi
 kill "$STORE_PID" 2>/dev/null; wait "$STORE_PID" 2>/dev/null; STORE_PID=
 shm_clean "faults"
