@@ -97,6 +97,7 @@ static int packs(const wex_job *job, const wex__op *o, const wex__box_runs *w)
 wex_status wex__pack_prepare(wex_job *job)
 {
     uint64_t need = 0, cap = job->plan.job->staging_bytes;
+    wex_status st;
 
     if (job->pack_mem != NULL)
         job->tops->mem_deregister(job->tctx, job->pack_mem);
@@ -123,10 +124,10 @@ wex_status wex__pack_prepare(wex_job *job)
     if (!(job->tops->caps & WEX_TRANSPORT_CAP_REGISTER_SOURCE))
         return WEX_OK;
     wex__error_clear();
-    if (job->tops->mem_register(job->tctx, job->pack, job->pack_bytes,
-                                WEX_MEMORY_HOST, &job->pack_mem) != WEX_OK)
-        return wex__error_prefix(WEX_ERR_SYSTEM, "registering %llu bytes "
-                                 "of staging",
+    st = job->tops->mem_register(job->tctx, job->pack, job->pack_bytes,
+                                 WEX_MEMORY_HOST, &job->pack_mem);
+    if (st != WEX_OK) /* the transport's own class, not a guess */
+        return wex__error_prefix(st, "registering %llu bytes of staging",
                                  (unsigned long long)job->pack_bytes);
     return WEX_OK;
 }
