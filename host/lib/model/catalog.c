@@ -51,6 +51,44 @@ static uint64_t probe(const wex_model *model, const char *name, uint64_t h)
     return s;
 }
 
+/* model->scale_of and weight_of: every `<weight>_scale_inv` beside a 2-D
+ * e4m3 weight is that weight's block scales (the rule wex__scale_of
+ * states by name). */
+static wex_status index_scales(wex_model *model, const char *source)
+{
+    static const char suffix[] = "_scale_inv";
+    const size_t k = sizeof(suffix) - 1;
+    uint64_t n = model->count ? model->count : 1;
+    char stem[1024];
+
+    model->scale_of = malloc(n * sizeof(*model->scale_of));
+    model->weight_of = malloc(n * sizeof(*model->weight_of));
+    if (model->scale_of == NULL || model->weight_of == NULL)
+        return wex__error(WEX_ERR_NOMEM, "%s: out of memory", source);
+    for (uint64_t i = 0; i < model->count; i++)
+        model->scale_of[i] = model->weight_of[i] = -1;
+    for (uint64_t i = 0; i < model->count; i++) {
+        const char *name = model->tensors[i].name;
+        size_t len = strlen(name);
+        const wex__tensor *w;
+        int64_t j;
+        if (len <= k || len >= sizeof(stem) ||
+            memcmp(name + len - k, suffix, k) != 0)
+            continue;
+        memcpy(stem, name, len - k);
+        stem[len - k] = '\0';
+        j = wex__model_find(model, stem);
+        if (j < 0)
+            continue;
+        w = &model->tensors[j];
+        if (w->dtype != WEX_DTYPE_F8_E4M3 || w->ndim != 2)
+            continue;
+        model->scale_of[j] = (int64_t)i;
+        model->weight_of[i] = j;
+    }
+    return WEX_OK;
+}
+
 /* Builds model->slots; a duplicate name is a family bug. */
 static wex_status build_index(wex_model *model, const char *source)
 {
@@ -105,6 +143,8 @@ void wex__model_free(wex_model *model)
     free(model->names);
     free(model->hashes);
     free(model->slots);
+    free(model->scale_of);
+    free(model->weight_of);
     free(model);
 }
 
@@ -163,6 +203,8 @@ static wex_status build_model(cJSON *config, const char *source,
     if (st != WEX_OK)
         goto out;
     st = build_index(model, source);
+    if (st == WEX_OK)
+        st = index_scales(model, source);
     if (st != WEX_OK)
         goto out;
     model->config = config;

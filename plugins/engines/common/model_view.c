@@ -1,6 +1,7 @@
 #include "model_view.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int64_t cfg_int(const ws_emit *e, const char *pointer, int64_t fallback)
@@ -64,6 +65,29 @@ static void read_experts(ws_emit *e, ws_model *m)
     }
 }
 
+/* The memo tables, all or none: a lookup without a table is made as
+ * before, only not kept. */
+static void memo_alloc(const ws_emit *e, ws_model *m)
+{
+    uint64_t layers = (uint64_t)(m->layers + m->mtp_layers);
+    uint64_t experts = layers * (uint64_t)m->experts * 3;
+    uint64_t count = e->host->model_tensor_count(e->model);
+
+    m->layer_memo = calloc(layers ? layers : 1, sizeof(*m->layer_memo));
+    m->layer_known = calloc(layers ? layers : 1, 1);
+    m->expert_memo = malloc((experts ? experts : 1) * sizeof(int64_t));
+    m->scale_memo = malloc((count ? count : 1) * sizeof(int64_t));
+    if (m->layer_memo == NULL || m->layer_known == NULL ||
+        m->expert_memo == NULL || m->scale_memo == NULL) {
+        ws_model_fini(m);
+        return;
+    }
+    for (uint64_t i = 0; i < experts; i++)
+        m->expert_memo[i] = -2;
+    for (uint64_t i = 0; i < count; i++)
+        m->scale_memo[i] = -2;
+}
+
 wex_status ws_model_read(ws_emit *e, ws_model *m)
 {
     memset(m, 0, sizeof(*m));
@@ -90,7 +114,21 @@ wex_status ws_model_read(ws_emit *e, ws_model *m)
     while (ws_find(e, "model.layers.%lld.eh_proj.weight",
                    (long long)(m->layers + m->mtp_layers)) >= 0)
         m->mtp_layers++;
+    if (e->status == WEX_OK)
+        memo_alloc(e, m);
     return e->status;
+}
+
+void ws_model_fini(ws_model *m)
+{
+    free(m->layer_memo);
+    free(m->layer_known);
+    free(m->expert_memo);
+    free(m->scale_memo);
+    m->layer_memo = NULL;
+    m->layer_known = NULL;
+    m->expert_memo = NULL;
+    m->scale_memo = NULL;
 }
 
 static int64_t find_layer(const ws_emit *e, int64_t layer, const char *rest)
@@ -127,8 +165,8 @@ static void probe_moe(const ws_emit *e, const ws_model *m, int64_t layer,
     l->sh_router = find_layer(e, layer, "mlp.shared_expert_gate.weight");
 }
 
-void ws_layer_probe(const ws_emit *e, const ws_model *m, int64_t layer,
-                    ws_layer *l)
+static void layer_probe(const ws_emit *e, const ws_model *m, int64_t layer,
+                        ws_layer *l)
 {
     memset(l, 0, sizeof(*l));
     l->index = layer;
@@ -156,10 +194,38 @@ void ws_layer_probe(const ws_emit *e, const ws_model *m, int64_t layer,
     probe_moe(e, m, layer, l);
 }
 
+void ws_layer_probe(const ws_emit *e, const ws_model *m, int64_t layer,
+                    ws_layer *l)
+{
+    int kept = m->layer_memo != NULL && layer >= 0 &&
+               layer < m->layers + m->mtp_layers;
+
+    if (kept && m->layer_known[layer]) {
+        *l = m->layer_memo[layer];
+        return;
+    }
+    layer_probe(e, m, layer, l);
+    if (kept) {
+        m->layer_memo[layer] = *l;
+        m->layer_known[layer] = 1;
+    }
+}
+
 int64_t ws_expert(const ws_emit *e, const ws_model *m, int64_t layer,
                   int64_t expert, int which)
 {
-    return ws_find(e, "model.layers.%lld.%s.experts.%lld.%s.weight",
-                   (long long)layer, m->moe, (long long)expert,
-                   m->expert_w[which]);
+    int64_t *kept = NULL;
+
+    if (m->expert_memo != NULL && layer >= 0 &&
+        layer < m->layers + m->mtp_layers && expert >= 0 &&
+        expert < m->experts && which >= 0 && which < 3)
+        kept = &m->expert_memo[(layer * m->experts + expert) * 3 + which];
+    if (kept != NULL && *kept != -2)
+        return *kept;
+    int64_t index = ws_find(e, "model.layers.%lld.%s.experts.%lld.%s.weight",
+                            (long long)layer, m->moe, (long long)expert,
+                            m->expert_w[which]);
+    if (kept != NULL)
+        *kept = index;
+    return index;
 }

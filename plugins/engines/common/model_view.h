@@ -31,11 +31,21 @@ typedef struct ws_model {
     const char *moe;   /* "mlp" or "block_sparse_moe" (Mixtral) */
     const char *expert_w[3]; /* gate, up, down: gate_proj.. or w1, w3, w2 */
     int64_t embed, lm_head, final_norm; /* lm_head -1 when tied */
+    /* Lookups kept across the ranks one context describes: every rank
+     * holding a layer looked up its tensors by name again, and names cost
+     * a format and a hash probe each (most of describing a large MoE).
+     * Per layer (layers + mtp_layers) its probe, per (layer, expert,
+     * weight) its index; NULL when memory ran short (then nothing is
+     * kept). Freed by ws_model_fini. */
+    struct ws_layer *layer_memo;
+    unsigned char *layer_known;
+    int64_t *expert_memo; /* -2: not looked up yet */
+    int64_t *scale_memo;  /* per canonical tensor, for ws_emit.scales */
 } ws_model;
 
 enum { WS_GATE = 0, WS_UP = 1, WS_DOWN = 2 };
 
-typedef struct ws_layer {
+struct ws_layer {
     int64_t index; /* the layer number */
     int64_t in_norm, post_norm;
     /* standard attention (q also serves MLA without q_lora) */
@@ -50,10 +60,13 @@ typedef struct ws_layer {
     int64_t sh[3];     /* shared experts: gate, up, down */
     int64_t sh_router; /* shared_expert_gate (Qwen2-MoE) */
     const char *sh_name; /* "shared_experts" or "shared_expert" */
-} ws_layer;
+};
+typedef struct ws_layer ws_layer;
 
 /* Reads the geometry; a missing config field is an error naming it. */
 wex_status ws_model_read(ws_emit *e, ws_model *m);
+/* Frees what ws_model_read kept. */
+void ws_model_fini(ws_model *m);
 void ws_layer_probe(const ws_emit *e, const ws_model *m, int64_t layer,
                     ws_layer *l);
 /* Canonical index of routed expert `expert`'s WS_GATE/UP/DOWN weight. */

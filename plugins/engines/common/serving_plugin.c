@@ -12,6 +12,7 @@ void ws_serving_ctx_destroy(wex_engine_ctx *ctx)
     if (ctx == NULL)
         return;
     free(ctx->stage_first);
+    ws_model_fini(&ctx->view);
     free(ctx);
 }
 
@@ -139,6 +140,7 @@ wex_status ws_serving_describe_rank(wex_engine_ctx *ctx, uint64_t rank,
     r.last_stage = c[1] == ctx->p[WS_P_PP] - 1;
     ws_emit_init(&e, ctx->host, ctx->model, b);
     ws_hold(&e, ctx->hold);
+    e.scale_memo = ctx->view.scale_memo;
     ws_coord(&e, "dp", c[0]);
     ws_coord(&e, "pp", c[1]);
     ws_coord(&e, "tp", c[2]);

@@ -270,6 +270,19 @@ static int scale_piece(ws_emit *e, const ws_piece *w, int64_t scale,
     return 1;
 }
 
+static int64_t scale_of(const ws_emit *e, int64_t weight, const char *name)
+{
+    int64_t *kept = e->scale_memo ? &e->scale_memo[weight] : NULL;
+    int64_t scale;
+
+    if (kept != NULL && *kept != -2)
+        return *kept;
+    scale = ws_find(e, "%s_scale_inv", name);
+    if (kept != NULL)
+        *kept = scale;
+    return scale;
+}
+
 /* Index of each piece's scale tensor; -1 entries mean "no scale". Returns
  * 1 when every piece has one, 0 when none has, and fails when mixed. */
 static int scales_of(ws_emit *e, int64_t *scales)
@@ -280,7 +293,7 @@ static int scales_of(ws_emit *e, int64_t *scales)
         ws_canon c = ws_canon_of(e, e->pieces[i].canonical);
         scales[i] = -1;
         if (c.dtype == WEX_DTYPE_F8_E4M3 || c.dtype == WEX_DTYPE_F8_E5M2)
-            scales[i] = ws_find(e, "%s_scale_inv", c.name);
+            scales[i] = scale_of(e, e->pieces[i].canonical, c.name);
         with += scales[i] >= 0;
     }
     if (with != 0 && with != e->count)

@@ -52,6 +52,9 @@ typedef struct ws_emit {
     uint64_t shape[WEX_MAX_DIMS];
     ws_piece *pieces;
     size_t count, cap;
+    /* Optional, the describing context's: each fp8 weight's block-scale
+     * tensor (-1 none, -2 not looked up yet), kept across ranks. */
+    int64_t *scale_memo;
 } ws_emit;
 
 /* Canonical tensor facts, by index. */

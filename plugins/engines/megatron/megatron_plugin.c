@@ -20,6 +20,7 @@ static void mg_ctx_destroy(wex_engine_ctx *ctx)
     if (ctx == NULL)
         return;
     free(ctx->stage_first);
+    ws_model_fini(&ctx->view);
     free(ctx);
 }
 
@@ -76,6 +77,7 @@ static wex_status mg_describe_rank(wex_engine_ctx *ctx, uint64_t rank,
     unrank(ctx, rank, &r);
     ws_emit_init(&e, ctx->host, ctx->model, b);
     ws_hold(&e, ctx->hold);
+    e.scale_memo = ctx->view.scale_memo;
     ws_coord(&e, "tp", r.tp);
     ws_coord(&e, "pp", r.pp);
     ws_coord(&e, "dp", r.dp);
