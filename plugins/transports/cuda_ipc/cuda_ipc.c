@@ -7,7 +7,10 @@
  * cudaIpcGetMemHandle, whatever the number of tensors inside it. A source
  * opens each peer allocation once (cudaIpcOpenMemHandle) and every put is
  * a cudaMemcpyAsync straight into the destination's live buffer on this
- * context's stream; flush records an event and polls it against a
+ * context's stream, except that the equal rows of a strided box at a
+ * constant pitch go as one cudaMemcpy2DAsync (row_batch.h): a put may
+ * wait in the batch until the next one that does not continue it, or
+ * the flush. Flush records an event and polls it against a
  * deadline, so a wedged copy is a timeout, never a hang. A destination
  * that dies leaves its memory mapped here until detach: later puts land
  * harmlessly.
@@ -25,6 +28,7 @@
 #include "cuda_ipc_allocs.h"
 #include "cuda_ipc_key.h"
 #include "cuda_device.h"
+#include "row_batch.h"
 #include "transport_common.h"
 #include "transport_state.h"
 
@@ -57,6 +61,7 @@ struct wex_transport_ctx {
     cudaEvent_t done;
     address_range_fn address_range;
     ipc_allocs exported, opened;
+    wt_rows rows; /* puts not issued yet */
 };
 
 static wex_status cuda_fail(const wex_host_services *h, cudaError_t e,
@@ -324,6 +329,10 @@ static void ipc_peer_detach(wex_transport_ctx *ctx, wex_transport_peer *p)
 {
     if (p == NULL)
         return;
+    if (ctx->rows.height > 0 && ctx->rows.peer == p) {
+        wt_rows dropped; /* no flush asked for them; p goes */
+        wt_rows_take(&ctx->rows, &dropped);
+    }
     if (ipc_allocs_release(&ctx->opened, p->alloc)) {
         /* no copy may still target the mapping */
         cudaStreamSynchronize(ctx->stream);
@@ -335,32 +344,59 @@ static void ipc_peer_detach(wex_transport_ctx *ctx, wex_transport_peer *p)
 
 /* ---- data path ----------------------------------------------------- */
 
+/* Issues a batch of rows: one copy, or one 2-D copy. Default: the source
+ * may be device or (pinned) host memory. */
+static wex_status issue(wex_transport_ctx *ctx, const wt_rows *r)
+{
+    const wex_transport_peer *p = r->peer;
+    cudaError_t e;
+
+    if (r->height == 0)
+        return WEX_OK;
+    if (r->height == 1)
+        e = cudaMemcpyAsync(p->dst + r->dst, r->src, r->width,
+                            cudaMemcpyDefault, ctx->stream);
+    else
+        e = cudaMemcpy2DAsync(p->dst + r->dst, r->dst_pitch, r->src,
+                              r->src_pitch, r->width, r->height,
+                              cudaMemcpyDefault, ctx->stream);
+    if (e != cudaSuccess)
+        return FAIL(ctx->host, WEX_ERR_SYSTEM, "copy of %llu rows of %llu "
+                    "bytes into destination rank %llu: %s",
+                    (unsigned long long)r->height,
+                    (unsigned long long)r->width,
+                    (unsigned long long)p->rank, cudaGetErrorString(e));
+    return WEX_OK;
+}
+
 static wex_status ipc_put(wex_transport_ctx *ctx, wex_transport_peer *p,
                           uint64_t offset, const void *src, uint64_t bytes)
 {
     wex_status st = wt_check_put(ctx->host, p->rank, p->bytes, offset,
                                  bytes);
-    cudaError_t e;
+    wt_rows ready;
 
     if (st != WEX_OK)
         return st;
     if (bytes == 0)
         return WEX_OK;
-    /* Default: the source may be device or (pinned) host memory. */
-    e = cudaMemcpyAsync(p->dst + offset, src, bytes, cudaMemcpyDefault,
-                        ctx->stream);
-    if (e != cudaSuccess)
-        return FAIL(ctx->host, WEX_ERR_SYSTEM, "copy of %llu bytes into "
-                    "destination rank %llu: %s", (unsigned long long)bytes,
-                    (unsigned long long)p->rank, cudaGetErrorString(e));
-    return WEX_OK;
+    wt_rows_put(&ctx->rows, p, offset, src, bytes, &ready);
+    return issue(ctx, &ready);
 }
 
 static wex_status ipc_flush(wex_transport_ctx *ctx)
 {
     double deadline = wt_now_ms() + (double)ctx->flush_timeout_ms;
     struct timespec nap = {0, 20000};
-    cudaError_t e = cudaEventRecord(ctx->done, ctx->stream);
+    wt_rows ready;
+    cudaError_t e;
+    wex_status st;
+
+    wt_rows_take(&ctx->rows, &ready);
+    st = issue(ctx, &ready);
+    if (st != WEX_OK)
+        return st;
+    e = cudaEventRecord(ctx->done, ctx->stream);
 
     while (e == cudaSuccess &&
            (e = cudaEventQuery(ctx->done)) == cudaErrorNotReady) {
