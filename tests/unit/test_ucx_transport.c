@@ -9,7 +9,8 @@
  * transport selection, with UCX_TLS=tcp (which lands puts only when the
  * destination's worker runs), and with error_handling "none" (which lets
  * UCX use shared memory). Also: bad keys, destinations killed before and
- * after attaching or stopped, options, bounds, and informative
+ * after attaching or stopped, sources killed while the destination
+ * pulls their large messages, options, bounds, and informative
  * throughput lines. Keep it light: the whole file runs in seconds.
  */
 #include <check.h>
@@ -18,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <wex/bytes.h>
@@ -459,6 +462,101 @@ START_TEST(destination_killed_no_error_handling_tcp)
 }
 END_TEST
 
+/* A source killed while its large messages are on the way (UCX's
+ * rendezvous protocol: the destination pulls the bytes from the
+ * source's memory, and the pull fails when the source dies) must leave
+ * the destination alive and taking the next source's bytes. Each round,
+ * a forked source puts the pattern's large runs over and over; once it
+ * has flushed once, it is killed a few milliseconds into the next puts.
+ * Then this process, as the source after it, puts every run, flushes,
+ * and the destination checks every byte. The dead sources wrote the
+ * same bytes, so a late landing of theirs changes nothing the check
+ * sees: what is checked is that the destination survives and serves. */
+static void source_process(const th_dest *d, const char *options,
+                           int ready_fd)
+{
+    wex_transport_ctx *ctx = NULL;
+    wex_transport_peer *peer = NULL;
+    uint8_t *src = th_pattern_buffer(ALLOC_BYTES, 0);
+    size_t n;
+    th_op *v = th_make_ops(ALLOC_BYTES, &n);
+    char one = 1;
+
+    if (open_ctx(WEX_SIDE_SOURCE, 0, options, &ctx) != WEX_OK ||
+        ops->peer_attach(ctx, DEST_RANK, d->key[0], d->key_len[0], &peer) !=
+            WEX_OK)
+        _exit(3);
+    for (int round = 0;; round++) {
+        for (size_t i = 0; i < 3; i++) /* the large runs */
+            if (ops->put(ctx, peer, v[i].offset, src + v[i].offset,
+                         v[i].bytes) != WEX_OK)
+                _exit(4);
+        if (ops->flush(ctx) != WEX_OK)
+            _exit(5);
+        if (round == 0 && write(ready_fd, &one, 1) != 1)
+            _exit(6);
+    }
+}
+
+START_TEST(source_killed_mid_message_tcp)
+{
+    const char *options = "{\"connect_timeout_ms\": 5000, "
+                          "\"flush_timeout_ms\": 20000}";
+    wex_transport_ctx *ctx;
+    wex_transport_peer *peer = NULL;
+    uint8_t *src;
+    size_t n;
+    th_op *v;
+    th_dest d;
+
+    setenv("UCX_TLS", "tcp", 1); /* the active-message path */
+    spawn_destination(&d, NULL);
+    for (int round = 0; round < 3; round++) {
+        int fds[2], status;
+        char one;
+        pid_t pid;
+        ck_assert_int_eq(pipe(fds), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives the test */
+            close(fds[0]);
+            source_process(&d, options, fds[1]);
+        }
+        close(fds[1]);
+        ck_assert_msg(read(fds[0], &one, 1) == 1,
+                      "round %d: the source process failed before it "
+                      "flushed once", round);
+        close(fds[0]);
+        usleep(2000 + 7000 * (useconds_t)round); /* 2, 9, 16 ms */
+        kill(pid, SIGKILL);
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(WIFSIGNALED(status),
+                      "round %d: the source process exited (%d) before it "
+                      "was killed", round, WEXITSTATUS(status));
+    }
+    ctx = must_open(WEX_SIDE_SOURCE, 0, options);
+    for (int k = 0; k < 2; k++) {
+        uint64_t size = k == 0 ? ALLOC_BYTES : REG_BYTES;
+        src = th_pattern_buffer(size, (unsigned)k);
+        v = th_make_ops(size, &n);
+        ck_assert_msg(ops->peer_attach(ctx, DEST_RANK, d.key[k], d.key_len[k],
+                                       &peer) == WEX_OK,
+                      "%s", wex__last_error());
+        put_all(ctx, peer, v, n, src);
+        ck_assert_msg(ops->flush(ctx) == WEX_OK,
+                      "after three sources died mid-message: %s",
+                      wex__last_error());
+        ops->peer_detach(ctx, peer);
+        free(v);
+        free(src);
+    }
+    ops->ctx_destroy(ctx);
+    ck_assert_msg(th_finish_destination(&d, 'v') == 0,
+                  "the destination died or found wrong bytes");
+}
+END_TEST
+
 /* A destination that stops (SIGSTOP) but keeps its connections: over
  * tcp nothing fails, the puts just never land. A put waiting for room
  * (max_outstanding 1) or the flush gives up after flush_timeout_ms, and
@@ -782,6 +880,7 @@ static Suite *ucx_suite(void)
     tcase_add_test(fail, destination_killed_no_error_handling);
     tcase_add_test(fail, destination_killed_no_error_handling_tcp);
     tcase_add_test(fail, destination_stopped);
+    tcase_add_test(fail, source_killed_mid_message_tcp);
     tcase_add_test(fail, bad_ucx_environment_is_explained);
     suite_add_tcase(s, fail);
     return s;
