@@ -41,12 +41,14 @@ static fixture *fixture_new(void)
 
 static void copy_2d(fixture *f, const wt_rows *r)
 {
-    unsigned char *base = f->by_batch[(const unsigned char (*)[PEER_BYTES])
-                                          r->peer -
-                                      f->by_run];
+    unsigned char *base = NULL;
 
     if (r->height == 0)
         return;
+    for (int k = 0; k < PEERS; k++)
+        if (r->peer == f->by_run[k])
+            base = f->by_batch[k];
+    ck_assert_ptr_nonnull(base);
     f->batches++;
     for (uint64_t i = 0; i < r->height; i++) {
         uint64_t d = r->dst + i * r->dst_pitch;
