@@ -116,37 +116,12 @@ wex_status wex__layout_add_tensor(wex_layout_builder *b,
 
 int64_t wex__scale_of(const wex_model *model, uint64_t canonical)
 {
-    const wex__tensor *c = &model->tensors[canonical];
-    char name[1024];
-
-    if (model->scale_of != NULL)
-        return model->scale_of[canonical];
-    if (c->dtype != WEX_DTYPE_F8_E4M3 || c->ndim != 2 ||
-        (size_t)snprintf(name, sizeof(name), "%s_scale_inv", c->name) >=
-            sizeof(name))
-        return -1;
-    return wex__model_find(model, name);
+    return model->scale_of[canonical];
 }
 
 int64_t wex__weight_of_scale(const wex_model *model, uint64_t canonical)
 {
-    static const char suffix[] = "_scale_inv";
-    const char *name = model->tensors[canonical].name;
-    size_t n, k = sizeof(suffix) - 1;
-    char stem[1024];
-    int64_t w;
-
-    if (model->weight_of != NULL)
-        return model->weight_of[canonical];
-    n = strlen(name);
-    if (n <= k || n - k >= sizeof(stem) || strcmp(name + n - k, suffix) != 0)
-        return -1;
-    memcpy(stem, name, n - k);
-    stem[n - k] = '\0';
-    w = wex__model_find(model, stem);
-    return w >= 0 && wex__scale_of(model, (uint64_t)w) == (int64_t)canonical
-               ? w
-               : -1;
+    return model->weight_of[canonical];
 }
 
 int wex__convertible(const wex_model *model, uint64_t canonical,

@@ -73,9 +73,10 @@ struct wex_model {
     uint32_t *slots;
     uint64_t slot_mask;
     /* Per tensor: the block scales of an fp8 weight, and the weight of a
-     * block-scale tensor; -1 for none (layout.c: wex__scale_of). Layouts
-     * ask per piece, and a name lookup each time was a third of
-     * describing a trillion-parameter fp8 model. NULL: ask by name. */
+     * block-scale tensor; -1 for none (the rule: catalog.c, index_scales;
+     * read through wex__scale_of). Layouts ask per piece, and a name
+     * lookup each time was a third of describing a trillion-parameter
+     * fp8 model. */
     int64_t *scale_of, *weight_of;
 };
 

@@ -65,27 +65,26 @@ static void read_experts(ws_emit *e, ws_model *m)
     }
 }
 
-/* The memo tables, all or none: a lookup without a table is made as
- * before, only not kept. */
-static void memo_alloc(const ws_emit *e, ws_model *m)
+/* The tables of lookups kept across ranks (ws_model). */
+static wex_status memo_alloc(ws_emit *e, ws_model *m)
 {
     uint64_t layers = (uint64_t)(m->layers + m->mtp_layers);
     uint64_t experts = layers * (uint64_t)m->experts * 3;
     uint64_t count = e->host->model_tensor_count(e->model);
 
-    m->layer_memo = calloc(layers ? layers : 1, sizeof(*m->layer_memo));
-    m->layer_known = calloc(layers ? layers : 1, 1);
+    m->layer_memo = malloc((layers ? layers : 1) * sizeof(*m->layer_memo));
     m->expert_memo = malloc((experts ? experts : 1) * sizeof(int64_t));
     m->scale_memo = malloc((count ? count : 1) * sizeof(int64_t));
-    if (m->layer_memo == NULL || m->layer_known == NULL ||
-        m->expert_memo == NULL || m->scale_memo == NULL) {
-        ws_model_fini(m);
-        return;
-    }
+    if (m->layer_memo == NULL || m->expert_memo == NULL ||
+        m->scale_memo == NULL)
+        return ws_fail(e, WEX_ERR_NOMEM, "out of memory");
+    for (uint64_t i = 0; i < layers; i++)
+        m->layer_memo[i].index = -1;
     for (uint64_t i = 0; i < experts; i++)
-        m->expert_memo[i] = -2;
+        m->expert_memo[i] = WS_NOT_LOOKED_UP;
     for (uint64_t i = 0; i < count; i++)
-        m->scale_memo[i] = -2;
+        m->scale_memo[i] = WS_NOT_LOOKED_UP;
+    return WEX_OK;
 }
 
 wex_status ws_model_read(ws_emit *e, ws_model *m)
@@ -116,17 +115,15 @@ wex_status ws_model_read(ws_emit *e, ws_model *m)
         m->mtp_layers++;
     if (e->status == WEX_OK)
         memo_alloc(e, m);
-    return e->status;
+    return e->status; /* on failure the caller's ws_model_fini frees */
 }
 
 void ws_model_fini(ws_model *m)
 {
     free(m->layer_memo);
-    free(m->layer_known);
     free(m->expert_memo);
     free(m->scale_memo);
     m->layer_memo = NULL;
-    m->layer_known = NULL;
     m->expert_memo = NULL;
     m->scale_memo = NULL;
 }
@@ -197,18 +194,17 @@ static void layer_probe(const ws_emit *e, const ws_model *m, int64_t layer,
 void ws_layer_probe(const ws_emit *e, const ws_model *m, int64_t layer,
                     ws_layer *l)
 {
-    int kept = m->layer_memo != NULL && layer >= 0 &&
-               layer < m->layers + m->mtp_layers;
+    ws_layer *kept = layer >= 0 && layer < m->layers + m->mtp_layers
+                         ? &m->layer_memo[layer]
+                         : NULL;
 
-    if (kept && m->layer_known[layer]) {
-        *l = m->layer_memo[layer];
+    if (kept != NULL && kept->index == layer) {
+        *l = *kept;
         return;
     }
     layer_probe(e, m, layer, l);
-    if (kept) {
-        m->layer_memo[layer] = *l;
-        m->layer_known[layer] = 1;
-    }
+    if (kept != NULL)
+        *kept = *l;
 }
 
 int64_t ws_expert(const ws_emit *e, const ws_model *m, int64_t layer,
@@ -216,16 +212,10 @@ int64_t ws_expert(const ws_emit *e, const ws_model *m, int64_t layer,
 {
     int64_t *kept = NULL;
 
-    if (m->expert_memo != NULL && layer >= 0 &&
-        layer < m->layers + m->mtp_layers && expert >= 0 &&
+    if (layer >= 0 && layer < m->layers + m->mtp_layers && expert >= 0 &&
         expert < m->experts && which >= 0 && which < 3)
         kept = &m->expert_memo[(layer * m->experts + expert) * 3 + which];
-    if (kept != NULL && *kept != -2)
-        return *kept;
-    int64_t index = ws_find(e, "model.layers.%lld.%s.experts.%lld.%s.weight",
-                            (long long)layer, m->moe, (long long)expert,
-                            m->expert_w[which]);
-    if (kept != NULL)
-        *kept = index;
-    return index;
+    return ws_find_kept(e, kept, "model.layers.%lld.%s.experts.%lld.%s.weight",
+                        (long long)layer, m->moe, (long long)expert,
+                        m->expert_w[which]);
 }

@@ -34,13 +34,13 @@ typedef struct ws_model {
     /* Lookups kept across the ranks one context describes: every rank
      * holding a layer looked up its tensors by name again, and names cost
      * a format and a hash probe each (most of describing a large MoE).
-     * Per layer (layers + mtp_layers) its probe, per (layer, expert,
-     * weight) its index; NULL when memory ran short (then nothing is
-     * kept). Freed by ws_model_fini. */
+     * Per layer (layers + mtp_layers) its probe (index -1 until probed),
+     * per (layer, expert, weight) its index, per canonical tensor its
+     * block scales (ws_emit.scale_memo); WS_NOT_LOOKED_UP until looked
+     * up. Freed by ws_model_fini. */
     struct ws_layer *layer_memo;
-    unsigned char *layer_known;
-    int64_t *expert_memo; /* -2: not looked up yet */
-    int64_t *scale_memo;  /* per canonical tensor, for ws_emit.scales */
+    int64_t *expert_memo;
+    int64_t *scale_memo;
 } ws_model;
 
 enum { WS_GATE = 0, WS_UP = 1, WS_DOWN = 2 };

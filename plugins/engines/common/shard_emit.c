@@ -69,21 +69,42 @@ wex_status ws_fail(ws_emit *e, wex_status status, const char *fmt, ...)
     return status;
 }
 
-int64_t ws_find(const ws_emit *e, const char *fmt, ...)
+static int64_t vfind(const ws_emit *e, const char *fmt, va_list ap)
 {
     char name[WS_NAME_MAX];
     uint64_t index;
-    va_list ap;
-    int n;
+    int n = vsnprintf(name, sizeof(name), fmt, ap);
 
-    va_start(ap, fmt);
-    n = vsnprintf(name, sizeof(name), fmt, ap);
-    va_end(ap);
     if (n < 0 || (size_t)n >= sizeof(name))
         return -1;
     if (e->host->model_find(e->model, name, &index) != WEX_OK)
         return -1;
     return (int64_t)index;
+}
+
+int64_t ws_find(const ws_emit *e, const char *fmt, ...)
+{
+    va_list ap;
+    int64_t index;
+
+    va_start(ap, fmt);
+    index = vfind(e, fmt, ap);
+    va_end(ap);
+    return index;
+}
+
+int64_t ws_find_kept(const ws_emit *e, int64_t *kept, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (kept != NULL && *kept != WS_NOT_LOOKED_UP)
+        return *kept;
+    va_start(ap, fmt);
+    int64_t index = vfind(e, fmt, ap);
+    va_end(ap);
+    if (kept != NULL)
+        *kept = index;
+    return index;
 }
 
 ws_canon ws_canon_of(const ws_emit *e, int64_t canonical)
@@ -270,19 +291,6 @@ static int scale_piece(ws_emit *e, const ws_piece *w, int64_t scale,
     return 1;
 }
 
-static int64_t scale_of(const ws_emit *e, int64_t weight, const char *name)
-{
-    int64_t *kept = e->scale_memo ? &e->scale_memo[weight] : NULL;
-    int64_t scale;
-
-    if (kept != NULL && *kept != -2)
-        return *kept;
-    scale = ws_find(e, "%s_scale_inv", name);
-    if (kept != NULL)
-        *kept = scale;
-    return scale;
-}
-
 /* Index of each piece's scale tensor; -1 entries mean "no scale". Returns
  * 1 when every piece has one, 0 when none has, and fails when mixed. */
 static int scales_of(ws_emit *e, int64_t *scales)
@@ -293,7 +301,10 @@ static int scales_of(ws_emit *e, int64_t *scales)
         ws_canon c = ws_canon_of(e, e->pieces[i].canonical);
         scales[i] = -1;
         if (c.dtype == WEX_DTYPE_F8_E4M3 || c.dtype == WEX_DTYPE_F8_E5M2)
-            scales[i] = scale_of(e, e->pieces[i].canonical, c.name);
+            scales[i] = ws_find_kept(
+                e, e->scale_memo ? &e->scale_memo[e->pieces[i].canonical]
+                                 : NULL,
+                "%s_scale_inv", c.name);
         with += scales[i] >= 0;
     }
     if (with != 0 && with != e->count)

@@ -52,8 +52,8 @@ typedef struct ws_emit {
     uint64_t shape[WEX_MAX_DIMS];
     ws_piece *pieces;
     size_t count, cap;
-    /* Optional, the describing context's: each fp8 weight's block-scale
-     * tensor (-1 none, -2 not looked up yet), kept across ranks. */
+    /* The describing context's, NULL outside describe_rank: each fp8
+     * weight's block-scale tensor (-1 none), kept across ranks. */
     int64_t *scale_memo;
 } ws_emit;
 
@@ -81,6 +81,12 @@ wex_status ws_fail(ws_emit *e, wex_status status, const char *fmt, ...)
 
 /* Index of the canonical tensor so named, -1 when the model has none. */
 int64_t ws_find(const ws_emit *e, const char *fmt, ...) WEX_PRINTF(2, 3);
+/* A slot of a table kept across ranks that no lookup has filled yet. */
+#define WS_NOT_LOOKED_UP (-2)
+/* ws_find, kept in *kept: looked up only while *kept is WS_NOT_LOOKED_UP
+ * (kept NULL: always). */
+int64_t ws_find_kept(const ws_emit *e, int64_t *kept, const char *fmt, ...)
+    WEX_PRINTF(3, 4);
 ws_canon ws_canon_of(const ws_emit *e, int64_t canonical);
 /* Size of dimension `dim` of a canonical tensor (0 when absent). */
 uint64_t ws_dim(const ws_emit *e, int64_t canonical, uint32_t dim);
