@@ -153,6 +153,18 @@ static void print_paths(const cJSON *paths)
     printf(" source-destination rank pairs\n");
 }
 
+/* GB/s of `bytes` in `seconds`, and a figure's ratio to its limit; 0
+ * where there is nothing to divide by. */
+static double gbps(double bytes, double seconds)
+{
+    return seconds > 0 ? bytes / seconds / 1e9 : 0;
+}
+
+static double ratio(double figure, double limit)
+{
+    return limit > 0 ? figure / limit : 0;
+}
+
 static int by_value(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -172,7 +184,7 @@ static double median_gbps(const step_total *steps, uint64_t count)
         return 0;
     for (uint64_t s = 0; s < count; s++)
         if (steps[s].ok && steps[s].seconds > 0)
-            v[n++] = steps[s].bytes / steps[s].seconds / 1e9;
+            v[n++] = gbps(steps[s].bytes, steps[s].seconds);
     if (n > 0) {
         qsort(v, n, sizeof(*v), by_value);
         m = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
@@ -185,7 +197,8 @@ int run_report(launch *l, const run_args *a, size_t failed)
 {
     step_total *steps = calloc(a->steps, sizeof(*steps));
     cJSON *doc = cJSON_CreateObject(), *list, *errors, *paths;
-    double memcpy_gbps, memcpy2_gbps, median, total_s = 0, total_b = 0, warm_s = 0, warm_b = 0;
+    double memcpy_gbps, memcpy2_gbps, mean, steady, median;
+    double total_s = 0, total_b = 0, warm_s = 0, warm_b = 0;
     int verified;
     char *text;
 
@@ -216,14 +229,12 @@ int run_report(launch *l, const run_args *a, size_t failed)
     list = cJSON_AddArrayToObject(doc, "steps");
     for (uint64_t s = 0; s < a->steps; s++) {
         cJSON *one = cJSON_CreateObject();
-        double gbps = steps[s].seconds > 0
-                          ? steps[s].bytes / steps[s].seconds / 1e9
-                          : 0;
         cJSON_AddNumberToObject(one, "step", (double)(s + 1));
         cJSON_AddBoolToObject(one, "committed", steps[s].ok);
         cJSON_AddNumberToObject(one, "seconds", steps[s].seconds);
         cJSON_AddNumberToObject(one, "bytes", steps[s].bytes);
-        cJSON_AddNumberToObject(one, "gb_per_s", gbps);
+        cJSON_AddNumberToObject(one, "gb_per_s",
+                                gbps(steps[s].bytes, steps[s].seconds));
         cJSON_AddNumberToObject(one, "puts", steps[s].puts);
         if (steps[s].attempts > 1)
             cJSON_AddNumberToObject(one, "attempts", steps[s].attempts);
@@ -239,26 +250,22 @@ int run_report(launch *l, const run_args *a, size_t failed)
             }
         }
     }
-    cJSON_AddNumberToObject(doc, "gb_per_s",
-                            total_s > 0 ? total_b / total_s / 1e9 : 0);
+    mean = gbps(total_b, total_s);
+    steady = gbps(warm_b, warm_s);
     median = median_gbps(steps, a->steps);
+    cJSON_AddNumberToObject(doc, "gb_per_s", mean);
     cJSON_AddNumberToObject(doc, "memcpy_gb_per_s", memcpy_gbps);
     cJSON_AddNumberToObject(doc, "memcpy_two_threads_gb_per_s", memcpy2_gbps);
-    cJSON_AddNumberToObject(doc, "ratio_to_memcpy",
-                            memcpy_gbps > 0 && total_s > 0
-                                ? total_b / total_s / 1e9 / memcpy_gbps
-                                : 0);
+    cJSON_AddNumberToObject(doc, "ratio_to_memcpy", ratio(mean, memcpy_gbps));
     if (warm_s > 0) {
-        cJSON_AddNumberToObject(doc, "steady_gb_per_s", warm_b / warm_s / 1e9);
+        cJSON_AddNumberToObject(doc, "steady_gb_per_s", steady);
         cJSON_AddNumberToObject(doc, "steady_ratio_to_memcpy",
-                                memcpy_gbps > 0
-                                    ? warm_b / warm_s / 1e9 / memcpy_gbps
-                                    : 0);
+                                ratio(steady, memcpy_gbps));
     }
     if (median > 0) {
         cJSON_AddNumberToObject(doc, "median_gb_per_s", median);
         cJSON_AddNumberToObject(doc, "median_ratio_to_memcpy",
-                                memcpy_gbps > 0 ? median / memcpy_gbps : 0);
+                                ratio(median, memcpy_gbps));
     }
     cJSON_AddBoolToObject(doc, "verified", verified);
     if (l->server != NULL)
@@ -285,10 +292,7 @@ int run_report(launch *l, const run_args *a, size_t failed)
             printf("step %-5llu %s %.4f s, %.0f bytes, %.2f GB/s",
                    (unsigned long long)(s + 1),
                    steps[s].ok ? "committed" : "FAILED   ", steps[s].seconds,
-                   steps[s].bytes,
-                   steps[s].seconds > 0
-                       ? steps[s].bytes / steps[s].seconds / 1e9
-                       : 0);
+                   steps[s].bytes, gbps(steps[s].bytes, steps[s].seconds));
             if (steps[s].failed_over > 0)
                 printf(", failed over %.0f dead source rank%s",
                        steps[s].failed_over,
@@ -297,25 +301,18 @@ int run_report(launch *l, const run_args *a, size_t failed)
         }
         printf("throughput %.2f GB/s; memcpy on this machine %.2f GB/s "
                "(one thread); ratio %.2f\n",
-               total_s > 0 ? total_b / total_s / 1e9 : 0, memcpy_gbps,
-               memcpy_gbps > 0 && total_s > 0
-                   ? total_b / total_s / 1e9 / memcpy_gbps
-                   : 0);
+               mean, memcpy_gbps, ratio(mean, memcpy_gbps));
         printf("memcpy     %.2f GB/s with two threads copying at once "
                "(ratio to it %.2f)\n",
-               memcpy2_gbps,
-               memcpy2_gbps > 0 && total_s > 0
-                   ? total_b / total_s / 1e9 / memcpy2_gbps
-                   : 0);
+               memcpy2_gbps, ratio(mean, memcpy2_gbps));
         if (warm_s > 0)
             printf("steady     %.2f GB/s over the steps after the first "
                    "(ratio %.2f)\n",
-                   warm_b / warm_s / 1e9,
-                   memcpy_gbps > 0 ? warm_b / warm_s / 1e9 / memcpy_gbps : 0);
+                   steady, ratio(steady, memcpy_gbps));
         if (median > 0)
             printf("median     %.2f GB/s, the median committed step "
                    "(ratio %.2f)\n",
-                   median, memcpy_gbps > 0 ? median / memcpy_gbps : 0);
+                   median, ratio(median, memcpy_gbps));
         print_paths(paths);
         for (int i = 0; i < cJSON_GetArraySize(errors); i++)
             printf("error      %s\n",
