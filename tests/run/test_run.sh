@@ -50,6 +50,14 @@ two, six = (json.load(open(p)) for p in sys.argv[1:3])
 assert six["verified"] and all(s["committed"] for s in six["steps"]), six
 assert two["rendezvous_keys"] == six["rendezvous_keys"] > 0, (two["rendezvous_keys"], six["rendezvous_keys"])
 PY
+/usr/bin/python3 - "$TMP/six.json" <<'PY' && pass "the report's median is the median committed step, against memcpy" || fail "median: $(cat "$TMP/six.json" | head -c 600)"
+import json, sys
+r = json.load(open(sys.argv[1]))
+g = sorted(s["gb_per_s"] for s in r["steps"] if s["committed"])
+want = (g[2] + g[3]) / 2  # six committed steps
+assert abs(r["median_gb_per_s"] - want) <= 1e-9 * want, (r["median_gb_per_s"], g)
+assert abs(r["median_ratio_to_memcpy"] - want / r["memcpy_gb_per_s"]) <= 1e-9, r
+PY
 
 # 2. A destination that dies: the step is not committed anywhere, and
 #    every surviving rank says who died, within the timeout.
