@@ -11,12 +11,15 @@
 #include "cli_args.h"
 #include "error.h"
 #include "host_registry.h"
+#include "clock.h"
+#include "plan_share.h"
 #include "plan_summary.h"
 #include "quantize.h"
 
 typedef struct plan_args {
     const char *job;
     const char *ops_path;
+    const char *shares;
     int json;
     int has_rank;
     uint64_t rank;
@@ -28,6 +31,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: wex plan JOB.json [--json] [--ops FILE.jsonl] "
             "[--rank N [--side source|destination]]\n"
+            "                     [--shares DIR]\n"
             "\n"
             "Lays out both sides of the job, asks its policy for every "
             "rank's copy\noperations and reports what they add up to: bytes "
@@ -43,6 +47,14 @@ static void usage(FILE *out)
             "destination): its\n"
             "                 own operations, as that rank's process "
             "computes them\n"
+            "  --shares DIR   also write every rank's plan share into DIR "
+            "(only rank N's\n"
+            "                 with --rank): a rank that opens the job "
+            "with\n"
+            "                 WEX_PLAN_SHARES=DIR (or the job's "
+            "\"plan_shares\") reads\n"
+            "                 its share instead of laying out every rank "
+            "and planning\n"
             "\n"
             "The transport the job names need not be installed: planning "
             "moves no bytes.\n");
@@ -52,12 +64,13 @@ static void usage(FILE *out)
  * mistake). */
 static int parse_args(int argc, char **argv, plan_args *a)
 {
-    enum { OPT_JSON = CLI_LONG_ONLY, OPT_OPS, OPT_RANK, OPT_SIDE };
+    enum { OPT_JSON = CLI_LONG_ONLY, OPT_OPS, OPT_RANK, OPT_SIDE, OPT_SHARES };
     static const struct option options[] = {
         {"json", no_argument, NULL, OPT_JSON},
         {"ops", required_argument, NULL, OPT_OPS},
         {"rank", required_argument, NULL, OPT_RANK},
         {"side", required_argument, NULL, OPT_SIDE},
+        {"shares", required_argument, NULL, OPT_SHARES},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     cli_parser p;
@@ -73,6 +86,9 @@ static int parse_args(int argc, char **argv, plan_args *a)
             break;
         case OPT_OPS:
             a->ops_path = p.arg;
+            break;
+        case OPT_SHARES:
+            a->shares = p.arg;
             break;
         case OPT_RANK:
             if (cli_u64(&p, 0, CLI_RANK_MAX, &a->rank) != 0)
@@ -160,6 +176,32 @@ static void print_human(const wex__planner *p, const plan_args *a,
            r->plan_seconds, p->layout_seconds);
 }
 
+/* Every rank's share (or --rank's), said in one line on `out`. */
+static wex_status write_shares(wex__planner *p, const plan_args *a,
+                               FILE *out)
+{
+    uint64_t files = 0, bytes = 0;
+    double t0 = wex__now();
+    wex_status st = WEX_OK;
+
+    for (uint32_t side = 0; side < 2 && st == WEX_OK; side++) {
+        uint64_t ranks = side == WEX_SIDE_SOURCE ? p->src.ranks
+                                                 : p->dst.ranks;
+        for (uint64_t r = 0; r < ranks && st == WEX_OK; r++) {
+            if (a->has_rank && (side != a->side || r != a->rank))
+                continue;
+            st = wex__share_make(p, a->shares, side, r, &bytes);
+            files += st == WEX_OK;
+        }
+    }
+    if (st != WEX_OK)
+        return wex__error_prefix(st, "--shares %s", a->shares);
+    fprintf(out, "shares     %" PRIu64 " plan share%s, %.1f MB, written to %s "
+            "in %.3f s\n", files, files == 1 ? "" : "s", bytes / 1e6,
+            a->shares, wex__now() - t0);
+    return WEX_OK;
+}
+
 int cmd_plan(int argc, char **argv)
 {
     wex__registry *registry;
@@ -204,6 +246,12 @@ int cmd_plan(int argc, char **argv)
             print_json(&p, &r);
         else
             print_human(&p, &a, &r);
+    }
+    if (st == WEX_OK && a.shares != NULL &&
+        write_shares(&p, &a, a.json || ops == stdout ? stderr : stdout) !=
+            WEX_OK) {
+        fprintf(stderr, "wex plan: %s\n", wex__last_error());
+        code = CLI_EXIT_FAILED;
     }
     wex__plan_summary_fini(&r);
     wex__planner_close(&p);

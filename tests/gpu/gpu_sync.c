@@ -115,7 +115,8 @@ static int worker(const gpu_job *j, const char *address, uint32_t side,
     mirror m;
 
     if (cudaSetDevice(0) != cudaSuccess ||
-        wex_job_open(text, side, rank, NULL, &job) != WEX_OK)
+        wex_job_open(text, side, rank, NULL, &job) != WEX_OK ||
+        (j->verify && wex__synth_prepare(job) != WEX_OK))
         goto fail;
     for (uint64_t t = 0; t < wex_job_tensor_count(job); t++) {
         void *p;

@@ -47,6 +47,8 @@ typedef struct launch {
     char self[4096]; /* this executable, to start workers with */
     unsigned char *respawned; /* per worker: started again once */
     int *killed;              /* per worker: the signal that ended it */
+    char shares[4096];        /* where the workers' plan shares are */
+    int shares_owned;         /* the run made it, and removes it */
 } launch;
 
 /* A saved checkpoint's shards, as transformers' save_pretrained cuts
@@ -63,6 +65,11 @@ wex_status run_launch(launch *l, const run_args *a);
 size_t run_wait(launch *l, const run_args *a);
 /* Frees what run_launch made, killing the workers first if asked. */
 void run_launch_close(launch *l, int kill_workers);
+/* run_shares.c: every rank this host starts gets its plan share, in
+ * WEX_PLAN_SHARES (set for the workers) or a directory of the run's. */
+wex_status run_write_shares(launch *l, const run_args *a);
+/* Removes the run's own share directory, if it made one. */
+void run_remove_shares(launch *l);
 /* What a worker posted under report/SIDE/RANK, or NULL. */
 cJSON *run_worker_report(launch *l, uint32_t side, uint64_t rank);
 

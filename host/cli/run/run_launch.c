@@ -116,7 +116,8 @@ wex_status run_launch(launch *l, const run_args *a)
      * ranks this machine cannot hold are refused here, once, before any
      * rank starts. */
     if ((st = run_check_checkpoint(l, a)) != WEX_OK ||
-        (st = run_check_memory(l, a)) != WEX_OK)
+        (st = run_check_memory(l, a)) != WEX_OK ||
+        (st = run_write_shares(l, a)) != WEX_OK)
         return st;
     rdv = cJSON_GetObjectItemCaseSensitive(l->plan.job->doc, "rendezvous");
     addr = cJSON_GetObjectItemCaseSensitive(rdv, "address");
@@ -287,6 +288,7 @@ void run_launch_close(launch *l, int kill_workers)
         wex__store_close(l->client);
     if (l->server != NULL)
         wex__store_stop(l->server);
+    run_remove_shares(l);
     wex__planner_close(&l->plan);
     free(l->pids);
     free(l->sides);

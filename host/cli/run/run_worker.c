@@ -274,6 +274,8 @@ int run_worker(const run_args *a)
     struct wex__checkpoint *ck = NULL;
 
     if (st == WEX_OK)
+        st = wex__synth_prepare(job);
+    if (st == WEX_OK)
         st = run_worker_checkpoint_open(job, a, &ck);
     if (st != WEX_OK ||
         (!(a->from_checkpoint && side == WEX_SIDE_SOURCE) &&

@@ -136,6 +136,14 @@ static wex_status bind_fields(wex__job_config *c, const char *base_dir,
     c->destination_model_path = side_model(dst, base_dir, c->model_path);
     if (c->source_model_path == NULL || c->destination_model_path == NULL)
         return wex__error(WEX_ERR_NOMEM, "%s: out of memory", c->path);
+    {
+        const cJSON *shares = cJSON_GetObjectItemCaseSensitive(doc,
+                                                               "plan_shares");
+        if (cJSON_IsString(shares) &&
+            (c->plan_shares = join_dir(base_dir, shares->valuestring)) ==
+                NULL)
+            return wex__error(WEX_ERR_NOMEM, "%s: out of memory", c->path);
+    }
     c->topology = cJSON_GetObjectItemCaseSensitive(doc, "topology");
     c->source.name = cJSON_GetObjectItemCaseSensitive(src, "engine")
                          ->valuestring;
@@ -256,6 +264,7 @@ void wex__job_config_free(wex__job_config *c)
         return;
     free(c->path);
     free(c->model_path);
+    free(c->plan_shares);
     free(c->source_model_path);
     free(c->destination_model_path);
     cJSON_Delete(c->doc);

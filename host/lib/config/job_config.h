@@ -24,6 +24,7 @@ typedef struct wex__job_config {
     cJSON *doc;         /* the whole document, defaults filled in */
     char *source_model_path;      /* the side's own model, else model_path */
     char *destination_model_path;
+    char *plan_shares;  /* "plan_shares" resolved, else NULL */
     const cJSON *topology;        /* defaults filled in */
     wex__plugin_ref source;       /* engine */
     const cJSON *source_parallel;

@@ -8,6 +8,8 @@
 #include "device_memory.h"
 #include "error.h"
 #include "host_registry.h"
+#include "log.h"
+#include "plan_share.h"
 #include "runtime.h"
 #include "transforms.h"
 
@@ -63,17 +65,28 @@ static wex_status open_transport(wex_job *job)
     return WEX_OK;
 }
 
-/* This rank's operations with every source live, and its peers. */
-static wex_status plan_rank(wex_job *job)
+/* This rank's operations with every source live, and its peers: those
+ * its share held (`b`, when the planner was opened from it), else
+ * planned here, and then written as its share when the job has a place
+ * for shares. */
+static wex_status plan_rank(wex_job *job, wex_plan_builder *b,
+                            const char *shares)
 {
-    wex_plan_builder b;
-    wex_status st;
+    wex_status st = WEX_OK;
 
-    wex__plan_builder_init(&b, &job->plan.src, &job->plan.dst);
-    st = wex__planner_rank(&job->plan, job->side, job->rank, &b);
+    if (job->plan.share == NULL) {
+        wex__plan_builder_init(b, &job->plan.src, &job->plan.dst);
+        st = wex__planner_rank(&job->plan, job->side, job->rank, b);
+        if (st == WEX_OK && shares != NULL &&
+            wex__share_write(&job->plan, shares, job->side, job->rank,
+                             b->ops, b->count, NULL) != WEX_OK)
+            WEX__WARN("%s rank %llu: could not write its plan share: %s",
+                      job->mine->what, (unsigned long long)job->rank,
+                      wex__last_error());
+    }
     if (st == WEX_OK)
-        st = wex__job_take_ops(job, &b, NULL, 0);
-    wex__plan_builder_fini(&b);
+        st = wex__job_take_ops(job, b, NULL, 0);
+    wex__plan_builder_fini(b);
     job->hash = XXH3_createState();
     if (st == WEX_OK && job->hash == NULL)
         st = wex__error(WEX_ERR_NOMEM, "job: out of memory");
@@ -86,6 +99,8 @@ static wex_status open_job(wex_job *job, const char *config,
     wex_job_options full, *o = NULL;
     const cJSON *rdv;
     wex__job_config *cfg;
+    wex_plan_builder b;
+    const char *shares;
     wex_status st;
 
     if (given != NULL) {
@@ -107,14 +122,25 @@ static wex_status open_job(wex_job *job, const char *config,
     job->token = env_or(o ? o->token : NULL, "WEX_TOKEN",
                         json_string(rdv, "token"));
     job->job_id = env_or(o ? o->job_id : NULL, "WEX_JOB_ID", job->address);
-    st = wex__planner_open_job(&job->plan, job->registry, cfg);
-    if (st != WEX_OK)
-        return st;
-    if (job->token == NULL)
+    /* A share of this rank's plan spares it laying out every rank. */
+    shares = secure_getenv("WEX_PLAN_SHARES");
+    if (shares == NULL || shares[0] == '\0')
+        shares = cfg->plan_shares;
+    memset(&b, 0, sizeof(b));
+    if (shares == NULL ||
+        !wex__planner_open_share(&job->plan, job->registry, cfg, shares,
+                                 job->side, job->rank, &b)) {
+        st = wex__planner_open_job(&job->plan, job->registry, cfg);
+        if (st != WEX_OK)
+            return st;
+    }
+    if (job->token == NULL) {
+        wex__plan_builder_fini(&b);
         return wex__error(WEX_ERR_INVALID,
                           "%s: /rendezvous/token: every rank needs the job's "
                           "token (the config, WEX_TOKEN or the options)",
                           job->plan.job->path);
+    }
     job->mine = job->side == WEX_SIDE_SOURCE ? &job->plan.src : &job->plan.dst;
     job->theirs = job->side == WEX_SIDE_SOURCE ? &job->plan.dst
                                                : &job->plan.src;
@@ -131,13 +157,28 @@ static wex_status open_job(wex_job *job, const char *config,
                                   ? job->layout->tensor_count
                                   : 1,
                               sizeof(*job->memory_kind));
-    if (job->bind == NULL || job->memory_kind == NULL)
+    if (job->bind == NULL || job->memory_kind == NULL) {
+        wex__plan_builder_fini(&b);
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
-    st = plan_rank(job);
+    }
+    st = plan_rank(job, &b, shares);
     if (st == WEX_OK)
         st = open_transport(job);
     if (st == WEX_OK) /* what packs depends on the transport's caps */
         st = wex__pack_prepare(job);
+    return st;
+}
+
+wex_status wex__job_complete_plan(wex_job *job)
+{
+    wex_status st;
+
+    if (job->plan.share == NULL)
+        return WEX_OK;
+    WEX__INFO("%s rank %llu: laying out every rank, beyond its plan share",
+              job->mine->what, (unsigned long long)job->rank);
+    st = wex__planner_complete(&job->plan, job->side, job->rank);
+    job->layout = &job->mine->layouts[job->rank];
     return st;
 }
 

@@ -57,6 +57,9 @@ wex_status wex_job_bind_checkpoint(wex_job *job, const char *dir)
     if (job->side != WEX_SIDE_SOURCE)
         return wex__error(WEX_ERR_INVALID, "%s: a checkpoint is read as a "
                           "source; this rank is a destination", dir);
+    /* the model's tensors, which a plan share does not hold */
+    if ((st = wex__job_complete_plan(job)) != WEX_OK)
+        return st;
     for (uint64_t i = 0; i < job->layout->tensor_count; i++) {
         if (whole_canonical(job, i) < 0)
             return wex__error(WEX_ERR_INVALID, "%s: local tensor %s is not "
@@ -225,6 +228,8 @@ wex_status wex_job_save(wex_job *job, const char *dir, uint64_t shard_bytes)
     if (job == NULL || dir == NULL || dir[0] == '\0')
         return wex__error(WEX_ERR_INVALID, "wex_job_save: no job or no "
                           "directory");
+    if ((st = wex__job_complete_plan(job)) != WEX_OK)
+        return st;
     ranks = job->mine->ranks;
     if (ranks > 1 && !job->connected)
         return wex__error(WEX_ERR_INVALID, "save: the %s side's %" PRIu64

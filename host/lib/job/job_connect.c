@@ -8,28 +8,6 @@
 #include "error.h"
 #include "runtime.h"
 
-static void hash_side(XXH3_state_t *h, const wex__side *s)
-{
-    XXH3_64bits_update(h, &s->ranks, sizeof(s->ranks));
-    for (uint64_t r = 0; r < s->ranks; r++) {
-        const wex__rank_layout *l = &s->layouts[r];
-        for (size_t t = 0; t < l->tensor_count; t++) {
-            const wex__local_tensor *lt = &l->tensors[t];
-            XXH3_64bits_update(h, lt->name, strlen(lt->name) + 1);
-            XXH3_64bits_update(h, &lt->dtype, sizeof(lt->dtype));
-            XXH3_64bits_update(h, lt->shape, lt->ndim * sizeof(uint64_t));
-        }
-        for (size_t p = 0; p < l->piece_count; p++) {
-            const wex__piece *pc = &l->pieces[p];
-            XXH3_64bits_update(h, &pc->canonical, sizeof(pc->canonical));
-            XXH3_64bits_update(h, &pc->tensor, sizeof(pc->tensor));
-            XXH3_64bits_update(h, pc->offset, pc->ndim * sizeof(uint64_t));
-            XXH3_64bits_update(h, pc->extent, pc->ndim * sizeof(uint64_t));
-            XXH3_64bits_update(h, pc->at, sizeof(pc->at));
-        }
-    }
-}
-
 static void hash_json(XXH3_state_t *h, const cJSON *v)
 {
     char *text = v ? cJSON_PrintUnformatted(v) : NULL;
@@ -44,15 +22,15 @@ static void hash_json(XXH3_state_t *h, const cJSON *v)
  * plans and their endpoints to fit together (a source sending ucx's
  * active messages to a destination that left them out would only time
  * out). */
-static uint64_t layout_digest(const wex_job *job)
+static uint64_t layout_digest(wex_job *job)
 {
     XXH3_state_t *h = XXH3_createState();
     const cJSON *doc = job->plan.job->doc;
     uint64_t d;
+    uint64_t sides = wex__planner_sides_digest(&job->plan);
 
     XXH3_64bits_reset(h);
-    hash_side(h, &job->plan.src);
-    hash_side(h, &job->plan.dst);
+    XXH3_64bits_update(h, &sides, sizeof(sides));
     hash_json(h, cJSON_GetObjectItemCaseSensitive(doc, "policy"));
     hash_json(h, cJSON_GetObjectItemCaseSensitive(doc, "topology"));
     hash_json(h, cJSON_GetObjectItemCaseSensitive(doc, "verify"));

@@ -18,54 +18,16 @@
 #include "runtime.h"
 #include "transforms.h"
 
-static uint64_t elements(const wex__tensor *t)
-{
-    uint64_t n = 1;
-
-    for (uint32_t d = 0; d < t->ndim; d++)
-        n *= t->shape[d];
-    return n;
-}
-
-static uint64_t piece_elements(const wex__piece *p)
-{
-    uint64_t n = 1;
-
-    for (uint32_t d = 0; d < p->ndim; d++)
-        n *= p->extent[d];
-    return n;
-}
-
 wex_status wex__job_find_replicas(wex_job *job)
 {
-    const wex__side *src = &job->plan.src;
-    const wex_model *model = src->model;
-    uint64_t *held = calloc(model->count ? model->count : 1, sizeof(*held));
+    const uint8_t *bits = wex__planner_replicated(&job->plan);
+    size_t bytes = (job->plan.src.ranks + 7) / 8 + 1;
 
     free(job->optional_sources);
-    job->optional_sources = calloc((src->ranks + 7) / 8 + 1, 1);
-    if (held == NULL || job->optional_sources == NULL) {
-        free(held);
+    job->optional_sources = bits ? malloc(bytes) : NULL;
+    if (job->optional_sources == NULL)
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
-    }
-    /* Engines hold every element of a canonical tensor the same number
-     * of times, so its total over all ranks says how often. */
-    for (uint64_t r = 0; r < src->ranks; r++)
-        for (size_t p = 0; p < src->layouts[r].piece_count; p++) {
-            const wex__piece *pc = &src->layouts[r].pieces[p];
-            held[pc->canonical] += piece_elements(pc);
-        }
-    for (uint64_t r = 0; r < src->ranks; r++) {
-        int replicated = 1;
-        for (size_t p = 0; p < src->layouts[r].piece_count && replicated; p++) {
-            const wex__piece *pc = &src->layouts[r].pieces[p];
-            replicated = held[pc->canonical] >=
-                         2 * elements(&model->tensors[pc->canonical]);
-        }
-        if (replicated)
-            job->optional_sources[r / 8] |= (uint8_t)(1u << (r % 8));
-    }
-    free(held);
+    memcpy(job->optional_sources, bits, bytes);
     return WEX_OK;
 }
 
@@ -239,6 +201,8 @@ wex_status wex__job_fit(wex_job *job, const uint64_t *dead,
 
     if (same_set(job->dead, job->dead_count, dead, dead_count))
         return WEX_OK;
+    if ((st = wex__job_complete_plan(job)) != WEX_OK)
+        return st;
     copy = malloc(dead_count ? dead_count * sizeof(*copy) : 1);
     if (copy == NULL)
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");

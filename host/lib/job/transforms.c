@@ -24,7 +24,7 @@ struct wex__quant_state {
     qslot *slots; /* sorted by key */
     size_t nslots;
     uint64_t *partner_ranks;
-    size_t npartner_ranks;
+    size_t npartner_ranks, partner_cap;
     uint64_t *readers; /* distinct partners, whose amaxes this rank reads */
     size_t nreaders;
     size_t *op_grid;   /* per op: offset into grid (QUANTIZE, SCALE) */
@@ -121,22 +121,21 @@ static int add_u64(uint64_t **list, size_t *n, uint64_t v)
     return 0;
 }
 
-/* Which other sources write part of each block of destination `dst`'s
- * piece `piece` this rank quantizes. */
-static wex_status find_partners(wex_job *job, uint64_t dst, uint64_t piece,
+/* Which other sources write part of each block of the piece whose slots
+ * are slots[first..end) (one destination piece this rank quantizes). */
+static wex_status find_partners(wex_job *job, size_t first, size_t end,
                                 const uint64_t *dead, uint64_t ndead)
 {
     struct wex__quant_state *q = job->quant;
     wex__qcell *cells = NULL;
     size_t n = 0;
-    wex_status st = wex__quantize_cells(&job->plan, dst, piece, dead, ndead,
+    wex_status st = wex__quantize_cells(&job->plan, q->slots[first].dst,
+                                        q->slots[first].piece, dead, ndead,
                                         &cells, &n);
 
-    for (size_t s = 0; st == WEX_OK && s < q->nslots; s++) {
+    for (size_t s = first; st == WEX_OK && s < end; s++) {
         qslot *sl = &q->slots[s];
         uint64_t lo[2] = {sl->br * WEX__QUANT_BLOCK, sl->bc * WEX__QUANT_BLOCK};
-        if (sl->dst != dst || sl->piece != piece)
-            continue;
         sl->partners = (uint32_t)q->npartner_ranks;
         for (size_t c = 0; c < n; c++) {
             const wex__qcell *cell = &cells[c];
@@ -152,17 +151,21 @@ static wex_status find_partners(wex_job *job, uint64_t dst, uint64_t piece,
                 seen = q->partner_ranks[sl->partners + p] == cell->src_rank;
             if (seen)
                 continue;
-            uint64_t *grown = realloc(q->partner_ranks,
-                                      (q->npartner_ranks + 1) *
-                                          sizeof(*grown));
-            if (grown == NULL || add_u64(&q->readers, &q->nreaders,
-                                         cell->src_rank) != 0) {
-                if (grown != NULL)
-                    q->partner_ranks = grown;
+            if (q->npartner_ranks == q->partner_cap) {
+                size_t cap = q->partner_cap ? 2 * q->partner_cap : 64;
+                uint64_t *grown = realloc(q->partner_ranks,
+                                          cap * sizeof(*grown));
+                if (grown == NULL) {
+                    st = wex__error(WEX_ERR_NOMEM, "job: out of memory");
+                    break;
+                }
+                q->partner_ranks = grown;
+                q->partner_cap = cap;
+            }
+            if (add_u64(&q->readers, &q->nreaders, cell->src_rank) != 0) {
                 st = wex__error(WEX_ERR_NOMEM, "job: out of memory");
                 break;
             }
-            q->partner_ranks = grown;
             q->partner_ranks[q->npartner_ranks++] = cell->src_rank;
             sl->npartners++;
         }
@@ -244,11 +247,14 @@ wex_status wex__transforms_prepare(wex_job *job, const uint64_t *dead,
             }
     }
     /* the partners of every (destination, piece) quantized here */
-    for (size_t s = 0; st == WEX_OK && s < q->nslots; s++)
-        if (s == 0 || q->slots[s].dst != q->slots[s - 1].dst ||
-            q->slots[s].piece != q->slots[s - 1].piece)
-            st = find_partners(job, q->slots[s].dst, q->slots[s].piece, dead,
-                               ndead);
+    for (size_t s = 0, end; st == WEX_OK && s < q->nslots; s = end) {
+        for (end = s + 1; end < q->nslots &&
+                          q->slots[end].dst == q->slots[s].dst &&
+                          q->slots[end].piece == q->slots[s].piece;
+             end++)
+            ;
+        st = find_partners(job, s, end, dead, ndead);
+    }
     return st;
 }
 

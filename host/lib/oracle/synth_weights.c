@@ -16,6 +16,13 @@
 #include "quantize.h"
 #include "synth_values.h"
 
+wex_status wex__synth_prepare(wex_job *job)
+{
+    if (job->side == WEX_SIDE_DESTINATION)
+        return wex__job_complete_plan(job);
+    return wex__planner_load_models(&job->plan);
+}
+
 /* What a destination piece holds of what the sources hold. */
 enum held {
     HELD_SAME,        /* the sources' values, as they are */

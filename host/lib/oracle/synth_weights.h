@@ -13,6 +13,11 @@
 
 #include "runtime.h"
 
+/* What the oracle reads beyond a rank's plan share (plan_share.h): the
+ * model's catalog, and on a destination which dtype the sources hold
+ * each tensor in, which only the whole plan says. Once, after opening. */
+wex_status wex__synth_prepare(wex_job *job);
+
 /* Writes step `step`'s value into every element of every piece the rank
  * holds (its bound memory must be host memory). */
 void wex__synth_fill(const wex_job *job, uint64_t step);

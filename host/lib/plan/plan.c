@@ -145,6 +145,9 @@ wex_status wex__plan_add_op(wex_plan_builder *b, const wex_plan_op *given)
         b->cap = cap;
     }
     o = &b->ops[b->count++];
+    /* Every field set, the unused ones 0: an operation is the same bytes
+     * however it was made (plan shares compare and store them). */
+    memset(o, 0, sizeof(*o));
     o->src_rank = op->src_rank;
     o->src_tensor = op->src_tensor;
     o->dst_rank = op->dst_rank;

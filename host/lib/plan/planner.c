@@ -1,5 +1,6 @@
 #include "planner.h"
 
+#include "plan_share.h"
 #include "quantize_plan.h"
 
 #include <stdio.h>
@@ -164,24 +165,21 @@ wex_status wex__planner_open(wex__planner *p, wex__registry *registry,
     return wex__planner_open_job(p, registry, job);
 }
 
-wex_status wex__planner_open_job(wex__planner *p, wex__registry *registry,
-                                 wex__job_config *job)
+/* Everything after reading the job: models, both sides' layouts, the
+ * topology and the policy. */
+static wex_status lay_out(wex__planner *p)
 {
-    wex__job_config *j = job;
-    wex_status st;
-    double t0;
+    wex__job_config *j = p->job;
+    wex_status st = load_models(p);
+    double t0 = wex__now();
 
-    memset(p, 0, sizeof(*p));
-    p->job = job;
-    st = load_models(p);
-    t0 = wex__now();
     if (st == WEX_OK &&
-        (st = wex__side_open(&p->src, "source", registry, j->source.name,
+        (st = wex__side_open(&p->src, "source", p->registry, j->source.name,
                              p->src_model, j->source_parallel,
                              j->source.options)) != WEX_OK)
         st = name_the_field(st, j->path, "source", j->source.name);
     if (st == WEX_OK &&
-        (st = wex__side_open(&p->dst, "destination", registry,
+        (st = wex__side_open(&p->dst, "destination", p->registry,
                              j->destination.name, p->dst_model,
                              j->destination_parallel,
                              j->destination.options)) != WEX_OK)
@@ -196,10 +194,84 @@ wex_status wex__planner_open_job(wex__planner *p, wex__registry *registry,
     if (st == WEX_OK)
         st = sources_cover(p);
     if (st == WEX_OK)
-        st = open_policy(p, registry);
+        st = open_policy(p, p->registry);
+    return st;
+}
+
+wex_status wex__planner_open_job(wex__planner *p, wex__registry *registry,
+                                 wex__job_config *job)
+{
+    wex_status st;
+
+    memset(p, 0, sizeof(*p));
+    p->job = job;
+    p->registry = registry;
+    st = lay_out(p);
     if (st != WEX_OK)
         wex__planner_close(p);
     return st;
+}
+
+wex_status wex__planner_load_models(wex__planner *p)
+{
+    wex_status st;
+
+    if (p->src_model != NULL)
+        return WEX_OK;
+    st = load_models(p);
+    p->src.model = p->src_model;
+    p->dst.model = p->dst_model;
+    return st;
+}
+
+wex_status wex__planner_complete(wex__planner *p, uint32_t side,
+                                 uint64_t rank)
+{
+    wex__planner full;
+    wex__side *kept, *fresh;
+    wex_status st;
+
+    if (p->share == NULL)
+        return WEX_OK;
+    /* Laid out aside, so a failure leaves p as it was. */
+    memset(&full, 0, sizeof(full));
+    full.job = p->job;
+    full.registry = p->registry;
+    st = lay_out(&full);
+    kept = side == WEX_SIDE_SOURCE ? &p->src : &p->dst;
+    fresh = side == WEX_SIDE_SOURCE ? &full.src : &full.dst;
+    if (st == WEX_OK && (rank >= fresh->ranks || fresh->ranks != kept->ranks))
+        st = wex__error(WEX_ERR_INTERNAL, "plan: laid out again, the %s has "
+                        "%llu ranks where its share said %llu", kept->what,
+                        (unsigned long long)fresh->ranks,
+                        (unsigned long long)kept->ranks);
+    if (st != WEX_OK) {
+        full.job = NULL;
+        wex__planner_close(&full);
+        return st;
+    }
+    /* The rank's local tensors (their names were handed out) stay where
+     * they were; its pieces are the fresh ones, which the sides' views
+     * point into. */
+    {
+        wex__rank_layout *a = &kept->layouts[rank], *b = &fresh->layouts[rank];
+        wex__local_tensor *tensors = a->tensors;
+        size_t count = a->tensor_count, cap = a->tensor_cap;
+        a->tensors = b->tensors;
+        a->tensor_count = b->tensor_count;
+        a->tensor_cap = b->tensor_cap;
+        b->tensors = tensors;
+        b->tensor_count = count;
+        b->tensor_cap = cap;
+    }
+    full.sides_digest = p->sides_digest;
+    full.sides_digest_known = p->sides_digest_known;
+    full.replicated = p->replicated;
+    p->replicated = NULL;
+    p->job = NULL;
+    wex__planner_close(p);
+    *p = full;
+    return WEX_OK;
 }
 
 void wex__planner_close(wex__planner *p)
@@ -213,6 +285,8 @@ void wex__planner_close(wex__planner *p)
     wex__model_free(p->src_model);
     wex__job_config_free(p->job);
     free(p->quantized);
+    free(p->replicated);
+    wex__share_free(p->share);
     memset(p, 0, sizeof(*p));
 }
 

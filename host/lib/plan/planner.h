@@ -21,6 +21,17 @@ typedef struct wex__planner {
     /* Per canonical tensor: an fp8 weight the host quantizes on the way
      * (quantize_plan.h); NULL when there is none. */
     unsigned char *quantized;
+    wex__registry *registry;
+    /* Opened from one rank's plan share (plan_share.h): no model, no
+     * policy, and of every rank of both sides only what that rank's
+     * operations name: its own layout whole, its peers' local tensors.
+     * wex__planner_complete lays everything out when more is needed. */
+    struct wex__share *share;
+    /* Computed once (plan_facts.c), or read from the share: */
+    uint64_t sides_digest;
+    int sides_digest_known;
+    uint8_t *replicated; /* bit r: every region source r holds has another
+                            holder, so a step may go on without it */
 } wex__planner;
 
 /* On failure the planner is closed and the thread's error says why. */
@@ -31,6 +42,25 @@ wex_status wex__planner_open(wex__planner *p, wex__registry *registry,
 wex_status wex__planner_open_job(wex__planner *p, wex__registry *registry,
                                  wex__job_config *job);
 void wex__planner_close(wex__planner *p);
+/* A planner opened from a share: lays out both sides, opens the policy,
+ * and drops the share. The sides' ranks, local tensors and pieces keep
+ * their indices, so operations taken from the share stay valid, and
+ * rank `rank` of `side` keeps its local tensors' very memory (the tensor
+ * names handed out stay valid). On failure p is as it was. A
+ * no-op for a planner that laid everything out. */
+wex_status wex__planner_complete(wex__planner *p, uint32_t side,
+                                 uint64_t rank);
+
+/* A planner opened from a share: loads the models (the sides' `model`),
+ * and nothing more. A no-op when they are loaded. */
+wex_status wex__planner_load_models(wex__planner *p);
+
+/* An XXH3 of both sides' layouts: local tensors and pieces of every rank
+ * (plan_facts.c). */
+uint64_t wex__planner_sides_digest(wex__planner *p);
+/* Which sources are replicated (the `replicated` bits), computed on first
+ * use; NULL when memory ran short (the error says so). */
+const uint8_t *wex__planner_replicated(wex__planner *p);
 
 /* Replaces b's operations with those `rank` of `side` takes part in. */
 wex_status wex__planner_rank(wex__planner *p, uint32_t side, uint64_t rank,

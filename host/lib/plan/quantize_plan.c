@@ -1,5 +1,7 @@
 #include "quantize_plan.h"
 
+#include "plan_share.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -219,22 +221,51 @@ static wex_status holder(const wex__planner *p, uint64_t w, uint64_t dst_rank,
     return wex__error(WEX_ERR_INTERNAL, "plan: lost a cell's holder");
 }
 
+/* A planner opened from a share holds the cells its rank's operations
+ * quantize into, cut with every source live; any other set of dead
+ * sources needs the whole plan (wex__planner_complete). */
+static wex_status share_cells(const wex__planner *p, uint64_t dst_rank,
+                              uint64_t piece, uint64_t ndead,
+                              wex__qcell **cells_p, size_t *count_p)
+{
+    const wex__qcell *kept;
+    size_t n;
+
+    if (ndead != 0 || !wex__share_cells(p->share, dst_rank, piece, &kept, &n))
+        return wex__error(WEX_ERR_INTERNAL, "plan: the plan share holds no "
+                          "fp8 cells of destination rank %llu's piece %llu "
+                          "with %llu sources dead",
+                          (unsigned long long)dst_rank,
+                          (unsigned long long)piece, (unsigned long long)ndead);
+    *cells_p = malloc((n ? n : 1) * sizeof(**cells_p));
+    if (*cells_p == NULL)
+        return wex__error(WEX_ERR_NOMEM, "plan: out of memory");
+    if (n)
+        memcpy(*cells_p, kept, n * sizeof(**cells_p));
+    *count_p = n;
+    return WEX_OK;
+}
+
 wex_status wex__quantize_cells(const wex__planner *p, uint64_t dst_rank,
                                uint64_t piece, const uint64_t *dead,
                                uint64_t ndead, wex__qcell **cells_p,
                                size_t *count_p)
 {
-    const wex__piece *d = &p->dst.layouts[dst_rank].pieces[piece];
-    uint64_t w = d->canonical;
-    uint64_t n = p->src.canon_start[w + 1] - p->src.canon_start[w];
-    uint64_t *rc = malloc((2 * n + 2) * sizeof(*rc));
-    uint64_t *cc = malloc((2 * n + 2) * sizeof(*cc));
+    const wex__piece *d;
+    uint64_t w, n, *rc, *cc;
     wex__qcell *cells = NULL;
     size_t nr, nc, k = 0;
     wex_status st = WEX_OK;
 
     *cells_p = NULL;
     *count_p = 0;
+    if (p->share != NULL)
+        return share_cells(p, dst_rank, piece, ndead, cells_p, count_p);
+    d = &p->dst.layouts[dst_rank].pieces[piece];
+    w = d->canonical;
+    n = p->src.canon_start[w + 1] - p->src.canon_start[w];
+    rc = malloc((2 * n + 2) * sizeof(*rc));
+    cc = malloc((2 * n + 2) * sizeof(*cc));
     if (rc == NULL || cc == NULL) {
         st = wex__error(WEX_ERR_NOMEM, "plan: out of memory");
         goto out;

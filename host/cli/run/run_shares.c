@@ -1,0 +1,80 @@
+/*
+ * wex run plans every rank it starts once, in the launcher, and leaves
+ * each its plan share: a worker opens the job from its share instead of
+ * laying out every rank of both sides and planning (docs/design.md, Plan
+ * shares). The shares go where WEX_PLAN_SHARES or the job's plan_shares
+ * says, and stay there; otherwise into a directory of the run's own,
+ * removed when it ends.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "log.h"
+#include "plan_share.h"
+#include "run.h"
+
+wex_status run_write_shares(launch *l, const run_args *a)
+{
+    const char *dir = secure_getenv("WEX_PLAN_SHARES");
+    const char *tmp = getenv("TMPDIR");
+    uint64_t bytes = 0, files = 0;
+    double t0 = wex__now();
+    wex_status st = WEX_OK;
+
+    if (dir == NULL || dir[0] == '\0')
+        dir = l->plan.job->plan_shares;
+    if (dir == NULL) {
+        snprintf(l->shares, sizeof(l->shares), "%s/wex-run-%ld-XXXXXX",
+                 tmp && tmp[0] ? tmp : "/tmp", (long)getpid());
+        if (mkdtemp(l->shares) == NULL)
+            return wex__error(WEX_ERR_SYSTEM, "%s: %s", l->shares,
+                              strerror(errno));
+        l->shares_owned = 1;
+        dir = l->shares;
+    } else {
+        snprintf(l->shares, sizeof(l->shares), "%s", dir);
+    }
+    for (uint32_t side = 0; side < 2 && st == WEX_OK; side++) {
+        const wex__side *s = side == WEX_SIDE_SOURCE ? &l->plan.src
+                                                     : &l->plan.dst;
+        for (uint64_t r = 0; r < s->ranks && st == WEX_OK; r++) {
+            if (a->host >= 0 && s->hosts[r] != (uint64_t)a->host)
+                continue;
+            st = wex__share_make(&l->plan, dir, side, r, &bytes);
+            files++;
+        }
+    }
+    if (st != WEX_OK)
+        return wex__error_prefix(st, "plan shares");
+    /* Every worker this run starts reads its share from here. */
+    setenv("WEX_PLAN_SHARES", dir, 1);
+    WEX__DEBUG("run: %llu plan shares (%.1f MB) written to %s in %.3f s",
+               (unsigned long long)files, bytes / 1e6, dir, wex__now() - t0);
+    return WEX_OK;
+}
+
+void run_remove_shares(launch *l)
+{
+    DIR *d;
+    struct dirent *e;
+
+    if (!l->shares_owned)
+        return;
+    if ((d = opendir(l->shares)) != NULL) {
+        while ((e = readdir(d)) != NULL) {
+            char path[sizeof(l->shares) + 300];
+            if (e->d_name[0] == '.')
+                continue;
+            snprintf(path, sizeof(path), "%s/%s", l->shares, e->d_name);
+            unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(l->shares);
+    l->shares_owned = 0;
+}
