@@ -2,8 +2,10 @@
 # Planner benchmark: plans every sample job with an optimized build and
 # prints, per job, the predicted step time against the lower bound the
 # cost model computes from the layouts, and the planner's own costs
-# against their targets (every rank < 1 s, one rank ready < 100 ms with
-# its layouts, < 2 GB);
+# against their targets (every rank < 1 s, < 2 GB); then it writes every
+# rank's plan share and times wex_job_open on destination rank 0 and
+# source rank 0 from their shares (target < 100 ms: ready to replay its
+# plan, the transport's context included) and without;
 # then how the planner's cost grows with the rank count, on a 10T-parameter
 # DeepSeek-family config, from 64 x 32 to 1,024 x 512 ranks.
 set -euo pipefail
@@ -32,10 +34,21 @@ if "kimi-k2" in job:
     print(f"  Perplexity reports 1.3 s for this shape (bf16 Megatron 256 GPUs -> FP8 vLLM 128 GPUs); "
           f"wex predicts {p['predicted_seconds']:.2f} s")
 print(f"  plan every rank {p['plan_seconds']:.3f} s (target < 1 s) after {p['layout_seconds']:.3f} s of layouts; peak RSS {kb/1024:.0f} MB (target < 2048 MB)")
-ready = r['layout_seconds'] + r['plan_seconds']
-print(f"  destination rank 0 ready in {ready*1000:.0f} ms (target < 100 ms, layouts included): "
-      f"{r['layout_seconds']*1000:.0f} ms of layouts of every rank, then {r['plan_seconds']*1000:.1f} ms of its own plan")
+print(f"  destination rank 0 planning for itself: {r['layout_seconds']*1000:.0f} ms of layouts of every rank, "
+      f"then {r['plan_seconds']*1000:.1f} ms of its own plan")
 PY
+    shares="$build/shares"
+    rm -rf "$shares"
+    "$wex" plan "$job" --json --shares "$shares" 2>"$build/shares.txt" >/dev/null
+    sed 's/^shares  */  plan shares: /' "$build/shares.txt"
+    open="$build/bin/bench_job_open"
+    dst=$(WEX_PLAN_SHARES="$shares" "$open" "$job" destination 0 5)
+    src=$(WEX_PLAN_SHARES="$shares" "$open" "$job" source 0 5)
+    cold=$(WEX_PLAN_SHARES='' "$open" "$job" destination 0 1)
+    echo "  ready (wex_job_open to a plan it can replay, median of 5): destination rank 0 in" \
+         "$(echo "$dst" | awk '{print $5}') ms from its share (target < 100 ms)," \
+         "source rank 0 in $(echo "$src" | awk '{print $5}') ms; without a share" \
+         "$(echo "$cold" | awk '{print $5}') ms"
 done
 
 # How cost grows: Megatron (tp 8, ep over the whole tp x dp group) into

@@ -74,7 +74,7 @@ static wex_status plan_rank(wex_job *job, wex_plan_builder *b,
 {
     wex_status st = WEX_OK;
 
-    if (job->plan.share == NULL) {
+    if (!job->plan.from_share) {
         wex__plan_builder_init(b, &job->plan.src, &job->plan.dst);
         st = wex__planner_rank(&job->plan, job->side, job->rank, b);
         if (st == WEX_OK && shares != NULL &&
@@ -166,19 +166,6 @@ static wex_status open_job(wex_job *job, const char *config,
         st = open_transport(job);
     if (st == WEX_OK) /* what packs depends on the transport's caps */
         st = wex__pack_prepare(job);
-    return st;
-}
-
-wex_status wex__job_complete_plan(wex_job *job)
-{
-    wex_status st;
-
-    if (job->plan.share == NULL)
-        return WEX_OK;
-    WEX__INFO("%s rank %llu: laying out every rank, beyond its plan share",
-              job->mine->what, (unsigned long long)job->rank);
-    st = wex__planner_complete(&job->plan, job->side, job->rank);
-    job->layout = &job->mine->layouts[job->rank];
     return st;
 }
 

@@ -83,7 +83,7 @@ struct wex_job {
     uint64_t saves;
 };
 
-/* job_api.c: a job opened from its plan share lays out every rank
+/* job_plan.c: a job opened from its plan share lays out every rank
  * (failover, checkpoints); a no-op otherwise. */
 wex_status wex__job_complete_plan(wex_job *job);
 /* job_checkpoint.c: unmaps the checkpoint a source was bound to. */

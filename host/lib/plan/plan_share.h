@@ -7,20 +7,15 @@
  * A share's name carries a key over everything the plan is a function
  * of: the job document but its rendezvous, both model configs' bytes,
  * the engine and policy plugins' manifests and libraries, a fingerprint
- * of the host library's sources (source_id.cmake) and the format. A share made for any other job, model, plugin
- * build or wex build is never found, so it is never used.
+ * of the host library's sources (source_id.cmake) and the format. A
+ * share made for any other job, model, plugin build or wex build is
+ * never found, so it is never used.
  */
 #ifndef WEX_HOST_PLAN_SHARE_H
 #define WEX_HOST_PLAN_SHARE_H
 
 #include "planner.h"
 #include "quantize_plan.h"
-
-/* What a planner opened from a share keeps of it beyond the sides: the
- * cells of every fp8 piece its rank quantizes into. */
-typedef struct wex__share wex__share;
-
-void wex__share_free(wex__share *share);
 
 /* The file of rank `rank` of `side`'s share in `dir`:
  * DIR/KEY-SIDE-RANK.wexplan. */
@@ -49,11 +44,5 @@ int wex__planner_open_share(wex__planner *p, wex__registry *registry,
                             wex__job_config *job, const char *dir,
                             uint32_t side, uint64_t rank,
                             wex_plan_builder *b);
-
-/* The cells of piece `piece` of destination `dst_rank` as planned with
- * every source live (src_piece NULL): 1 when the share holds them. */
-int wex__share_cells(const wex__share *share, uint64_t dst_rank,
-                     uint64_t piece, const wex__qcell **cells,
-                     size_t *count);
 
 #endif /* WEX_HOST_PLAN_SHARE_H */

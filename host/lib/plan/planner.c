@@ -1,6 +1,5 @@
 #include "planner.h"
 
-#include "plan_share.h"
 #include "quantize_plan.h"
 
 #include <stdio.h>
@@ -231,7 +230,7 @@ wex_status wex__planner_complete(wex__planner *p, uint32_t side,
     wex__side *kept, *fresh;
     wex_status st;
 
-    if (p->share == NULL)
+    if (!p->from_share)
         return WEX_OK;
     /* Laid out aside, so a failure leaves p as it was. */
     memset(&full, 0, sizeof(full));
@@ -286,7 +285,7 @@ void wex__planner_close(wex__planner *p)
     wex__job_config_free(p->job);
     free(p->quantized);
     free(p->replicated);
-    wex__share_free(p->share);
+    wex__kept_cells_free(p->kept_cells);
     memset(p, 0, sizeof(*p));
 }
 

@@ -24,9 +24,11 @@ typedef struct wex__planner {
     wex__registry *registry;
     /* Opened from one rank's plan share (plan_share.h): no model, no
      * policy, and of every rank of both sides only what that rank's
-     * operations name: its own layout whole, its peers' local tensors.
+     * operations name: its own layout whole, its peers' local tensors,
+     * and the fp8 cells it quantizes into (kept_cells).
      * wex__planner_complete lays everything out when more is needed. */
-    struct wex__share *share;
+    int from_share;
+    struct wex__kept_cells *kept_cells;
     /* Computed once (plan_facts.c), or read from the share: */
     uint64_t sides_digest;
     int sides_digest_known;

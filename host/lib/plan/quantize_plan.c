@@ -1,7 +1,5 @@
 #include "quantize_plan.h"
 
-#include "plan_share.h"
-
 #include <stdlib.h>
 #include <string.h>
 
@@ -221,6 +219,15 @@ static wex_status holder(const wex__planner *p, uint64_t w, uint64_t dst_rank,
     return wex__error(WEX_ERR_INTERNAL, "plan: lost a cell's holder");
 }
 
+void wex__kept_cells_free(wex__kept_cells *kept)
+{
+    if (kept == NULL)
+        return;
+    free(kept->groups);
+    free(kept->cells);
+    free(kept);
+}
+
 /* A planner opened from a share holds the cells its rank's operations
  * quantize into, cut with every source live; any other set of dead
  * sources needs the whole plan (wex__planner_complete). */
@@ -228,10 +235,25 @@ static wex_status share_cells(const wex__planner *p, uint64_t dst_rank,
                               uint64_t piece, uint64_t ndead,
                               wex__qcell **cells_p, size_t *count_p)
 {
-    const wex__qcell *kept;
-    size_t n;
+    const wex__kept_cells *k = p->kept_cells;
+    const wex__qcell *kept = NULL;
+    size_t lo = 0, hi = k ? k->group_count : 0, n = 0;
 
-    if (ndead != 0 || !wex__share_cells(p->share, dst_rank, piece, &kept, &n))
+    while (ndead == 0 && lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const wex__kept_group *g = &k->groups[mid];
+        if (g->dst_rank == dst_rank && g->piece == piece) {
+            kept = k->cells + g->first;
+            n = g->count;
+            break;
+        }
+        if (g->dst_rank < dst_rank ||
+            (g->dst_rank == dst_rank && g->piece < piece))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (kept == NULL)
         return wex__error(WEX_ERR_INTERNAL, "plan: the plan share holds no "
                           "fp8 cells of destination rank %llu's piece %llu "
                           "with %llu sources dead",
@@ -259,7 +281,7 @@ wex_status wex__quantize_cells(const wex__planner *p, uint64_t dst_rank,
 
     *cells_p = NULL;
     *count_p = 0;
-    if (p->share != NULL)
+    if (p->from_share)
         return share_cells(p, dst_rank, piece, ndead, cells_p, count_p);
     d = &p->dst.layouts[dst_rank].pieces[piece];
     w = d->canonical;

@@ -43,6 +43,21 @@ typedef struct wex__qcell {
     const wex__piece *src_piece;
 } wex__qcell;
 
+/* The cells of the fp8 pieces one source rank quantizes into, kept from
+ * its plan share (plan_share.h), cut with every source live. */
+typedef struct wex__kept_group {
+    uint64_t dst_rank, piece;
+    size_t first, count; /* in cells */
+} wex__kept_group;
+
+typedef struct wex__kept_cells {
+    wex__kept_group *groups; /* ascending (dst_rank, piece) */
+    size_t group_count;
+    wex__qcell *cells; /* src_piece NULL */
+} wex__kept_cells;
+
+void wex__kept_cells_free(wex__kept_cells *kept);
+
 /* Every cell of piece `piece` of destination rank `dst_rank` and the
  * source each comes from, in the order its operations are planned.
  * *cells_p is malloc'd. */
