@@ -102,7 +102,8 @@ static void check_rank(wex__planner *full, const char *path, uint32_t side,
     wex__plan_builder_init(&want, &full->src, &full->dst);
     ck_assert_int_eq(wex__planner_rank(full, side, rank, &want), WEX_OK);
     ck_assert_uint_eq(got.count, want.count);
-    ck_assert_mem_eq(got.ops, want.ops, want.count * sizeof(*want.ops));
+    if (want.count)
+        ck_assert_mem_eq(got.ops, want.ops, want.count * sizeof(*want.ops));
     ck_assert_uint_eq(shared.src.ranks, full->src.ranks);
     ck_assert_uint_eq(shared.dst.ranks, full->dst.ranks);
     ck_assert_mem_eq(shared.src.hosts, full->src.hosts,
@@ -373,7 +374,8 @@ START_TEST(complete_lays_out_and_keeps_the_rank)
                                                            dead, 1, &y),
                                  WEX_OK);
                 ck_assert_uint_eq(x.count, y.count);
-                ck_assert_mem_eq(x.ops, y.ops, x.count * sizeof(*x.ops));
+                if (x.count) /* a rank may have none */
+                    ck_assert_mem_eq(x.ops, y.ops, x.count * sizeof(*x.ops));
                 wex__plan_builder_fini(&x);
                 wex__plan_builder_fini(&y);
             }
