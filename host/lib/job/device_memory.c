@@ -35,6 +35,8 @@ typedef struct cuda_api {
     cuda_error (*MallocHost)(void **, size_t);
     cuda_error (*FreeHost)(void *);
     cuda_error (*MemcpyAsync)(void *, const void *, size_t, int, void *);
+    cuda_error (*Memcpy2DAsync)(void *, size_t, const void *, size_t, size_t,
+                                size_t, int, void *);
     cuda_error (*StreamCreateWithFlags)(void **, unsigned int);
     cuda_error (*StreamSynchronize)(void *);
     cuda_error (*StreamDestroy)(void *);
@@ -68,7 +70,7 @@ static wex_status cuda_fail(const wex__device *dev, cuda_error e,
                       dev->api.GetErrorString(e), e);
 }
 
-static wex_status load_symbols(wex__device *dev)
+static wex_status load_symbols(wex__device *dev, const char *name)
 {
     struct {
         void **slot;
@@ -81,6 +83,7 @@ static wex_status load_symbols(wex__device *dev)
         {(void **)&dev->api.MallocHost, "cudaMallocHost"},
         {(void **)&dev->api.FreeHost, "cudaFreeHost"},
         {(void **)&dev->api.MemcpyAsync, "cudaMemcpyAsync"},
+        {(void **)&dev->api.Memcpy2DAsync, "cudaMemcpy2DAsync"},
         {(void **)&dev->api.StreamCreateWithFlags,
          "cudaStreamCreateWithFlags"},
         {(void **)&dev->api.StreamSynchronize, "cudaStreamSynchronize"},
@@ -94,7 +97,7 @@ static wex_status load_symbols(wex__device *dev)
         *syms[i].slot = dlsym(dev->dl, syms[i].name);
         if (*syms[i].slot == NULL)
             return wex__error(WEX_ERR_UNSUPPORTED, "no CUDA runtime: %s has "
-                              "no %s", cudart_names[0], syms[i].name);
+                              "no %s", name, syms[i].name);
     }
     return WEX_OK;
 }
@@ -102,24 +105,37 @@ static wex_status load_symbols(wex__device *dev)
 wex_status wex__device_open(wex__device **dev_p)
 {
     wex__device *dev = calloc(1, sizeof(*dev));
-    char tried[256] = "";
+    /* WEX_CUDA_RUNTIME names the runtime to load instead (a CUDA install
+     * outside the loader's path; the tests' runtime without a GPU). */
+    const char *chosen = secure_getenv("WEX_CUDA_RUNTIME");
+    const char *name = NULL;
+    char tried[512] = "";
     wex_status st = WEX_OK;
     cuda_error e;
     int count = 0;
 
     if (dev == NULL)
         return wex__error(WEX_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; i < sizeof(cudart_names) / sizeof(cudart_names[0]) &&
+    if (chosen != NULL && chosen[0] != '\0') {
+        name = chosen;
+        if ((dev->dl = dlopen(chosen, RTLD_NOW | RTLD_LOCAL)) == NULL)
+            snprintf(tried, sizeof(tried), "WEX_CUDA_RUNTIME: %s",
+                     dlerror());
+    }
+    for (size_t i = 0; name == NULL && i < sizeof(cudart_names) /
+                                                sizeof(cudart_names[0]) &&
                        dev->dl == NULL; i++) {
         dev->dl = dlopen(cudart_names[i], RTLD_NOW | RTLD_LOCAL);
-        if (dev->dl == NULL && tried[0] == '\0')
+        if (dev->dl != NULL)
+            name = cudart_names[i];
+        else if (tried[0] == '\0')
             snprintf(tried, sizeof(tried), "%s", dlerror());
     }
     if (dev->dl == NULL) {
         st = wex__error(WEX_ERR_UNSUPPORTED, "no CUDA runtime: %s", tried);
         goto out;
     }
-    st = load_symbols(dev);
+    st = load_symbols(dev, name);
     if (st != WEX_OK)
         goto out;
     e = dev->api.GetDeviceCount(&count);
@@ -264,6 +280,28 @@ wex_status wex__device_stage_out(wex__device *dev, const void *ptr,
         return cuda_fail(dev, e, "copying device memory out");
     *host_p = dev->staging + dev->used;
     dev->used += bytes;
+    return WEX_OK;
+}
+
+wex_status wex__device_stage_rows(wex__device *dev, const void *ptr,
+                                  uint64_t pitch, uint64_t width,
+                                  uint64_t rows, const void **host_p)
+{
+    cuda_error e;
+
+    *host_p = NULL;
+    if (rows == 0 || width > WEX__STAGING_BYTES / rows ||
+        rows * width > WEX__STAGING_BYTES - dev->used)
+        return WEX_OK;
+    e = dev->api.Memcpy2DAsync(dev->staging + dev->used, width, ptr,
+                               rows > 1 ? pitch : width, width, rows,
+                               CUDA_MEMCPY_DEVICE_TO_HOST, dev->stream);
+    if (e == CUDA_SUCCESS)
+        e = dev->api.StreamSynchronize(dev->stream);
+    if (e != CUDA_SUCCESS)
+        return cuda_fail(dev, e, "copying device rows out");
+    *host_p = dev->staging + dev->used;
+    dev->used += rows * width;
     return WEX_OK;
 }
 

@@ -49,6 +49,13 @@ wex_status wex__device_hash_end(wex__device *dev, XXH3_state_t *h);
  * then calls stage_reset. */
 wex_status wex__device_stage_out(wex__device *dev, const void *ptr,
                                  uint64_t bytes, const void **host_p);
+/* The same for `rows` rows of `width` bytes lying `pitch` apart in
+ * device memory (the rows of a strided box): one strided copy
+ * (cudaMemcpy2DAsync) and one synchronisation put them in staging one
+ * after the other. */
+wex_status wex__device_stage_rows(wex__device *dev, const void *ptr,
+                                  uint64_t pitch, uint64_t width,
+                                  uint64_t rows, const void **host_p);
 void wex__device_stage_reset(wex__device *dev);
 
 #endif /* WEX_HOST_DEVICE_MEMORY_H */

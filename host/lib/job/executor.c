@@ -67,6 +67,70 @@ static wex_status put_staged(wex_job *job, size_t i, uint64_t offset,
     return st;
 }
 
+/* Rows staged together at most: bounds the destination offsets kept. */
+#define STAGE_ROWS_MAX 4096u
+
+/* Puts `rows` staged runs of `width` bytes, one after the other at
+ * `host`, to destination offsets b[]: those that follow each other at
+ * the destination as one put. */
+static wex_status put_rows(wex_job *job, size_t i, const uint64_t *b,
+                           uint64_t rows, uint64_t width,
+                           const unsigned char *host, XXH3_state_t *h)
+{
+    wex_status st = WEX_OK;
+
+    for (uint64_t k = 0, n; k < rows && st == WEX_OK; k += n) {
+        for (n = 1; k + n < rows && b[k + n] == b[k] + n * width; n++)
+            ;
+        st = job->tops->put(job->tctx, job->op_peer[i], b[k],
+                            host + k * width, n * width);
+        job->puts++;
+    }
+    if (st == WEX_OK && h != NULL)
+        wex__digest_update(h, host, rows * width);
+    return st;
+}
+
+/* A device box, through staging, to a transport without device memory:
+ * runs that lie a fixed pitch apart in device memory (the rows of a
+ * row-parallel split) are staged with one strided copy and one
+ * synchronisation, where each run used to take one of each, and runs
+ * that follow each other at the destination leave as one put. */
+static wex_status put_device_box(wex_job *job, size_t i,
+                                 const unsigned char *base,
+                                 wex__box_runs *w, XXH3_state_t *h)
+{
+    uint64_t pitch = w->outer ? w->a_stride[w->outer - 1] : w->run_bytes;
+    uint64_t b[STAGE_ROWS_MAX], first = 0, rows = 0, a, d;
+    int more = wex__box_runs_next(w, &a, &d);
+    wex_status st = WEX_OK;
+
+    while (st == WEX_OK && (more || rows > 0)) {
+        const void *host = NULL;
+        if (more && (rows == 0 ||
+                     (rows < STAGE_ROWS_MAX && a == first + rows * pitch &&
+                      (rows + 1) * w->run_bytes <= WEX__STAGING_BYTES))) {
+            if (rows == 0)
+                first = a;
+            b[rows++] = d;
+            more = wex__box_runs_next(w, &a, &d);
+            continue;
+        }
+        st = wex__device_stage_rows(job->device, base + first, pitch,
+                                    w->run_bytes, rows, &host);
+        if (st == WEX_OK && host == NULL) {
+            /* staging is full: what was put from it must land first */
+            st = job->tops->flush(job->tctx);
+            wex__device_stage_reset(job->device);
+            continue;
+        }
+        if (st == WEX_OK)
+            st = put_rows(job, i, b, rows, w->run_bytes, host, h);
+        rows = 0;
+    }
+    return st;
+}
+
 /* ---- packing ------------------------------------------------------ */
 
 /* Runs at least this long go out as they are: a put of them already
@@ -238,6 +302,9 @@ wex_status wex__execute_ops(wex_job *job, uint64_t *digests,
         op_runs(job, o, &w);
         if (job->pack != NULL && packs(job, o, &w))
             st = put_packed(job, i, base, &w, h);
+        else if (cuda && !device_transport &&
+                 w.run_bytes <= WEX__STAGING_BYTES)
+            st = put_device_box(job, i, base, &w, h);
         while (st == WEX_OK && wex__box_runs_next(&w, &a, &b))
             st = put_run(job, i, cuda, cuda && !device_transport, b, base + a,
                          w.run_bytes, h);

@@ -1,0 +1,221 @@
+/*
+ * A CUDA runtime without a GPU, for the tests of wex's device-memory
+ * paths on machines that have none (libwex loads it through
+ * WEX_CUDA_RUNTIME). "Device" memory is a memfd mapped twice: the
+ * pointer handed out is mapped PROT_NONE, so any code that touches
+ * device memory from the CPU instead of copying it faults at once, as
+ * it would on a GPU; the copies below reach it through a private
+ * read-write alias. It implements only the entry points libwex and the
+ * tests call, synchronously (a stream is a no-op).
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define SUCCESS 0
+#define ERR_INVALID_VALUE 1
+#define ERR_MEMORY_ALLOCATION 2
+
+typedef struct allocation {
+    unsigned char *device; /* PROT_NONE */
+    unsigned char *alias;  /* read-write */
+    size_t bytes;
+    struct allocation *next;
+} allocation;
+
+typedef struct attributes {
+    int type; /* 0 unregistered, 1 host, 2 device, 3 managed */
+    int device;
+    void *device_pointer;
+    void *host_pointer;
+} attributes;
+
+static allocation *allocations;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The read-write alias of a device pointer, or the pointer itself for
+ * host memory; *left is how many bytes follow it in its allocation. */
+static unsigned char *reach(const void *ptr, size_t *left)
+{
+    const unsigned char *p = ptr;
+    unsigned char *out = (unsigned char *)p;
+
+    *left = SIZE_MAX;
+    pthread_mutex_lock(&lock);
+    for (allocation *a = allocations; a != NULL; a = a->next)
+        if (p >= a->device && p < a->device + a->bytes) {
+            out = a->alias + (p - a->device);
+            *left = a->bytes - (size_t)(p - a->device);
+            break;
+        }
+    pthread_mutex_unlock(&lock);
+    return out;
+}
+
+int cudaGetDeviceCount(int *count)
+{
+    *count = 1;
+    return SUCCESS;
+}
+
+int cudaSetDevice(int device)
+{
+    return device == 0 ? SUCCESS : ERR_INVALID_VALUE;
+}
+
+int cudaMalloc(void **ptr, size_t bytes)
+{
+    allocation *a = calloc(1, sizeof(*a));
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t size = (bytes + page - 1) / page * page;
+    int fd = memfd_create("fake-cuda", MFD_CLOEXEC);
+
+    if (a == NULL || fd < 0 || ftruncate(fd, (off_t)size) != 0)
+        goto fail;
+    a->device = mmap(NULL, size, PROT_NONE, MAP_SHARED, fd, 0);
+    a->alias = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (a->device == MAP_FAILED || a->alias == MAP_FAILED)
+        goto fail;
+    close(fd);
+    a->bytes = size;
+    pthread_mutex_lock(&lock);
+    a->next = allocations;
+    allocations = a;
+    pthread_mutex_unlock(&lock);
+    *ptr = a->device;
+    return SUCCESS;
+fail:
+    if (fd >= 0)
+        close(fd);
+    free(a);
+    return ERR_MEMORY_ALLOCATION;
+}
+
+int cudaFree(void *ptr)
+{
+    allocation **link, *a = NULL;
+
+    pthread_mutex_lock(&lock);
+    for (link = &allocations; *link != NULL; link = &(*link)->next)
+        if ((*link)->device == ptr) {
+            a = *link;
+            *link = a->next;
+            break;
+        }
+    pthread_mutex_unlock(&lock);
+    if (a == NULL)
+        return ptr == NULL ? SUCCESS : ERR_INVALID_VALUE;
+    munmap(a->device, a->bytes);
+    munmap(a->alias, a->bytes);
+    free(a);
+    return SUCCESS;
+}
+
+int cudaMemset(void *ptr, int value, size_t bytes)
+{
+    size_t left;
+    unsigned char *p = reach(ptr, &left);
+
+    if (bytes > left)
+        return ERR_INVALID_VALUE;
+    memset(p, value, bytes);
+    return SUCCESS;
+}
+
+int cudaMallocHost(void **ptr, size_t bytes)
+{
+    *ptr = malloc(bytes ? bytes : 1);
+    return *ptr != NULL ? SUCCESS : ERR_MEMORY_ALLOCATION;
+}
+
+int cudaFreeHost(void *ptr)
+{
+    free(ptr);
+    return SUCCESS;
+}
+
+int cudaMemcpy(void *dst, const void *src, size_t bytes, int kind)
+{
+    size_t dst_left, src_left;
+    unsigned char *d = reach(dst, &dst_left);
+    const unsigned char *s = reach(src, &src_left);
+
+    (void)kind; /* the pointers say where they are, as with UVA */
+    if (bytes > dst_left || bytes > src_left)
+        return ERR_INVALID_VALUE;
+    memmove(d, s, bytes);
+    return SUCCESS;
+}
+
+int cudaMemcpyAsync(void *dst, const void *src, size_t bytes, int kind,
+                    void *stream)
+{
+    (void)stream;
+    return cudaMemcpy(dst, src, bytes, kind);
+}
+
+int cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
+                      size_t spitch, size_t width, size_t height, int kind,
+                      void *stream)
+{
+    (void)stream;
+    if (width > dpitch || width > spitch)
+        return ERR_INVALID_VALUE;
+    for (size_t r = 0; r < height; r++) {
+        int e = cudaMemcpy((unsigned char *)dst + r * dpitch,
+                           (const unsigned char *)src + r * spitch, width,
+                           kind);
+        if (e != SUCCESS)
+            return e;
+    }
+    return SUCCESS;
+}
+
+int cudaStreamCreateWithFlags(void **stream, unsigned int flags)
+{
+    (void)flags;
+    *stream = malloc(1);
+    return *stream != NULL ? SUCCESS : ERR_MEMORY_ALLOCATION;
+}
+
+int cudaStreamSynchronize(void *stream)
+{
+    (void)stream;
+    return SUCCESS;
+}
+
+int cudaStreamDestroy(void *stream)
+{
+    free(stream);
+    return SUCCESS;
+}
+
+int cudaDeviceSynchronize(void)
+{
+    return SUCCESS;
+}
+
+int cudaPointerGetAttributes(attributes *a, const void *ptr)
+{
+    size_t left;
+
+    memset(a, 0, sizeof(*a));
+    if (reach(ptr, &left) != ptr) {
+        a->type = 2;
+        a->device_pointer = (void *)ptr;
+    }
+    return SUCCESS;
+}
+
+const char *cudaGetErrorString(int error)
+{
+    switch (error) {
+    case SUCCESS: return "no error";
+    case ERR_INVALID_VALUE: return "invalid argument (fake CUDA runtime)";
+    case ERR_MEMORY_ALLOCATION: return "out of memory (fake CUDA runtime)";
+    default: return "unknown error (fake CUDA runtime)";
+    }
+}
