@@ -21,7 +21,7 @@ seconds=${1:-60}
 case "$seconds" in
   ''|*[!0-9]*|0) echo "usage: $0 [SECONDS>0] [TARGET...]" >&2; exit 2 ;;
 esac
-all_targets=(job manifest schema store_proto catalog safetensors)
+all_targets=(job manifest schema store_proto catalog safetensors plan_share)
 if [ $# -gt 0 ]; then targets=("$@"); else targets=("${all_targets[@]}"); fi
 for t in "${targets[@]}"; do
   [ -f "tests/fuzz/fuzz_$t.c" ] || { echo "fuzz: no target '$t' (${all_targets[*]})" >&2; exit 2; }
@@ -48,6 +48,11 @@ cflags=(-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer
 for dir in host/lib/*/; do
   [ "$dir" = host/lib/oracle/ ] || cflags+=("-I${dir%/}")
 done
+# The fingerprint of the host library's sources that plan shares carry,
+# generated as host/lib/plan/CMakeLists.txt does.
+cmake "-DOUT=$PWD/$out/generated/source_id.h" "-DROOT=$PWD" \
+      -P host/lib/plan/source_id.cmake
+cflags+=("-I$out/generated")
 lib_cflags=("${cflags[@]}" -fsanitize=fuzzer-no-link -fPIC)
 
 # The embedded schemas, generated as host/CMakeLists.txt does.
@@ -63,7 +68,7 @@ cmake "-DOUT=$PWD/$out/schemas_embedded.c" "-DINPUTS=$inputs" \
 echo "${lib_cflags[*]}" >"$out/flags.new"
 if ! cmp -s "$out/flags.new" "$out/flags"; then rm -f "$out"/obj/*.o; fi
 mv "$out/flags.new" "$out/flags"
-headers=(host/lib/*/*.h sdk/include/wex/*.h)
+headers=(host/lib/*/*.h sdk/include/wex/*.h "$out/generated/source_id.h")
 stale() {
   local o=$1 f
   shift
@@ -127,7 +132,7 @@ for t in "${targets[@]}"; do
   mkdir -p "$corpus" "$artifacts"
   [ -d "tests/fuzz/corpus/$t" ] && cp -f "tests/fuzz/corpus/$t"/* "$corpus"/
   dict=()
-  [ "$t" = store_proto ] || dict=("-dict=tests/fuzz/json.dict")
+  case "$t" in store_proto | plan_share) ;; *) dict=("-dict=tests/fuzz/json.dict") ;; esac
   rc=0
   "$out/fuzz_$t" -max_total_time="$seconds" -rss_limit_mb=2048 \
       -malloc_limit_mb=2048 -timeout=10 -print_final_stats=1 \

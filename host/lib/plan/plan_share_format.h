@@ -24,6 +24,17 @@ typedef struct wex__share_header {
     uint64_t payload_bytes, payload_hash; /* XXH3 of the payload */
 } wex__share_header;
 
+/* Bounds a share's counts are checked against, so damaged bytes cannot
+ * ask for a huge allocation: ranks a side has, local tensors a rank. */
+#define WEX__SHARE_RANKS_MAX (1u << 20)
+#define WEX__SHARE_TENSORS_MAX (1u << 20)
+
+/* Fills p's sides, its kept cells and b (initialised on p's sides) from
+ * a share's payload: NULL when all of it fit, else what did not. */
+const char *wex__share_decode(wex__planner *p, const void *payload,
+                              size_t len, uint32_t side, uint64_t rank,
+                              wex_plan_builder *b);
+
 /* The key over everything the plan is a function of (plan_share_key.c),
  * and the file it names in `dir`. */
 wex_status wex__share_key(const wex__job_config *job, uint64_t key[2]);

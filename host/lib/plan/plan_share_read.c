@@ -66,7 +66,7 @@ static void side_alloc(wex__in_buf *in, wex__side *s, const char *what,
     s->what = what;
     if (in->bad)
         return;
-    if (ranks == 0 || ranks > UINT32_MAX) {
+    if (ranks == 0 || ranks > WEX__SHARE_RANKS_MAX) {
         in->bad = "a side's rank count";
         return;
     }
@@ -89,9 +89,10 @@ static void get_peer_tensor(wex__in_buf *in, wex__rank_layout *l, uint64_t t)
         return;
     if (t >= l->tensor_count) {
         wex__local_tensor *grown;
-        if (t >= UINT32_MAX ||
+        if (t >= WEX__SHARE_TENSORS_MAX ||
             (grown = realloc(l->tensors, (t + 1) * sizeof(*grown))) == NULL) {
-            in->bad = t >= UINT32_MAX ? "a peer tensor index" : "out of memory";
+            in->bad = t >= WEX__SHARE_TENSORS_MAX ? "a peer tensor index"
+                                                  : "out of memory";
             return;
         }
         memset(grown + l->tensor_count, 0,
@@ -205,8 +206,6 @@ static void *read_whole(const char *path, size_t *len_p, int *missing)
     return data;
 }
 
-/* Fills p's sides, its kept cells and b from the payload; what did not
- * fit is named in in->bad. */
 static void decode(wex__in_buf *in, wex__planner *p, uint32_t side,
                    uint64_t rank, wex_plan_builder *b)
 {
@@ -254,6 +253,16 @@ static void decode(wex__in_buf *in, wex__planner *p, uint32_t side,
         in->bad = "bytes past the end of what it holds";
 }
 
+const char *wex__share_decode(wex__planner *p, const void *payload,
+                              size_t len, uint32_t side, uint64_t rank,
+                              wex_plan_builder *b)
+{
+    wex__in_buf in = {payload, len, 0, NULL};
+
+    decode(&in, p, side, rank, b);
+    return in.bad;
+}
+
 int wex__planner_open_share(wex__planner *p, wex__registry *registry,
                             wex__job_config *job, const char *dir,
                             uint32_t side, uint64_t rank, wex_plan_builder *b)
@@ -264,7 +273,7 @@ int wex__planner_open_share(wex__planner *p, wex__registry *registry,
     int missing = 0;
     const wex__share_header *h;
     unsigned char *data;
-    wex__in_buf in = {0};
+    const char *bad = NULL;
 
     memset(p, 0, sizeof(*p));
     if (wex__share_key(job, key) != WEX_OK ||
@@ -282,29 +291,28 @@ int wex__planner_open_share(wex__planner *p, wex__registry *registry,
     }
     h = (const wex__share_header *)data;
     if (len < sizeof(*h) || memcmp(h->magic, WEX__SHARE_MAGIC, 8) != 0)
-        in.bad = "not a plan share";
+        bad = "not a plan share";
     else if (h->format != WEX__SHARE_FORMAT || h->side != side ||
              h->rank != rank || h->key[0] != key[0] || h->key[1] != key[1])
-        in.bad = "made for another job, rank or format";
+        bad = "made for another job, rank or format";
     else if (h->payload_bytes != len - sizeof(*h) ||
              XXH3_64bits(data + sizeof(*h), len - sizeof(*h)) !=
                  h->payload_hash)
-        in.bad = "its checksum does not match (damaged or cut short)";
+        bad = "its checksum does not match (damaged or cut short)";
     wex__plan_builder_init(b, &p->src, &p->dst);
-    if (!in.bad) {
-        in.p = data + sizeof(*h);
-        in.len = len - sizeof(*h);
+    if (!bad) {
         p->job = job;
         p->registry = registry;
-        decode(&in, p, side, rank, b);
+        bad = wex__share_decode(p, data + sizeof(*h), len - sizeof(*h),
+                                side, rank, b);
     }
-    if (!in.bad &&
+    if (!bad &&
         wex__topology_place(job->topology, job->path, &p->src, &p->dst,
                             &p->topology) != WEX_OK)
-        in.bad = wex__last_error();
+        bad = wex__last_error();
     free(data);
-    if (in.bad) {
-        WEX__WARN("plan share %s: %s: planning instead", path, in.bad);
+    if (bad) {
+        WEX__WARN("plan share %s: %s: planning instead", path, bad);
         wex__plan_builder_fini(b);
         p->job = NULL; /* still the caller's */
         wex__planner_close(p);
