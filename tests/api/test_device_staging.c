@@ -2,14 +2,17 @@
  * Device memory through a host transport, on a machine without a GPU:
  * libwex loads the tests' CUDA runtime (tests/fakes/fake_cudart.c,
  * through WEX_CUDA_RUNTIME), whose device pointers fault on any CPU
- * access. A source allocates every tensor as WEX_MEMORY_CUDA and fills
- * it with cudaMemcpy; two vLLM TP2 destinations hold host memory, so the
- * source's boxes of row-parallel weights are strided rows in device
- * memory. Over shm, with digests, three steps verify, and what every
- * destination holds after them is byte for byte what it holds when the
- * same source values come from host memory: the device bytes are read
- * only through pinned staging, a box's rows with one strided copy. A
- * destination's CUDA tensor is refused by shm in one line, naming it.
+ * access. One hf source, two vLLM TP2 destinations, over shm, with
+ * digests, three steps, every tensor of a side in host or CUDA memory:
+ * - a CUDA source (filled with cudaMemcpy): its boxes of row-parallel
+ *   weights are strided rows in device memory, read only through pinned
+ *   staging, a box's rows with one strided copy;
+ * - CUDA destinations: the transport writes pinned host copies, copied
+ *   to the device once checked;
+ * - both.
+ * Every step verifies, and what every destination holds after the last
+ * (read back with cudaMemcpy) is byte for byte what it holds when both
+ * sides hold host memory.
  *
  *   test_device_staging FAKE_CUDART.so
  */
@@ -65,10 +68,10 @@ static const char *job_text(void)
     return text;
 }
 
-/* One rank; a destination writes an XXH-style hash of everything it
- * holds after the last step to `out`. */
+/* One rank, its tensors in memory of `kind`; a destination writes an
+ * FNV hash of everything it holds after the last step to `out`. */
 static int rank_main(uint32_t side, uint64_t rank, const char *address,
-                     uint32_t source_kind, int out)
+                     uint32_t kind, int out)
 {
     wex_job_options opts = {sizeof(opts), 0, address, TOKEN, NULL};
     unsigned char **mem = NULL, *host = NULL;
@@ -86,10 +89,7 @@ static int rank_main(uint32_t side, uint64_t rank, const char *address,
         wex_tensor t = {sizeof(t), 0, 0, 0, NULL, NULL, 0};
         wex_job_tensor(job, i, &t);
         most = t.bytes > most ? t.bytes : most;
-        if (wex_job_alloc_memory(job, i,
-                                 side == WEX_SIDE_SOURCE ? source_kind
-                                                         : WEX_MEMORY_HOST,
-                                 (void **)&mem[i]) != WEX_OK) {
+        if (wex_job_alloc_memory(job, i, kind, (void **)&mem[i]) != WEX_OK) {
             fprintf(stderr, "alloc %llu: %s\n", (unsigned long long)i,
                     wex_last_error());
             goto out;
@@ -104,7 +104,7 @@ static int rank_main(uint32_t side, uint64_t rank, const char *address,
             wex_job_tensor(job, i, &t);
             for (uint64_t b = 0; b < t.bytes; b++)
                 host[b] = expected(t.name, b, step);
-            if (source_kind == WEX_MEMORY_HOST)
+            if (kind == WEX_MEMORY_HOST)
                 memcpy(mem[i], host, t.bytes);
             else if (cuda_memcpy(mem[i], host, t.bytes, 1) != 0)
                 goto out;
@@ -123,9 +123,15 @@ static int rank_main(uint32_t side, uint64_t rank, const char *address,
     }
     for (uint64_t i = 0; i < count && side == WEX_SIDE_DESTINATION; i++) {
         wex_tensor t = {sizeof(t), 0, 0, 0, NULL, NULL, 0};
+        const unsigned char *bytes = mem[i];
         wex_job_tensor(job, i, &t);
+        if (kind == WEX_MEMORY_CUDA) {
+            if (cuda_memcpy(host, mem[i], t.bytes, 2) != 0)
+                goto out;
+            bytes = host;
+        }
         for (uint64_t b = 0; b < t.bytes; b++)
-            held = (held ^ mem[i][b]) * 1099511628211ull;
+            held = (held ^ bytes[b]) * 1099511628211ull;
     }
     rc = side == WEX_SIDE_DESTINATION &&
                  write(out, &held, sizeof(held)) != sizeof(held)
@@ -138,9 +144,11 @@ out:
     return rc;
 }
 
-/* One source (memory of `source_kind`) and two destinations (host) as
- * processes; held[d]: what destination d holds after the last step. */
-static void run_job(uint32_t source_kind, uint64_t held[2])
+/* One source and two destinations as processes, each side's tensors in
+ * memory of its kind; held[d]: what destination d holds after the last
+ * step. */
+static void run_job(uint32_t source_kind, uint32_t destination_kind,
+                    uint64_t held[2])
 {
     wex_store *store = NULL;
     pid_t ranks[3];
@@ -158,7 +166,8 @@ static void run_job(uint32_t source_kind, uint64_t held[2])
             close(fds[i][0]);
             _exit(rank_main(i == 0 ? WEX_SIDE_SOURCE : WEX_SIDE_DESTINATION,
                             i == 0 ? 0 : (uint64_t)i - 1,
-                            wex_store_address(store), source_kind,
+                            wex_store_address(store),
+                            i == 0 ? source_kind : destination_kind,
                             fds[i][1]));
         }
         close(fds[i][1]);
@@ -181,26 +190,6 @@ static void run_job(uint32_t source_kind, uint64_t held[2])
     wex_store_close(store);
 }
 
-/* shm cannot write into device memory: a destination's CUDA tensor is
- * refused, naming it. */
-static void destination_cuda_refused(void)
-{
-    wex_job_options opts = {sizeof(opts), 0, "127.0.0.1:1", TOKEN, NULL};
-    wex_job *job = NULL;
-    void *p = NULL;
-
-    EXPECT(wex_job_open(job_text(), WEX_SIDE_DESTINATION, 0, &opts, &job) ==
-               WEX_OK,
-           "open: %s", wex_last_error());
-    if (job == NULL)
-        return;
-    EXPECT(wex_job_alloc_memory(job, 0, WEX_MEMORY_CUDA, &p) ==
-                   WEX_ERR_UNSUPPORTED &&
-               strstr(wex_last_error(), "cannot write into CUDA memory"),
-           "a destination's CUDA tensor over shm: %s", wex_last_error());
-    wex_job_close(job);
-}
-
 int main(int argc, char **argv)
 {
     void *dl;
@@ -218,16 +207,24 @@ int main(int argc, char **argv)
     setenv("WEX_CUDA_RUNTIME", argv[1], 1);
     setenv("WEX_PLUGIN_MANIFESTS", WEX_BUILD_PLUGINS, 1);
     {
-        uint64_t host[2] = {1, 2}, cuda[2] = {3, 4};
-        run_job(WEX_MEMORY_HOST, host);
-        run_job(WEX_MEMORY_CUDA, cuda);
-        for (int d = 0; d < 2; d++)
-            EXPECT(host[d] == cuda[d], "destination %d holds other bytes "
-                   "when the source's memory is CUDA", d);
+        static const char *const what[] = {"the source's", "the "
+                                           "destinations'", "both sides'"};
+        const uint32_t kinds[3][2] = {{WEX_MEMORY_CUDA, WEX_MEMORY_HOST},
+                                      {WEX_MEMORY_HOST, WEX_MEMORY_CUDA},
+                                      {WEX_MEMORY_CUDA, WEX_MEMORY_CUDA}};
+        uint64_t host[2] = {1, 2};
+        run_job(WEX_MEMORY_HOST, WEX_MEMORY_HOST, host);
+        for (int k = 0; k < 3; k++) {
+            uint64_t cuda[2] = {3, 4};
+            run_job(kinds[k][0], kinds[k][1], cuda);
+            for (int d = 0; d < 2; d++)
+                EXPECT(host[d] == cuda[d], "destination %d holds other "
+                       "bytes when %s memory is CUDA", d, what[k]);
+        }
     }
-    destination_cuda_refused();
     if (failures == 0)
-        printf("device memory through pinned staging over shm: every byte "
-               "of %d steps landed and verified\n", STEPS);
+        printf("CUDA sources, destinations and both over shm, through "
+               "pinned host memory: %d steps verified, every byte as with "
+               "host memory\n", STEPS);
     return failures ? 1 : 0;
 }

@@ -1,8 +1,8 @@
 /*
- * wex_job_bind_memory / wex_job_alloc_memory without a GPU: the kinds a
- * job's transport cannot move are refused with the tensor and the
- * transport named, unknown kinds are invalid, and CUDA memory on a host
- * without a device fails with "no CUDA" (on a GPU host it is allocated).
+ * wex_job_bind_memory / wex_job_alloc_memory without a GPU: unknown kinds
+ * are invalid, and CUDA memory on a host without a device fails with "no
+ * CUDA" (on a GPU host it is allocated), on either side of a host
+ * transport.
  */
 #include <check.h>
 #include <stdio.h>
@@ -34,20 +34,25 @@ static wex_job *open_job(uint32_t side)
     return job;
 }
 
-START_TEST(destination_refuses_cuda_on_a_host_transport)
+START_TEST(destination_cuda_over_a_host_transport)
 {
     wex_job *job = open_job(WEX_SIDE_DESTINATION);
     void *p = NULL;
+    wex_status st = wex_job_alloc_memory(job, 0, WEX_MEMORY_CUDA, &p);
 
-    ck_assert_int_eq(wex_job_alloc_memory(job, 0, WEX_MEMORY_CUDA, &p),
-                     WEX_ERR_UNSUPPORTED);
-    ck_assert_msg(strstr(wex_last_error(), "transport shm cannot write into "
-                                           "CUDA memory") != NULL,
-                  "%s", wex_last_error());
+    /* shm writes a pinned host copy, copied to the device once checked
+     * (test_device_staging runs it without a GPU) */
+    if (st == WEX_OK)
+        ck_assert_ptr_nonnull(p);
+    else
+        ck_assert_msg(st == WEX_ERR_UNSUPPORTED &&
+                          strstr(wex_last_error(), "no CUDA") != NULL,
+                      "%d: %s", st, wex_last_error());
+    p = NULL;
     ck_assert_int_eq(wex_job_alloc_memory(job, 0, 7, &p), WEX_ERR_INVALID);
     ck_assert_ptr_nonnull(strstr(wex_last_error(), "unknown memory kind 7"));
     /* the host kind still works, through the same entry point */
-    ck_assert_int_eq(wex_job_alloc_memory(job, 0, WEX_MEMORY_HOST, &p),
+    ck_assert_int_eq(wex_job_alloc_memory(job, 1, WEX_MEMORY_HOST, &p),
                      WEX_OK);
     ck_assert_ptr_nonnull(p);
     wex_job_close(job);
@@ -77,7 +82,7 @@ int main(void)
     TCase *tc = tcase_create("kinds");
 
     tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, destination_refuses_cuda_on_a_host_transport);
+    tcase_add_test(tc, destination_cuda_over_a_host_transport);
     tcase_add_test(tc, source_cuda_needs_a_device);
     suite_add_tcase(s, tc);
     return wex_test_run(s);

@@ -13,6 +13,7 @@
  * ints, handles are pointers. */
 typedef int cuda_error;
 #define CUDA_SUCCESS 0
+#define CUDA_MEMCPY_HOST_TO_DEVICE 1
 #define CUDA_MEMCPY_DEVICE_TO_HOST 2
 #define CUDA_MEMORY_TYPE_DEVICE 2
 #define CUDA_MEMORY_TYPE_MANAGED 3
@@ -192,6 +193,44 @@ wex_status wex__device_alloc(wex__device *dev, uint64_t bytes, void **ptr_p)
     }
     *ptr_p = ptr;
     return WEX_OK;
+}
+
+wex_status wex__device_alloc_pinned(wex__device *dev, uint64_t bytes,
+                                    void **ptr_p)
+{
+    cuda_error e = dev->api.MallocHost(ptr_p, bytes ? bytes : 1);
+
+    if (e != CUDA_SUCCESS)
+        return wex__error(WEX_ERR_NOMEM, "cudaMallocHost of %llu bytes: %s",
+                          (unsigned long long)bytes,
+                          dev->api.GetErrorString(e));
+    memset(*ptr_p, 0, bytes);
+    return WEX_OK;
+}
+
+void wex__device_free_pinned(wex__device *dev, void *ptr)
+{
+    if (dev != NULL && ptr != NULL)
+        dev->api.FreeHost(ptr);
+}
+
+wex_status wex__device_copy_in(wex__device *dev, void *ptr, const void *host,
+                               uint64_t bytes)
+{
+    cuda_error e = dev->api.MemcpyAsync(ptr, host, bytes,
+                                        CUDA_MEMCPY_HOST_TO_DEVICE,
+                                        dev->stream);
+
+    return e == CUDA_SUCCESS ? WEX_OK
+                             : cuda_fail(dev, e, "copying into device memory");
+}
+
+wex_status wex__device_copy_in_end(wex__device *dev)
+{
+    cuda_error e = dev->api.StreamSynchronize(dev->stream);
+
+    return e == CUDA_SUCCESS ? WEX_OK
+                             : cuda_fail(dev, e, "copying into device memory");
 }
 
 void wex__device_free(wex__device *dev, void *ptr)

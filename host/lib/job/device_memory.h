@@ -31,6 +31,16 @@ void wex__device_close(wex__device *dev);
 /* Zeroed device memory on the current device; freed by wex__device_free. */
 wex_status wex__device_alloc(wex__device *dev, uint64_t bytes, void **ptr_p);
 void wex__device_free(wex__device *dev, void *ptr);
+/* Zeroed pinned host memory (cudaMallocHost); freed by
+ * wex__device_free_pinned. */
+wex_status wex__device_alloc_pinned(wex__device *dev, uint64_t bytes,
+                                    void **ptr_p);
+void wex__device_free_pinned(wex__device *dev, void *ptr);
+/* Queues a copy of host bytes into device memory; copy_in_end waits for
+ * every copy queued, so many tensors cost one synchronisation. */
+wex_status wex__device_copy_in(wex__device *dev, void *ptr, const void *host,
+                               uint64_t bytes);
+wex_status wex__device_copy_in_end(wex__device *dev);
 /* `bytes` at `ptr` are device (or managed) memory. */
 wex_status wex__device_check(wex__device *dev, const void *ptr,
                              uint64_t bytes);

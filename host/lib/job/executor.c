@@ -323,8 +323,11 @@ wex_status wex__execute_ops(wex_job *job, uint64_t *digests,
 
 uint64_t wex__digest_landed(wex_job *job, const wex__op *o)
 {
-    const unsigned char *base = job->bind[o->dst_tensor].address;
-    int cuda = is_cuda(job, o->dst_tensor);
+    const wex__binding *bound = &job->bind[o->dst_tensor];
+    /* what landed: in the host copy of a CUDA tensor, when it has one */
+    const unsigned char *base = bound->shadow ? bound->shadow
+                                              : bound->address;
+    int cuda = is_cuda(job, o->dst_tensor) && bound->shadow == NULL;
     XXH3_state_t *h = job->hash;
     wex_status st = WEX_OK;
     wex__box_runs w;

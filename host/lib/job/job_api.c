@@ -204,6 +204,7 @@ void wex_job_close(wex_job *job)
     for (size_t i = 0; job->bind && i < job->layout->tensor_count; i++) {
         if (job->bind[i].mem != NULL)
             job->tops->mem_deregister(job->tctx, job->bind[i].mem);
+        wex__device_free_pinned(job->device, job->bind[i].shadow);
         if (job->bind[i].owned && job->memory_kind[i] == WEX_MEMORY_CUDA)
             wex__device_free(job->device, job->bind[i].address);
         else if (job->bind[i].owned)
@@ -274,9 +275,10 @@ static wex_status check_bindable(wex_job *job, uint64_t index)
     return WEX_OK;
 }
 
-/* Whether this rank can hand the transport memory of `kind`: a
- * destination's must be the transport's own kind; a source's CUDA memory
- * also reaches a host-memory transport, through pinned staging. */
+/* Whether this rank can hand the transport memory of `kind`: CUDA memory
+ * reaches a host-memory transport through pinned host memory (a source's
+ * through staging, a destination's through a host copy of each tensor);
+ * a two-sided transport must move it itself. */
 static wex_status check_kind(wex_job *job, uint64_t index, uint32_t kind)
 {
     const char *tensor = job->layout->tensors[index].name;
@@ -295,8 +297,7 @@ static wex_status check_kind(wex_job *job, uint64_t index, uint32_t kind)
                           "moves CUDA memory only: bind or allocate it as "
                           "WEX_MEMORY_CUDA", tensor, transport);
     if (kind == WEX_MEMORY_CUDA && !cuda &&
-        (job->side == WEX_SIDE_DESTINATION ||
-         (caps & WEX_TRANSPORT_CAP_TWO_SIDED)))
+        (!host || (caps & WEX_TRANSPORT_CAP_TWO_SIDED)))
         return wex__error(WEX_ERR_UNSUPPORTED, "local tensor %s: transport %s "
                           "cannot write into CUDA memory (use cuda-ipc or "
                           "nccl, or host memory)", tensor, transport);
@@ -306,6 +307,43 @@ static wex_status check_kind(wex_job *job, uint64_t index, uint32_t kind)
             return wex__error_prefix(st, "local tensor %s", tensor);
     }
     return WEX_OK;
+}
+
+/* A destination exposes tensor `index` at `address` to the transport:
+ * itself, or for a CUDA tensor a host-memory transport cannot write, a
+ * pinned host copy the transport writes instead. */
+static wex_status expose(wex_job *job, uint64_t index, void *address,
+                         uint64_t bytes, uint32_t kind)
+{
+    wex__binding *b = &job->bind[index];
+    wex_status st;
+
+    if (kind == WEX_MEMORY_CUDA &&
+        !(job->tops->caps & WEX_TRANSPORT_CAP_CUDA_MEMORY)) {
+        st = wex__device_alloc_pinned(job->device, bytes, &b->shadow);
+        if (st != WEX_OK)
+            return st;
+        address = b->shadow;
+        kind = WEX_MEMORY_HOST;
+    }
+    wex__error_clear();
+    return job->tops->mem_register(job->tctx, address, bytes, kind, &b->mem);
+}
+
+wex_status wex__job_copy_shadows_in(wex_job *job)
+{
+    wex_status st = WEX_OK;
+    int any = 0;
+
+    for (uint64_t i = 0; i < job->layout->tensor_count && st == WEX_OK; i++)
+        if (job->bind[i].shadow != NULL) {
+            st = wex__device_copy_in(job->device, job->bind[i].address,
+                                     job->bind[i].shadow, job->bind[i].bytes);
+            any = 1;
+        }
+    if (any && st == WEX_OK)
+        st = wex__device_copy_in_end(job->device);
+    return st;
 }
 
 wex_status wex_job_bind_memory(wex_job *job, uint64_t index, void *address,
@@ -343,8 +381,11 @@ wex_status wex_job_bind_memory(wex_job *job, uint64_t index, void *address,
         return st;
     /* destinations expose their memory; sources register theirs where
      * the transport puts faster from registered memory */
-    if (job->side == WEX_SIDE_DESTINATION ||
-        (job->tops->caps & WEX_TRANSPORT_CAP_REGISTER_SOURCE)) {
+    if (job->side == WEX_SIDE_DESTINATION) {
+        st = expose(job, index, address, bytes, memory_kind);
+        if (st != WEX_OK)
+            return wex__error_prefix(st, "local tensor %s", t->name);
+    } else if (job->tops->caps & WEX_TRANSPORT_CAP_REGISTER_SOURCE) {
         wex__error_clear();
         st = job->tops->mem_register(job->tctx, address, bytes, memory_kind,
                                      &job->bind[index].mem);
@@ -410,9 +451,7 @@ wex_status wex_job_alloc_memory(wex_job *job, uint64_t index,
             return wex__error_prefix(st, "local tensor %s", name);
         b->owned = 1;
         if (job->side == WEX_SIDE_DESTINATION) {
-            wex__error_clear();
-            st = job->tops->mem_register(job->tctx, b->address, bytes,
-                                         memory_kind, &b->mem);
+            st = expose(job, index, b->address, bytes, memory_kind);
             if (st != WEX_OK)
                 return wex__error_prefix(st, "local tensor %s", name);
         }

@@ -201,6 +201,13 @@ static wex_status destination_try(wex_job *job, const step_try *t)
                                                         : 0,
                                  "%s%s", used ? "; " : "", why);
     }
+    /* Checked: what landed in host copies of CUDA tensors goes to the
+     * device before this destination says so. */
+    if (worst == PEER_OK && t->why[0] == '\0' &&
+        wex__job_copy_shadows_in(job) != WEX_OK) {
+        snprintf(verdict, sizeof(verdict), "%.1000s", wex__last_error());
+        worst = PEER_FAILED;
+    }
     if (worst != PEER_OK && t->why[0] == '\0') {
         /* The reasons, after the class. */
         char reasons[WEX__ERROR_MAX];

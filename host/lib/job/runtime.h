@@ -24,6 +24,10 @@ typedef struct wex__binding {
     uint64_t bytes;
     wex_transport_mem *mem; /* registered or allocated by the transport */
     int owned;              /* wex allocated it (free on close) */
+    /* A destination's CUDA tensor fed by a host-memory transport: the
+     * pinned host copy the transport writes, copied to the device once
+     * the step's bytes have landed and checked (job_sync.c). */
+    void *shadow;
 } wex__binding;
 
 struct wex_job {
@@ -106,6 +110,9 @@ wex_status wex__job_follow_rejoins(wex_job *job, double timeout);
  * (ascending) unless they are the ones already planned around. */
 wex_status wex__job_fit(wex_job *job, const uint64_t *dead,
                         uint64_t dead_count, double timeout);
+/* job_api.c: a destination copies what landed in the host copies of its
+ * CUDA tensors to the device (a no-op without any). */
+wex_status wex__job_copy_shadows_in(wex_job *job);
 /* job_sync.c */
 wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r);
 /* executor.c: sources write every op (and digest it when `digests`);
