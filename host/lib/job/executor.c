@@ -349,6 +349,22 @@ uint64_t wex__digest_landed(wex_job *job, const wex__op *o)
     return XXH3_64bits_digest(h) ^ (st == WEX_OK ? 0 : 0x9e3779b97f4a7c15ull);
 }
 
+wex_status wex__job_copy_shadows_in(wex_job *job)
+{
+    wex_status st = WEX_OK;
+    int any = 0;
+
+    for (uint64_t i = 0; i < job->layout->tensor_count && st == WEX_OK; i++)
+        if (job->bind[i].shadow != NULL) {
+            st = wex__device_copy_in(job->device, job->bind[i].address,
+                                     job->bind[i].shadow, job->bind[i].bytes);
+            any = 1;
+        }
+    if (any && st == WEX_OK)
+        st = wex__device_copy_in_end(job->device);
+    return st;
+}
+
 wex_status wex__post_receives(wex_job *job)
 {
     wex_status st = WEX_OK;

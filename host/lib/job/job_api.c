@@ -330,22 +330,6 @@ static wex_status expose(wex_job *job, uint64_t index, void *address,
     return job->tops->mem_register(job->tctx, address, bytes, kind, &b->mem);
 }
 
-wex_status wex__job_copy_shadows_in(wex_job *job)
-{
-    wex_status st = WEX_OK;
-    int any = 0;
-
-    for (uint64_t i = 0; i < job->layout->tensor_count && st == WEX_OK; i++)
-        if (job->bind[i].shadow != NULL) {
-            st = wex__device_copy_in(job->device, job->bind[i].address,
-                                     job->bind[i].shadow, job->bind[i].bytes);
-            any = 1;
-        }
-    if (any && st == WEX_OK)
-        st = wex__device_copy_in_end(job->device);
-    return st;
-}
-
 wex_status wex_job_bind_memory(wex_job *job, uint64_t index, void *address,
                                uint64_t bytes, uint32_t memory_kind)
 {

@@ -110,7 +110,7 @@ wex_status wex__job_follow_rejoins(wex_job *job, double timeout);
  * (ascending) unless they are the ones already planned around. */
 wex_status wex__job_fit(wex_job *job, const uint64_t *dead,
                         uint64_t dead_count, double timeout);
-/* job_api.c: a destination copies what landed in the host copies of its
+/* executor.c: a destination copies what landed in the host copies of its
  * CUDA tensors to the device (a no-op without any). */
 wex_status wex__job_copy_shadows_in(wex_job *job);
 /* job_sync.c */
