@@ -25,35 +25,14 @@
 
 #include <wex/wex.h>
 
+#include "api_check.h"
+
 #define TOKEN "device-staging-test"
 #define STEPS 3
 
 typedef int (*memcpy_fn)(void *, const void *, size_t, int);
 
 static memcpy_fn cuda_memcpy;
-static int failures;
-
-#define EXPECT(cond, ...)                                                  \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            failures++;                                                    \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);           \
-            fprintf(stderr, __VA_ARGS__);                                  \
-            fprintf(stderr, "\n");                                         \
-        }                                                                  \
-    } while (0)
-
-static unsigned char expected(const char *name, uint64_t offset,
-                              uint64_t step)
-{
-    uint64_t h = 1469598103934665603ull ^ step;
-
-    for (const char *p = name; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    h ^= offset * 0x9e3779b97f4a7c15ull;
-    h ^= h >> 29;
-    return (unsigned char)(h * 0xbf58476d1ce4e5b9ull >> 56);
-}
 
 static const char *job_text(void)
 {

@@ -17,6 +17,8 @@
 
 #include <wex/wex.h>
 
+#include "api_check.h"
+
 #define TOKEN "public-api-test"
 #define STEPS 3
 
@@ -28,30 +30,6 @@ static const char model_json[] =
     " \"tie_word_embeddings\": true, \"torch_dtype\": \"bfloat16\","
     " \"vocab_size\": 1000}";
 
-static int failures;
-
-#define EXPECT(cond, ...)                                                  \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            failures++;                                                    \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);           \
-            fprintf(stderr, __VA_ARGS__);                                  \
-            fprintf(stderr, "\n");                                         \
-        }                                                                  \
-    } while (0)
-
-/* The byte every rank expects at `offset` of tensor `name` in `step`. */
-static unsigned char expected(const char *name, uint64_t offset,
-                              uint64_t step)
-{
-    uint64_t h = 1469598103934665603ull ^ step;
-
-    for (const char *p = name; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    h ^= offset * 0x9e3779b97f4a7c15ull;
-    h ^= h >> 29;
-    return (unsigned char)(h * 0xbf58476d1ce4e5b9ull >> 56);
-}
 
 /* One rank: open, allocate, then per step fill (source) or check
  * (destination) every byte of every tensor. Returns the exit status. */

@@ -214,15 +214,20 @@ void wex__device_free_pinned(wex__device *dev, void *ptr)
         dev->api.FreeHost(ptr);
 }
 
+/* One copy queued on the job's stream; `what` names a failure. */
+static wex_status queue_copy(wex__device *dev, void *to, const void *from,
+                             uint64_t bytes, int kind, const char *what)
+{
+    cuda_error e = dev->api.MemcpyAsync(to, from, bytes, kind, dev->stream);
+
+    return e == CUDA_SUCCESS ? WEX_OK : cuda_fail(dev, e, what);
+}
+
 wex_status wex__device_copy_in(wex__device *dev, void *ptr, const void *host,
                                uint64_t bytes)
 {
-    cuda_error e = dev->api.MemcpyAsync(ptr, host, bytes,
-                                        CUDA_MEMCPY_HOST_TO_DEVICE,
-                                        dev->stream);
-
-    return e == CUDA_SUCCESS ? WEX_OK
-                             : cuda_fail(dev, e, "copying into device memory");
+    return queue_copy(dev, ptr, host, bytes, CUDA_MEMCPY_HOST_TO_DEVICE,
+                      "copying into device memory");
 }
 
 wex_status wex__device_copy_in_end(wex__device *dev)
@@ -260,12 +265,8 @@ wex_status wex__device_check(wex__device *dev, const void *ptr,
 static wex_status copy_out(wex__device *dev, void *host, const void *ptr,
                            uint64_t bytes)
 {
-    cuda_error e = dev->api.MemcpyAsync(host, ptr, bytes,
-                                        CUDA_MEMCPY_DEVICE_TO_HOST,
-                                        dev->stream);
-
-    return e == CUDA_SUCCESS ? WEX_OK
-                             : cuda_fail(dev, e, "copying device memory out");
+    return queue_copy(dev, host, ptr, bytes, CUDA_MEMCPY_DEVICE_TO_HOST,
+                      "copying device memory out");
 }
 
 wex_status wex__device_hash_end(wex__device *dev, XXH3_state_t *h)
