@@ -65,8 +65,9 @@ wex_status run_launch(launch *l, const run_args *a);
 size_t run_wait(launch *l, const run_args *a);
 /* Frees what run_launch made, killing the workers first if asked. */
 void run_launch_close(launch *l, int kill_workers);
-/* run_shares.c: every rank this host starts gets its plan share, in
- * WEX_PLAN_SHARES (set for the workers) or a directory of the run's. */
+/* run_shares.c: every source rank this host starts gets its plan share,
+ * in WEX_PLAN_SHARES or a directory of the run's (l->shares, which
+ * spawn hands the source workers). */
 wex_status run_write_shares(launch *l, const run_args *a);
 /* Removes the run's own share directory, if it made one. */
 void run_remove_shares(launch *l);

@@ -34,8 +34,9 @@ static void random_hex(char *out, size_t bytes)
                                       : (unsigned)(rand() ^ getpid()) & 0xff);
 }
 
-static pid_t spawn(const char *self, const run_args *a, uint32_t side,
-                   uint64_t rank, uint64_t first_step)
+/* Starts one worker; a source gets the plan shares in `shares`. */
+static pid_t spawn(const char *self, const run_args *a, const char *shares,
+                   uint32_t side, uint64_t rank, uint64_t first_step)
 {
     char steps[32], r[32], first[32];
     pid_t parent = getpid(), pid;
@@ -60,6 +61,8 @@ static pid_t spawn(const char *self, const run_args *a, uint32_t side,
          * whose launcher died before this line does not start at all. */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
             _exit(127);
+        if (shares[0] != '\0' && side == WEX_SIDE_SOURCE)
+            setenv("WEX_PLAN_SHARES", shares, 1);
         if (a->respawn)
             argv[n++] = (char *)"--keep-going";
         if (a->from_checkpoint != NULL) {
@@ -168,7 +171,7 @@ wex_status run_launch(launch *l, const run_args *a)
                 continue;
             l->sides[k] = src ? WEX_SIDE_SOURCE : WEX_SIDE_DESTINATION;
             l->ranks[k] = rank;
-            l->pids[k] = spawn(l->self, a, l->sides[k], rank, 1);
+            l->pids[k] = spawn(l->self, a, l->shares, l->sides[k], rank, 1);
             if (l->pids[k] < 0)
                 return wex__error(WEX_ERR_SYSTEM, "fork: %s", strerror(errno));
             l->count = ++k;
@@ -208,7 +211,7 @@ static int respawn(launch *l, const run_args *a, size_t i, int status)
     if (first > a->steps)
         return 0;
     l->respawned[i] = 1;
-    l->pids[i] = spawn(l->self, a, l->sides[i], l->ranks[i], first);
+    l->pids[i] = spawn(l->self, a, l->shares, l->sides[i], l->ranks[i], first);
     if (l->pids[i] < 0)
         return 0;
     if (!a->json)

@@ -1,10 +1,14 @@
 /*
- * wex run plans every rank it starts once, in the launcher, and leaves
- * each its plan share: a worker opens the job from its share instead of
- * laying out every rank of both sides and planning (docs/design.md, Plan
- * shares). The shares go where WEX_PLAN_SHARES or the job's plan_shares
- * says, and stay there; otherwise into a directory of the run's own,
- * removed when it ends.
+ * wex run plans every source rank it starts once, in the launcher, and
+ * leaves each its plan share: a source worker opens the job from its
+ * share instead of laying out every rank of both sides and planning
+ * (docs/design.md, Plan shares). Destination workers plan for
+ * themselves: the oracle that checks every element they hold needs the
+ * whole plan anyway (which dtype the sources hold each tensor in), and
+ * completing a plan after the UCX context exists crashed LeakSanitizer's
+ * tracer at their exit. The shares go where WEX_PLAN_SHARES or the job's
+ * plan_shares says, and stay there; otherwise into a directory of the
+ * run's own, removed when it ends.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -39,20 +43,14 @@ wex_status run_write_shares(launch *l, const run_args *a)
     } else {
         snprintf(l->shares, sizeof(l->shares), "%s", dir);
     }
-    for (uint32_t side = 0; side < 2 && st == WEX_OK; side++) {
-        const wex__side *s = side == WEX_SIDE_SOURCE ? &l->plan.src
-                                                     : &l->plan.dst;
-        for (uint64_t r = 0; r < s->ranks && st == WEX_OK; r++) {
-            if (a->host >= 0 && s->hosts[r] != (uint64_t)a->host)
-                continue;
-            st = wex__share_make(&l->plan, dir, side, r, &bytes);
-            files++;
-        }
+    for (uint64_t r = 0; r < l->plan.src.ranks && st == WEX_OK; r++) {
+        if (a->host >= 0 && l->plan.src.hosts[r] != (uint64_t)a->host)
+            continue;
+        st = wex__share_make(&l->plan, dir, WEX_SIDE_SOURCE, r, &bytes);
+        files++;
     }
     if (st != WEX_OK)
         return wex__error_prefix(st, "plan shares");
-    /* Every worker this run starts reads its share from here. */
-    setenv("WEX_PLAN_SHARES", dir, 1);
     WEX__DEBUG("run: %llu plan shares (%.1f MB) written to %s in %.3f s",
                (unsigned long long)files, bytes / 1e6, dir, wex__now() - t0);
     return WEX_OK;
