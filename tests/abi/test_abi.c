@@ -75,6 +75,7 @@ START_TEST(constants_are_pinned)
     ck_assert_uint_eq(WEX_KIND_TRANSPORT, 3);
     ck_assert_uint_eq(WEX_TRANSPORT_CAP_TWO_SIDED, 1ull << 6);
     ck_assert_uint_eq(WEX_TRANSPORT_CAP_REGISTER_SOURCE, 1ull << 7);
+    ck_assert_uint_eq(WEX_TRANSPORT_CAP_PUTS_LAND_IN_ORDER, 1ull << 8);
     ck_assert_uint_eq(WEX_MEMORY_CUDA, 1);
     ck_assert_uint_eq(WEX_DTYPE_BF16, 1);
     ck_assert_uint_eq(wex_dtype_size(WEX_DTYPE_BF16), 2);

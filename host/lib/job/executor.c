@@ -14,6 +14,7 @@
 #include "device_memory.h"
 #include "digest_update.h"
 #include "error.h"
+#include "landing.h"
 #include "runtime.h"
 #include "transforms.h"
 
@@ -283,6 +284,8 @@ wex_status wex__execute_ops(wex_job *job, uint64_t *digests,
 
     job->puts = 0;
     job->pack_used = 0;
+    if (job->landed != NULL) /* counted again in every try */
+        memset(job->landed, 0, (job->peer_count + 1) * sizeof(*job->landed));
     st = wex__transforms_amax(job, amax_prefix, timeout);
     for (size_t i = 0; i < job->op_count && st == WEX_OK; i++) {
         const wex__op *o = &job->ops[i];
@@ -297,6 +300,8 @@ wex_status wex__execute_ops(wex_job *job, uint64_t *digests,
             st = wex__transforms_put(job, i, h);
             if (h != NULL)
                 digests[i] = XXH3_64bits_digest(h);
+            if (st == WEX_OK && h != NULL)
+                st = wex__landing_tell(job, i, job->landing_tag);
             continue;
         }
         op_runs(job, o, &w);
@@ -312,6 +317,9 @@ wex_status wex__execute_ops(wex_job *job, uint64_t *digests,
             st = wex__device_hash_end(job->device, h);
         if (h != NULL)
             digests[i] = XXH3_64bits_digest(h);
+        /* only a checking destination watches its board */
+        if (st == WEX_OK && h != NULL)
+            st = wex__landing_tell(job, i, job->landing_tag);
     }
     if (st == WEX_OK)
         st = job->tops->flush(job->tctx);

@@ -8,6 +8,7 @@
 #include "device_memory.h"
 #include "error.h"
 #include "host_registry.h"
+#include "landing.h"
 #include "log.h"
 #include "plan_share.h"
 #include "runtime.h"
@@ -212,6 +213,7 @@ void wex_job_close(wex_job *job)
     }
     if (job->pack_mem != NULL)
         job->tops->mem_deregister(job->tctx, job->pack_mem);
+    wex__landing_free(job);
     if (job->tctx != NULL)
         job->tops->ctx_destroy(job->tctx);
     if (job->store != NULL)

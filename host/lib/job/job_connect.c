@@ -6,6 +6,7 @@
 #include <xxhash.h>
 
 #include "error.h"
+#include "landing.h"
 #include "runtime.h"
 
 static void hash_json(XXH3_state_t *h, const cJSON *v)
@@ -101,6 +102,18 @@ static wex_status publish_memory(wex_job *job)
                                      job->layout->tensors[t].name);
         snprintf(key, sizeof(key), "mem/%llu/%zu",
                  (unsigned long long)job->rank, t);
+        st = wex__store_set(job->store, key, blob, 8 + len);
+        if (st != WEX_OK)
+            return st;
+    }
+    if (wex__landing_on(job)) {
+        uint64_t len = WEX_TRANSPORT_KEY_MAX;
+
+        st = wex__landing_key(job, blob + 8, &len);
+        if (st != WEX_OK)
+            return st;
+        snprintf(key, sizeof(key), "mem/%llu/board",
+                 (unsigned long long)job->rank);
         st = wex__store_set(job->store, key, blob, 8 + len);
         if (st != WEX_OK)
             return st;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "landing.h"
 #include "runtime.h"
 #include "transforms.h"
 
@@ -76,9 +77,13 @@ wex_status wex__job_take_ops(wex_job *job, wex_plan_builder *b,
         if (st != WEX_OK)
             return st;
     }
+    if (wex__landing_size(job) != WEX_OK)
+        return wex__error(WEX_ERR_NOMEM, "job: out of memory");
     return wex__transforms_prepare(job, dead, dead_count);
 }
 
+/* Attaches destination `rank`'s `tensor` (or its landing board,
+ * WEX__BOARD_TENSOR) as published at the rendezvous. */
 static wex_status attach_one(wex_job *job, uint64_t rank, uint64_t tensor,
                              double timeout, wex_transport_peer **peer_p)
 {
@@ -90,8 +95,11 @@ static wex_status attach_one(wex_job *job, uint64_t rank, uint64_t tensor,
     char key[96];
     wex_status st;
 
-    snprintf(key, sizeof(key), "mem/%llu/%llu", (unsigned long long)rank,
-             (unsigned long long)tensor);
+    if (tensor == WEX__BOARD_TENSOR)
+        snprintf(key, sizeof(key), "mem/%llu/board", (unsigned long long)rank);
+    else
+        snprintf(key, sizeof(key), "mem/%llu/%llu", (unsigned long long)rank,
+                 (unsigned long long)tensor);
     st = wex__store_get(job->store, key, timeout, (void **)&blob, &len);
     if (st != WEX_OK)
         return wex__error_prefix(st, "waiting for destination rank %llu's "
@@ -126,6 +134,33 @@ static wex_status attach_one(wex_job *job, uint64_t rank, uint64_t tensor,
     return WEX_OK;
 }
 
+/* The landing board of every destination the ops write into (landing.h),
+ * where the transport offers one. */
+static wex_status attach_boards(wex_job *job, double timeout)
+{
+    if (!wex__landing_on(job))
+        return WEX_OK;
+    for (size_t p = 0; p < job->peer_count; p++) {
+        size_t k = 0;
+        wex_status st;
+
+        job->board_peer[p] = NULL; /* no tells where attaching failed */
+        while (k < job->attached_count &&
+               (job->attached_what[k].rank != job->peers[p] ||
+                job->attached_what[k].tensor != WEX__BOARD_TENSOR))
+            k++;
+        if (k < job->attached_count) {
+            job->board_peer[p] = job->attached[k];
+            continue;
+        }
+        st = attach_one(job, job->peers[p], WEX__BOARD_TENSOR, timeout,
+                        &job->board_peer[p]);
+        if (st != WEX_OK)
+            return st;
+    }
+    return WEX_OK;
+}
+
 wex_status wex__job_attach(wex_job *job, double timeout)
 {
     if (job->side != WEX_SIDE_SOURCE)
@@ -149,7 +184,7 @@ wex_status wex__job_attach(wex_job *job, double timeout)
         if (st != WEX_OK)
             return st;
     }
-    return WEX_OK;
+    return attach_boards(job, timeout);
 }
 
 wex_status wex__job_follow_rejoins(wex_job *job, double timeout)

@@ -23,6 +23,7 @@
 #include "abi_copy.h"
 #include "error.h"
 #include "clock.h"
+#include "landing.h"
 #include "runtime.h"
 
 typedef struct step_try {
@@ -112,6 +113,7 @@ static void source_try(wex_job *job, step_try *t)
         return;
     }
     try_key(prefix, sizeof(prefix), t, "amax/");
+    job->landing_tag = wex__landing_tag(t->step, t->number);
     st = wex__execute_ops(job, t->verify ? job->digests : NULL, prefix,
                           t->timeout);
     if (st == WEX_OK)
@@ -161,7 +163,10 @@ static int check_peer(wex_job *job, const step_try *t, uint64_t peer,
             bad++;
         } else if (t->verify) {
             memcpy(&digest, theirs + n * 8, 8);
-            bad += wex__digest_landed(job, &job->ops[i]) != digest;
+            /* digested as it landed (landing.c), or now */
+            bad += (job->early[i] ? job->digests[i]
+                                  : wex__digest_landed(job, &job->ops[i])) !=
+                   digest;
         }
         n++;
     }
@@ -189,6 +194,8 @@ static wex_status destination_try(wex_job *job, const step_try *t)
         snprintf(verdict, sizeof(verdict), "fail:%.1000s", wex__last_error());
         worst = PEER_FAILED;
     }
+    if (worst == PEER_OK && t->verify)
+        wex__landing_watch(job, wex__landing_tag(t->step, t->number));
     for (size_t p = 0; p < job->peer_count && worst == PEER_OK; p++) {
         char why[WEX__ERROR_MAX];
         int how = check_peer(job, t, job->peers[p], why, sizeof(why));

@@ -76,6 +76,19 @@ struct wex_job {
     wex_transport_mem *pack_mem; /* its registration, if any */
     uint64_t pack_bytes, pack_used;
     uint64_t puts;
+    /* the landing board (landing.c): sources tell each destination, in
+     * the word of its board they own, how many of their ops have landed;
+     * destinations digest those while they are in cache */
+    uint32_t *op_peer_index;          /* per op: its peer in `peers` */
+    size_t *peer_first, *peer_ops;    /* ops of peers[p]: peer_ops[
+                                         peer_first[p] .. peer_first[p+1]) */
+    uint64_t *landed;                 /* per peer: told / digested */
+    uint8_t *early;                   /* destinations, per op: digested
+                                         early, into digests[] */
+    wex_transport_peer **board_peer;  /* sources, per peer */
+    void *board;                      /* destinations */
+    wex_transport_mem *board_mem;
+    uint32_t landing_tag;             /* sources: this try's, 0: none */
     /* device memory and two-sided transports */
     uint32_t *memory_kind;       /* per local tensor, WEX_MEMORY_* */
     struct wex__device *device;  /* CUDA runtime; NULL until CUDA memory */

@@ -99,7 +99,8 @@ enum { WEX__BARRIER_WAIT, WEX__BARRIER_DONE, WEX__BARRIER_FAILED };
  * is missing in `missing`. A required member that is dead fails the
  * barrier when `fail_fast`, or when its death is news to this
  * connection; one whose death was already reported is waited for: it
- * may rejoin. */
+ * may rejoin. With `fail_fast`, one that died since and is back fails
+ * it too. */
 static int barrier_look(const wex__store_conn *c, const char *key,
                         const store_roll *r, const uint8_t *optional,
                         int fail_fast, char *missing, size_t cap)
@@ -123,18 +124,26 @@ static int barrier_look(const wex__store_conn *c, const char *key,
             dead++;
             continue;
         }
-        if (gone && (fail_fast || r->died[i] > c->acked) && !failed) {
+        /* Died in this step and connected again: it starts over at a
+         * later step, so a retry of this one (`fail_fast`) would wait
+         * for it in vain. */
+        int back = r->live[i] != 0 && r->died[i] > c->step_acked;
+        int fails = fail_fast ? gone || back : gone && r->died[i] > c->acked;
+        if (fails && !failed) {
             failed = 1;
             used = 0;
         }
-        if (failed && !gone)
+        if (failed && !gone && !(fail_fast && back))
             continue;
         waiting = 1;
         if (used + 64 < cap)
             used += (size_t)snprintf(missing + used, cap - used, "%s%s%s",
                                      used ? ", " : "",
                                      member_name(r, i, who, sizeof(who)),
-                                     gone ? " (dead)" : "");
+                                     gone   ? " (dead)"
+                                     : back ? " (died in this step, back "
+                                              "since)"
+                                            : "");
     }
     if (waiting && !failed)
         return WEX__BARRIER_WAIT;
@@ -282,6 +291,8 @@ int wex__store_on_arrive(wex__store_conn *c, const char *key, const char *shown,
      * failed, naming them, and the next one waits for them to rejoin. */
     if (wex__store_get_u64(e->value + 1) > c->acked)
         c->acked = (size_t)wex__store_get_u64(e->value + 1);
+    if (!fail_fast)
+        c->step_acked = (size_t)wex__store_get_u64(e->value + 1);
     if (e->value[0] == 0) {
         snprintf(text, sizeof(text), "rendezvous: barrier '%s': %.*s "
                  "disconnected without saying goodbye", shown,

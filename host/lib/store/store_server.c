@@ -62,6 +62,7 @@ static int on_hello(wex__store_conn *c, const char *who,
     pthread_mutex_lock(&c->server->mu);
     memcpy(c->who, name, sizeof(name));
     c->acked = c->server->dead_count;
+    c->step_acked = c->acked;
     c->hello = 1;
     pthread_cond_broadcast(&c->server->changed);
     pthread_mutex_unlock(&c->server->mu);

@@ -55,6 +55,8 @@ typedef struct wex__store_conn {
     int bye;        /* said BYE */
     uint64_t serial; /* this connection, never reused in a server's life */
     size_t acked;   /* deaths this connection has acknowledged */
+    size_t step_acked; /* ... when its last barrier that was no retry
+                          passed: deaths after it are this step's */
     char who[WEX__STORE_WHO_MAX];
 } wex__store_conn;
 

@@ -198,7 +198,8 @@ static void shm_ctx_destroy(wex_transport_ctx *ctx)
 static const wex_transport_ops shm_ops = {
     .struct_size = sizeof(wex_transport_ops),
     .caps = WEX_TRANSPORT_CAP_HOST_MEMORY | WEX_TRANSPORT_CAP_ONE_SIDED |
-            WEX_TRANSPORT_CAP_SAME_HOST | WEX_TRANSPORT_CAP_ALLOC,
+            WEX_TRANSPORT_CAP_SAME_HOST | WEX_TRANSPORT_CAP_ALLOC |
+            WEX_TRANSPORT_CAP_PUTS_LAND_IN_ORDER,
     .ctx_create = shm_ctx_create,
     .ctx_destroy = shm_ctx_destroy,
     .mem_alloc = shm_mem_alloc,

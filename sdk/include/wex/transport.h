@@ -43,6 +43,13 @@ typedef struct wex_transport_peer wex_transport_peer; /* a peer's buffer */
  * registration use it (no registration on first use, as RDMA lanes would
  * otherwise make in the first step). */
 #define WEX_TRANSPORT_CAP_REGISTER_SOURCE (1ull << 7)
+/* Puts land in the order they are made, once flush has returned; and an
+ * 8-byte put at an 8-aligned offset lands whole, never torn. With
+ * CAP_ONE_SIDED and CAP_ALLOC it lets a destination watch a word each
+ * source writes after its bytes (the host's landing board) and check
+ * what landed while it is still in cache. Like every cap bit, it needs
+ * no new ABI version: a host that does not know it ignores it. */
+#define WEX_TRANSPORT_CAP_PUTS_LAND_IN_ORDER (1ull << 8)
 
 /* Memory kinds. */
 #define WEX_MEMORY_HOST 0u
