@@ -236,6 +236,75 @@ START_TEST(news_of_a_death_fails_the_barrier_once)
 }
 END_TEST
 
+/* A member arriving with a connection of its own, on its own thread. */
+typedef struct held {
+    wex__store_client *c;
+    const char *key;
+    pthread_t thread;
+    wex_status st;
+    char error[512];
+} held;
+
+static void *held_main(void *arg)
+{
+    held *h = arg;
+    uint64_t *dead = NULL, n = 0;
+
+    h->st = wex__store_arrive(h->c, h->key, 0, 2, 1, NULL, 10.0, &dead, &n);
+    snprintf(h->error, sizeof(h->error), "%s", wex__last_error());
+    free(dead);
+    return NULL;
+}
+
+/* Step `key` with source 0 and destination 0 on threads and `third` here:
+ * every one passes. */
+static void step_of_three(wex__store_client *s0, wex__store_client *d0,
+                          wex__store_client *third, const char *key)
+{
+    held h[2] = {{.c = s0, .key = key}, {.c = d0, .key = key}};
+    uint64_t *dead = NULL, n = 0;
+
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_create(&h[i].thread, NULL, held_main, &h[i]),
+                         0);
+    ck_assert_msg(wex__store_arrive(third, key, 0, 2, 1, NULL, 10.0, &dead,
+                                    &n) == WEX_OK, "%s", wex__last_error());
+    free(dead);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(h[i].thread, NULL);
+        ck_assert_msg(h[i].st == WEX_OK, "%s", h[i].error);
+    }
+}
+
+/* Source 1 dies inside step 10 and connects again at once: it starts
+ * over at a later step, so the step's retry fails at once naming it
+ * instead of waiting for it to its timeout; the next step has it. */
+START_TEST(retry_fails_for_a_source_back_from_a_death_in_the_step)
+{
+    wex__store_client *s0 = join("source/0"), *d0 = join("destination/0");
+    wex__store_client *s1 = join("source/1"), *back;
+    uint64_t *dead = NULL, n = 0;
+    double t0;
+
+    step_of_three(s0, d0, s1, "step/10/0/begin");
+    abandon_and_wait(s1);
+    back = join("source/1");
+    t0 = wex__now();
+    ck_assert_int_eq(wex__store_arrive(s0, "step/10/1/begin", 1, 2, 1, NULL,
+                                       5.0, &dead, &n), WEX_ERR_PEER);
+    ck_assert_double_lt(wex__now() - t0, 2.0);
+    ck_assert_msg(strstr(wex__last_error(), "source/1 (died in this step, "
+                                            "back since)") != NULL,
+                  "%s", wex__last_error());
+    ck_assert_int_eq(wex__store_arrive(d0, "step/10/1/begin", 1, 2, 1, NULL,
+                                       5.0, &dead, &n), WEX_ERR_PEER);
+    step_of_three(s0, d0, back, "step/11/0/begin");
+    wex__store_close(back);
+    wex__store_close(s0);
+    wex__store_close(d0);
+}
+END_TEST
+
 START_TEST(barrier_timeout_lists_who_is_missing)
 {
     member m;
@@ -365,6 +434,7 @@ int main(void)
     tcase_add_test(t, dead_required_member_is_waited_for_until_it_rejoins);
     tcase_add_test(t, fail_fast_names_the_dead_member_to_everyone);
     tcase_add_test(t, news_of_a_death_fails_the_barrier_once);
+    tcase_add_test(t, retry_fails_for_a_source_back_from_a_death_in_the_step);
     tcase_add_test(t, barrier_timeout_lists_who_is_missing);
     tcase_add_test(t, gather_takes_a_death_as_the_answer);
     tcase_add_test(t, gather_times_out_naming_the_missing_key);

@@ -36,17 +36,22 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-wex_status wex__landing_size(wex_job *job)
+static void free_scratch(wex_job *job)
 {
-    size_t n = job->op_count ? job->op_count : 1;
-    size_t peers = job->peer_count;
-
     free(job->op_peer_index);
     free(job->peer_first);
     free(job->peer_ops);
     free(job->landed);
     free(job->early);
     free(job->board_peer);
+}
+
+wex_status wex__landing_size(wex_job *job)
+{
+    size_t n = job->op_count ? job->op_count : 1;
+    size_t peers = job->peer_count;
+
+    free_scratch(job);
     job->op_peer_index = malloc(n * sizeof(*job->op_peer_index));
     job->peer_first = calloc(peers + 1, sizeof(*job->peer_first));
     job->peer_ops = malloc(n * sizeof(*job->peer_ops));
@@ -129,10 +134,5 @@ void wex__landing_free(wex_job *job)
 {
     if (job->board_mem != NULL)
         job->tops->mem_deregister(job->tctx, job->board_mem);
-    free(job->op_peer_index);
-    free(job->peer_first);
-    free(job->peer_ops);
-    free(job->landed);
-    free(job->early);
-    free(job->board_peer);
+    free_scratch(job);
 }
