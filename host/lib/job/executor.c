@@ -274,12 +274,37 @@ static wex_status put_run(wex_job *job, size_t i, int cuda, int staged,
     return wex__device_hash_run(job->device, h, src, bytes);
 }
 
-wex_status wex__execute_ops(wex_job *job, uint64_t *digests,
-                            const char *amax_prefix, double timeout)
+/* One copying op: its box as runs, packed, staged from the device or
+ * put as they are, digested on the way when `h`. */
+static wex_status put_copy(wex_job *job, size_t i, XXH3_state_t *h)
 {
-    XXH3_state_t *h = digests ? job->hash : NULL;
+    const wex__op *o = &job->ops[i];
+    const unsigned char *base = job->bind[o->src_tensor].address;
+    int cuda = is_cuda(job, o->src_tensor);
     int device_transport = (job->tops->caps & WEX_TRANSPORT_CAP_CUDA_MEMORY)
                            != 0;
+    wex_status st = WEX_OK;
+    wex__box_runs w;
+    uint64_t a, b;
+
+    op_runs(job, o, &w);
+    if (job->pack != NULL && packs(job, o, &w))
+        st = put_packed(job, i, base, &w, h);
+    else if (cuda && !device_transport && w.run_bytes <= WEX__STAGING_BYTES)
+        st = put_device_box(job, i, base, &w, h);
+    while (st == WEX_OK && wex__box_runs_next(&w, &a, &b))
+        st = put_run(job, i, cuda, cuda && !device_transport, b, base + a,
+                     w.run_bytes, h);
+    if (st == WEX_OK && h != NULL && cuda && device_transport)
+        st = wex__device_hash_end(job->device, h);
+    return st;
+}
+
+wex_status wex__execute_ops(wex_job *job, uint64_t *digests,
+                            uint32_t landing_tag, const char *amax_prefix,
+                            double timeout)
+{
+    XXH3_state_t *h = digests ? job->hash : NULL;
     wex_status st = WEX_OK;
 
     job->puts = 0;
@@ -288,38 +313,16 @@ wex_status wex__execute_ops(wex_job *job, uint64_t *digests,
         memset(job->landed, 0, (job->peer_count + 1) * sizeof(*job->landed));
     st = wex__transforms_amax(job, amax_prefix, timeout);
     for (size_t i = 0; i < job->op_count && st == WEX_OK; i++) {
-        const wex__op *o = &job->ops[i];
-        const unsigned char *base = job->bind[o->src_tensor].address;
-        int cuda = is_cuda(job, o->src_tensor);
-        wex__box_runs w;
-        uint64_t a, b;
-
         if (h != NULL)
             XXH3_64bits_reset(h);
-        if (o->transform != WEX__OP_COPY) {
-            st = wex__transforms_put(job, i, h);
-            if (h != NULL)
-                digests[i] = XXH3_64bits_digest(h);
-            if (st == WEX_OK && h != NULL)
-                st = wex__landing_tell(job, i, job->landing_tag);
-            continue;
-        }
-        op_runs(job, o, &w);
-        if (job->pack != NULL && packs(job, o, &w))
-            st = put_packed(job, i, base, &w, h);
-        else if (cuda && !device_transport &&
-                 w.run_bytes <= WEX__STAGING_BYTES)
-            st = put_device_box(job, i, base, &w, h);
-        while (st == WEX_OK && wex__box_runs_next(&w, &a, &b))
-            st = put_run(job, i, cuda, cuda && !device_transport, b, base + a,
-                         w.run_bytes, h);
-        if (st == WEX_OK && h != NULL && cuda && device_transport)
-            st = wex__device_hash_end(job->device, h);
+        st = job->ops[i].transform != WEX__OP_COPY
+                 ? wex__transforms_put(job, i, h)
+                 : put_copy(job, i, h);
         if (h != NULL)
             digests[i] = XXH3_64bits_digest(h);
         /* only a checking destination watches its board */
         if (st == WEX_OK && h != NULL)
-            st = wex__landing_tell(job, i, job->landing_tag);
+            st = wex__landing_tell(job, i, landing_tag);
     }
     if (st == WEX_OK)
         st = job->tops->flush(job->tctx);

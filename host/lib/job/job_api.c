@@ -222,6 +222,7 @@ void wex_job_close(wex_job *job)
     free(job->attached);
     free(job->attached_what);
     free(job->op_peer);
+    free(job->op_peer_index);
     free(job->optional_sources);
     free(job->dead);
     wex__device_close(job->device);

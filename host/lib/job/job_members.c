@@ -54,13 +54,16 @@ wex_status wex__job_take_ops(wex_job *job, wex_plan_builder *b,
     free(job->digests);
     free(job->pair_digests);
     free(job->op_peer);
+    free(job->op_peer_index);
     job->peers = malloc(n * sizeof(uint64_t));
     job->digests = calloc(n, sizeof(uint64_t));
     job->pair_digests = calloc(n, sizeof(uint64_t));
     job->op_peer = calloc(n, sizeof(*job->op_peer));
+    job->op_peer_index = malloc(n * sizeof(*job->op_peer_index));
     job->peer_count = 0;
     if (job->peers == NULL || job->digests == NULL ||
-        job->pair_digests == NULL || job->op_peer == NULL)
+        job->pair_digests == NULL || job->op_peer == NULL ||
+        job->op_peer_index == NULL)
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
     for (size_t i = 0; i < job->op_count; i++)
         job->peers[job->peer_count++] = job->side == WEX_SIDE_SOURCE
@@ -72,6 +75,13 @@ wex_status wex__job_take_ops(wex_job *job, wex_plan_builder *b,
         if (n == 0 || job->peers[n - 1] != job->peers[i])
             job->peers[n++] = job->peers[i];
     job->peer_count = n;
+    for (size_t i = 0; i < job->op_count; i++) {
+        uint64_t peer = job->side == WEX_SIDE_SOURCE ? job->ops[i].dst_rank
+                                                     : job->ops[i].src_rank;
+        const uint64_t *at = bsearch(&peer, job->peers, job->peer_count,
+                                     sizeof(uint64_t), cmp_u64);
+        job->op_peer_index[i] = (uint32_t)(at - job->peers);
+    }
     if (job->tops != NULL) { /* re-planned: what packs may differ */
         wex_status st = wex__pack_prepare(job);
         if (st != WEX_OK)

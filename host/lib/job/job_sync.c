@@ -113,8 +113,8 @@ static void source_try(wex_job *job, step_try *t)
         return;
     }
     try_key(prefix, sizeof(prefix), t, "amax/");
-    job->landing_tag = wex__landing_tag(t->step, t->number);
-    st = wex__execute_ops(job, t->verify ? job->digests : NULL, prefix,
+    st = wex__execute_ops(job, t->verify ? job->digests : NULL,
+                          wex__landing_tag(t->step, t->number), prefix,
                           t->timeout);
     if (st == WEX_OK)
         st = post_digests(job, t);

@@ -18,8 +18,7 @@ int wex__landing_on(const wex_job *job)
     uint64_t need = WEX_TRANSPORT_CAP_PUTS_LAND_IN_ORDER |
                     WEX_TRANSPORT_CAP_ONE_SIDED | WEX_TRANSPORT_CAP_ALLOC;
 
-    return job->tops != NULL && (job->tops->caps & need) == need &&
-           !(job->tops->caps & WEX_TRANSPORT_CAP_TWO_SIDED);
+    return job->tops != NULL && (job->tops->caps & need) == need;
 }
 
 uint32_t wex__landing_tag(uint64_t step, uint64_t number)
@@ -29,16 +28,8 @@ uint32_t wex__landing_tag(uint64_t step, uint64_t number)
     return (uint32_t)XXH3_64bits(both, sizeof(both)) | 1u;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-    return x < y ? -1 : x > y;
-}
-
 static void free_scratch(wex_job *job)
 {
-    free(job->op_peer_index);
     free(job->peer_first);
     free(job->peer_ops);
     free(job->landed);
@@ -52,25 +43,16 @@ wex_status wex__landing_size(wex_job *job)
     size_t peers = job->peer_count;
 
     free_scratch(job);
-    job->op_peer_index = malloc(n * sizeof(*job->op_peer_index));
     job->peer_first = calloc(peers + 1, sizeof(*job->peer_first));
     job->peer_ops = malloc(n * sizeof(*job->peer_ops));
     job->landed = calloc(peers + 1, sizeof(*job->landed));
     job->early = calloc(n, 1);
     job->board_peer = calloc(peers + 1, sizeof(*job->board_peer));
-    if (job->op_peer_index == NULL || job->peer_first == NULL ||
-        job->peer_ops == NULL || job->landed == NULL || job->early == NULL ||
-        job->board_peer == NULL)
+    if (job->peer_first == NULL || job->peer_ops == NULL ||
+        job->landed == NULL || job->early == NULL || job->board_peer == NULL)
         return WEX_ERR_NOMEM;
-    for (size_t i = 0; i < job->op_count; i++) {
-        uint64_t peer = job->side == WEX_SIDE_SOURCE ? job->ops[i].dst_rank
-                                                     : job->ops[i].src_rank;
-        const uint64_t *at = bsearch(&peer, job->peers, peers,
-                                     sizeof(uint64_t), cmp_u64);
-
-        job->op_peer_index[i] = (uint32_t)(at - job->peers);
+    for (size_t i = 0; i < job->op_count; i++)
         job->peer_first[job->op_peer_index[i] + 1]++;
-    }
     for (size_t p = 0; p < peers; p++)
         job->peer_first[p + 1] += job->peer_first[p];
     /* each peer's ops in plan order: the order its source puts them in */

@@ -42,6 +42,7 @@ struct wex_job {
     size_t op_count;
     uint64_t *peers; /* other-side ranks in the ops, ascending */
     size_t peer_count;
+    uint32_t *op_peer_index; /* per op: its other-side rank in `peers` */
     /* transport */
     wex__plugin *transport;
     const wex_transport_ops *tops;
@@ -79,7 +80,6 @@ struct wex_job {
     /* the landing board (landing.c): sources tell each destination, in
      * the word of its board they own, how many of their ops have landed;
      * destinations digest those while they are in cache */
-    uint32_t *op_peer_index;          /* per op: its peer in `peers` */
     size_t *peer_first, *peer_ops;    /* ops of peers[p]: peer_ops[
                                          peer_first[p] .. peer_first[p+1]) */
     uint64_t *landed;                 /* per peer: told / digested */
@@ -88,7 +88,6 @@ struct wex_job {
     wex_transport_peer **board_peer;  /* sources, per peer */
     void *board;                      /* destinations */
     wex_transport_mem *board_mem;
-    uint32_t landing_tag;             /* sources: this try's, 0: none */
     /* device memory and two-sided transports */
     uint32_t *memory_kind;       /* per local tensor, WEX_MEMORY_* */
     struct wex__device *device;  /* CUDA runtime; NULL until CUDA memory */
@@ -128,10 +127,12 @@ wex_status wex__job_fit(wex_job *job, const uint64_t *dead,
 wex_status wex__job_copy_shadows_in(wex_job *job);
 /* job_sync.c */
 wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r);
-/* executor.c: sources write every op (and digest it when `digests`);
+/* executor.c: sources write every op (and digest it when `digests`,
+ * telling each destination's landing board under `landing_tag`);
  * destinations digest what landed, op by op. */
 wex_status wex__execute_ops(wex_job *job, uint64_t *digests,
-                            const char *amax_prefix, double timeout);
+                            uint32_t landing_tag, const char *amax_prefix,
+                            double timeout);
 uint64_t wex__digest_landed(wex_job *job, const wex__op *op);
 /* executor.c: sizes the staging a source packs runs into, from its ops
  * and the job's staging_bytes (none where nothing packs). */
