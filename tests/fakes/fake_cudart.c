@@ -6,7 +6,9 @@
  * device memory from the CPU instead of copying it faults at once, as
  * it would on a GPU; the copies below reach it through a private
  * read-write alias. It implements only the entry points libwex and the
- * tests call, synchronously (a stream is a no-op).
+ * tests call, synchronously (a stream is a no-op), and the entry points
+ * of libwex_cuda.so (fake_cuda_kernels.c, loaded through
+ * WEX_CUDA_KERNELS).
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -38,7 +40,8 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The read-write alias of a device pointer, or the pointer itself for
  * host memory; *left is how many bytes follow it in its allocation. */
-static unsigned char *reach(const void *ptr, size_t *left)
+unsigned char *fake_cuda_reach(const void *ptr, size_t *left);
+unsigned char *fake_cuda_reach(const void *ptr, size_t *left)
 {
     const unsigned char *p = ptr;
     unsigned char *out = (unsigned char *)p;
@@ -117,7 +120,7 @@ int cudaFree(void *ptr)
 int cudaMemset(void *ptr, int value, size_t bytes)
 {
     size_t left;
-    unsigned char *p = reach(ptr, &left);
+    unsigned char *p = fake_cuda_reach(ptr, &left);
 
     if (bytes > left)
         return ERR_INVALID_VALUE;
@@ -140,8 +143,8 @@ int cudaFreeHost(void *ptr)
 int cudaMemcpy(void *dst, const void *src, size_t bytes, int kind)
 {
     size_t dst_left, src_left;
-    unsigned char *d = reach(dst, &dst_left);
-    const unsigned char *s = reach(src, &src_left);
+    unsigned char *d = fake_cuda_reach(dst, &dst_left);
+    const unsigned char *s = fake_cuda_reach(src, &src_left);
 
     (void)kind; /* the pointers say where they are, as with UVA */
     if (bytes > dst_left || bytes > src_left)
@@ -203,7 +206,7 @@ int cudaPointerGetAttributes(attributes *a, const void *ptr)
     size_t left;
 
     memset(a, 0, sizeof(*a));
-    if (reach(ptr, &left) != ptr) {
+    if (fake_cuda_reach(ptr, &left) != ptr) {
         a->type = 2;
         a->device_pointer = (void *)ptr;
     }

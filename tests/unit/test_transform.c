@@ -122,6 +122,24 @@ START_TEST(nan_propagates_through_amax)
 }
 END_TEST
 
+/* A NaN block quantizes every element to NaN, each with its own sign,
+ * whichever NaN the multiply would have made. */
+START_TEST(a_nan_block_keeps_each_element_sign)
+{
+    float x[4] = {-1.0f, NAN, 2.0f, -NAN};
+    float mult = wex__quant_mult(wex__amax(WEX_DTYPE_F32, x, 4, 0.0f));
+    uint8_t q[4];
+
+    wex__quantize_e4m3(WEX_DTYPE_F32, x, 4, mult, q);
+    ck_assert_uint_eq(q[0], 0xff);
+    ck_assert_uint_eq(q[1], 0x7f);
+    ck_assert_uint_eq(q[2], 0x7f);
+    ck_assert_uint_eq(q[3], 0xff);
+    ck_assert_uint_eq(wex__e4m3_word_quantized(-3.0f, NAN), 0xff);
+    ck_assert_uint_eq(wex__e4m3_word_quantized(-0.0f, 0.0f), 0x80);
+}
+END_TEST
+
 START_TEST(floats_convert_with_rounding)
 {
     float x[3] = {1.0f, wex__f32_of_bits(0x3f808001u), -256.5f};
@@ -150,6 +168,7 @@ int main(void)
     tcase_add_test(tc, an_all_zero_block_uses_the_floor);
     tcase_add_test(tc, one_huge_value_sends_the_rest_to_subnormals_or_zero);
     tcase_add_test(tc, nan_propagates_through_amax);
+    tcase_add_test(tc, a_nan_block_keeps_each_element_sign);
     tcase_add_test(tc, floats_convert_with_rounding);
     suite_add_tcase(s, tc);
     return wex_test_run(s);

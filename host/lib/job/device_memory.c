@@ -5,55 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device_internal.h"
 #include "device_memory.h"
 #include "digest_update.h"
 #include "error.h"
-
-/* The CUDA runtime ABI, as cuda_runtime_api.h declares it: enums are
- * ints, handles are pointers. */
-typedef int cuda_error;
-#define CUDA_SUCCESS 0
-#define CUDA_MEMCPY_HOST_TO_DEVICE 1
-#define CUDA_MEMCPY_DEVICE_TO_HOST 2
-#define CUDA_MEMORY_TYPE_DEVICE 2
-#define CUDA_MEMORY_TYPE_MANAGED 3
-#define CUDA_STREAM_NON_BLOCKING 1u
-
-/* cudaPointerAttributes, with room to spare for later members. */
-typedef struct cuda_pointer_attributes {
-    int type;
-    int device;
-    void *device_pointer;
-    void *host_pointer;
-    long reserved[32];
-} cuda_pointer_attributes;
-
-typedef struct cuda_api {
-    cuda_error (*GetDeviceCount)(int *);
-    cuda_error (*Malloc)(void **, size_t);
-    cuda_error (*Free)(void *);
-    cuda_error (*Memset)(void *, int, size_t);
-    cuda_error (*MallocHost)(void **, size_t);
-    cuda_error (*FreeHost)(void *);
-    cuda_error (*MemcpyAsync)(void *, const void *, size_t, int, void *);
-    cuda_error (*Memcpy2DAsync)(void *, size_t, const void *, size_t, size_t,
-                                size_t, int, void *);
-    cuda_error (*StreamCreateWithFlags)(void **, unsigned int);
-    cuda_error (*StreamSynchronize)(void *);
-    cuda_error (*StreamDestroy)(void *);
-    cuda_error (*DeviceSynchronize)(void);
-    cuda_error (*PointerGetAttributes)(cuda_pointer_attributes *,
-                                       const void *);
-    const char *(*GetErrorString)(cuda_error);
-} cuda_api;
-
-struct wex__device {
-    void *dl;
-    cuda_api api;
-    void *stream;       /* copies into staging */
-    unsigned char *staging; /* pinned, WEX__STAGING_BYTES */
-    uint64_t used;
-};
 
 /* The soname the build found first (WEX_CUDART_SONAME), then the ones a
  * driver of this era may come with. */
@@ -64,8 +19,8 @@ static const char *const cudart_names[] = {
     "libcudart.so.13", "libcudart.so.12", "libcudart.so",
 };
 
-static wex_status cuda_fail(const wex__device *dev, cuda_error e,
-                            const char *what)
+wex_status wex__cuda_fail(const wex__device *dev, cuda_error e,
+                          const char *what)
 {
     return wex__error(WEX_ERR_SYSTEM, "%s: %s (CUDA error %d)", what,
                       dev->api.GetErrorString(e), e);
@@ -152,7 +107,7 @@ wex_status wex__device_open(wex__device **dev_p)
     if (e == CUDA_SUCCESS)
         e = dev->api.MallocHost((void **)&dev->staging, WEX__STAGING_BYTES);
     if (e != CUDA_SUCCESS)
-        st = cuda_fail(dev, e, "pinned staging memory");
+        st = wex__cuda_fail(dev, e, "pinned staging memory");
 out:
     if (st != WEX_OK) {
         wex__device_close(dev);
@@ -166,6 +121,7 @@ void wex__device_close(wex__device *dev)
 {
     if (dev == NULL)
         return;
+    wex__device_kernels_free(dev);
     if (dev->staging != NULL)
         dev->api.FreeHost(dev->staging);
     if (dev->stream != NULL)
@@ -189,7 +145,7 @@ wex_status wex__device_alloc(wex__device *dev, uint64_t bytes, void **ptr_p)
         e = dev->api.DeviceSynchronize();
     if (e != CUDA_SUCCESS) {
         dev->api.Free(ptr);
-        return cuda_fail(dev, e, "zeroing device memory");
+        return wex__cuda_fail(dev, e, "zeroing device memory");
     }
     *ptr_p = ptr;
     return WEX_OK;
@@ -220,7 +176,7 @@ static wex_status queue_copy(wex__device *dev, void *to, const void *from,
 {
     cuda_error e = dev->api.MemcpyAsync(to, from, bytes, kind, dev->stream);
 
-    return e == CUDA_SUCCESS ? WEX_OK : cuda_fail(dev, e, what);
+    return e == CUDA_SUCCESS ? WEX_OK : wex__cuda_fail(dev, e, what);
 }
 
 wex_status wex__device_copy_in(wex__device *dev, void *ptr, const void *host,
@@ -235,7 +191,7 @@ wex_status wex__device_copy_in_end(wex__device *dev)
     cuda_error e = dev->api.StreamSynchronize(dev->stream);
 
     return e == CUDA_SUCCESS ? WEX_OK
-                             : cuda_fail(dev, e, "copying into device memory");
+                             : wex__cuda_fail(dev, e, "copying into device memory");
 }
 
 void wex__device_free(wex__device *dev, void *ptr)
@@ -275,7 +231,7 @@ wex_status wex__device_hash_end(wex__device *dev, XXH3_state_t *h)
 
     if (e != CUDA_SUCCESS) {
         dev->used = 0;
-        return cuda_fail(dev, e, "copying device memory out");
+        return wex__cuda_fail(dev, e, "copying device memory out");
     }
     wex__digest_update(h, dev->staging, dev->used);
     dev->used = 0;
@@ -317,7 +273,7 @@ wex_status wex__device_stage_out(wex__device *dev, const void *ptr,
         return st;
     e = dev->api.StreamSynchronize(dev->stream);
     if (e != CUDA_SUCCESS)
-        return cuda_fail(dev, e, "copying device memory out");
+        return wex__cuda_fail(dev, e, "copying device memory out");
     *host_p = dev->staging + dev->used;
     dev->used += bytes;
     return WEX_OK;
@@ -339,7 +295,7 @@ wex_status wex__device_stage_rows(wex__device *dev, const void *ptr,
     if (e == CUDA_SUCCESS)
         e = dev->api.StreamSynchronize(dev->stream);
     if (e != CUDA_SUCCESS)
-        return cuda_fail(dev, e, "copying device rows out");
+        return wex__cuda_fail(dev, e, "copying device rows out");
     *host_p = dev->staging + dev->used;
     dev->used += rows * width;
     return WEX_OK;

@@ -68,4 +68,25 @@ wex_status wex__device_stage_rows(wex__device *dev, const void *ptr,
                                   uint64_t rows, const void **host_p);
 void wex__device_stage_reset(wex__device *dev);
 
+/* fp8-block-128 on the device (device_kernels.c), over a box of `rows` x
+ * `cols` elements of float dtype `dtype` at `src`, `ld` elements a row,
+ * whose element (0, 0) lies at (row_phase, col_phase) of its 128 x 128
+ * block (quantize_kernels.h names its cells). The kernels come from
+ * libwex_cuda.so (WEX_CUDA_KERNELS names another), loaded on first use.
+ *
+ * box_amax: the amax of every cell into `amax` (host memory, row-major,
+ * (col_phase + cols + 127) / 128 cells a row), one synchronisation. */
+wex_status wex__device_box_amax(wex__device *dev, const void *src,
+                                uint32_t dtype, uint64_t ld, uint64_t rows,
+                                uint64_t cols, uint32_t row_phase,
+                                uint32_t col_phase, float *amax);
+/* box_quantize_rows: rows [first, first + count) of the box quantized
+ * with the multipliers `mult` (host memory, every cell of the box, mult_ld
+ * a row) into staging, count * cols bytes row after row; *host_p is where
+ * they landed, or NULL when staging has no room (as stage_out). */
+wex_status wex__device_box_quantize_rows(
+    wex__device *dev, const void *src, uint32_t dtype, uint64_t ld,
+    uint64_t cols, uint32_t row_phase, uint32_t col_phase, const float *mult,
+    uint64_t mult_ld, uint64_t first, uint64_t count, const void **host_p);
+
 #endif /* WEX_HOST_DEVICE_MEMORY_H */

@@ -12,26 +12,7 @@
 #include "numbers.h"
 #include "quantize.h"
 #include "quantize_plan.h"
-
-/* One block a source quantizes for one destination piece. */
-typedef struct qslot {
-    uint64_t dst, piece, br, bc; /* the key, in this order */
-    float amax;
-    uint32_t partners, npartners; /* into quant_state.partner_ranks */
-} qslot;
-
-struct wex__quant_state {
-    qslot *slots; /* sorted by key */
-    size_t nslots;
-    uint64_t *partner_ranks;
-    size_t npartner_ranks, partner_cap;
-    uint64_t *readers; /* distinct partners, whose amaxes this rank reads */
-    size_t nreaders;
-    size_t *op_grid;   /* per op: offset into grid (QUANTIZE, SCALE) */
-    size_t *grid;      /* slot index per (op, block row, block col) */
-    unsigned char *arena;
-    size_t arena_used;
-};
+#include "transforms_internal.h"
 
 #define RECORD_BYTES 36u /* dst, piece, br, bc (u64 each), amax bits (u32) */
 
@@ -63,21 +44,6 @@ static qslot *find_slot(struct wex__quant_state *q, const qslot *key)
             hi = mid;
     }
     return NULL;
-}
-
-/* The blocks an operation touches: rows [b0[0], b1[0]) x cols [b0[1], b1[1]). */
-static void op_blocks(const wex__op *o, uint64_t *b0, uint64_t *b1)
-{
-    for (int k = 0; k < 2; k++) {
-        if (o->transform == WEX__OP_SCALE) {
-            b0[k] = o->canon_off[k];
-            b1[k] = o->canon_off[k] + o->extent[k];
-        } else {
-            b0[k] = o->canon_off[k] / WEX__QUANT_BLOCK;
-            b1[k] = (o->canon_off[k] + o->extent[k] + WEX__QUANT_BLOCK - 1) /
-                    WEX__QUANT_BLOCK;
-        }
-    }
 }
 
 static int quantizing(const wex__op *o)
@@ -197,7 +163,7 @@ static wex_status piece_slots(wex_job *job, const size_t *idx, size_t n,
 
     for (size_t k = 0; k < n; k++) {
         uint64_t b0[2], b1[2];
-        op_blocks(&job->ops[idx[k]], b0, b1);
+        wex__op_blocks(&job->ops[idx[k]], b0, b1);
         for (int d = 0; d < 2; d++) {
             lo[d] = b0[d] < lo[d] ? b0[d] : lo[d];
             hi[d] = b1[d] > hi[d] ? b1[d] : hi[d];
@@ -216,7 +182,7 @@ static wex_status piece_slots(wex_job *job, const size_t *idx, size_t n,
         (*map)[c] = SIZE_MAX;
     for (size_t k = 0; k < n; k++) {
         uint64_t b0[2], b1[2];
-        op_blocks(&job->ops[idx[k]], b0, b1);
+        wex__op_blocks(&job->ops[idx[k]], b0, b1);
         for (uint64_t r = b0[0]; r < b1[0]; r++)
             for (uint64_t c = b0[1]; c < b1[1]; c++)
                 (*map)[(r - lo[0]) * w + (c - lo[1])] = 0;
@@ -236,7 +202,7 @@ static wex_status piece_slots(wex_job *job, const size_t *idx, size_t n,
     for (size_t k = 0; k < n; k++) {
         size_t at = q->op_grid[idx[k]];
         uint64_t b0[2], b1[2];
-        op_blocks(&job->ops[idx[k]], b0, b1);
+        wex__op_blocks(&job->ops[idx[k]], b0, b1);
         for (uint64_t r = b0[0]; r < b1[0]; r++)
             for (uint64_t c = b0[1]; c < b1[1]; c++)
                 q->grid[at++] = (*map)[(r - lo[0]) * w + (c - lo[1])];
@@ -259,7 +225,7 @@ wex_status wex__transforms_prepare(wex_job *job, const uint64_t *dead,
         if (job->ops[i].transform == WEX__OP_COPY)
             continue;
         if (quantizing(&job->ops[i])) {
-            op_blocks(&job->ops[i], b0, b1);
+            wex__op_blocks(&job->ops[i], b0, b1);
             nkeys += (b1[0] - b0[0]) * (b1[1] - b0[1]);
             nq++;
         }
@@ -284,7 +250,7 @@ wex_status wex__transforms_prepare(wex_job *job, const uint64_t *dead,
         uint64_t b0[2], b1[2];
         if (!quantizing(&job->ops[i]))
             continue;
-        op_blocks(&job->ops[i], b0, b1);
+        wex__op_blocks(&job->ops[i], b0, b1);
         q->op_grid[i] = nkeys;
         nkeys += (b1[0] - b0[0]) * (b1[1] - b0[1]);
         idx[nq++] = i;
@@ -335,20 +301,6 @@ static void rows_next(rows *w)
             return;
         w->idx[d] = 0;
     }
-}
-
-/* The element offset in a tensor of `shape` (`tn` dims) of box
- * coordinate `idx` placed at `off`. */
-static uint64_t element_at(const uint64_t *shape, uint32_t tn,
-                           const uint64_t *off, uint32_t bn,
-                           const uint64_t *idx)
-{
-    uint64_t e = 0;
-    uint32_t lead = tn - bn;
-
-    for (uint32_t d = 0; d < tn; d++)
-        e = e * shape[d] + off[d] + (d >= lead ? idx[d - lead] : 0);
-    return e;
 }
 
 /* ---- amax ------------------------------------------------------------- */
@@ -434,13 +386,19 @@ wex_status wex__transforms_amax(wex_job *job, const char *prefix,
         rows w;
         if (o->transform != WEX__OP_QUANTIZE)
             continue;
+        if (wex__on_device(job, o->src_tensor)) {
+            wex_status st = wex__transforms_amax_device(job, i);
+            if (st != WEX_OK)
+                return st;
+            continue;
+        }
         t = &job->layout->tensors[o->src_tensor];
         base = job->bind[o->src_tensor].address;
         esize = wex_dtype_size(t->dtype);
-        op_blocks(o, b0, b1);
+        wex__op_blocks(o, b0, b1);
         nbc = b1[1] - b0[1];
         for (rows_init(&w, o); w.left > 0; w.left--, rows_next(&w)) {
-            uint64_t e = element_at(t->shape, t->ndim, o->src_off, o->ndim,
+            uint64_t e = wex__element_at(t->shape, t->ndim, o->src_off, o->ndim,
                                     w.idx);
             uint64_t br = (o->canon_off[0] + w.idx[0]) / WEX__QUANT_BLOCK;
             uint64_t col = o->canon_off[1];
@@ -484,8 +442,10 @@ static wex_status arena_take(wex_job *job, uint64_t bytes, unsigned char **p)
     return WEX_OK;
 }
 
-/* One row's destination bytes, made from the source. */
-static void make_row(wex_job *job, size_t i, const rows *w, unsigned char *out)
+/* One row's destination bytes, made from the source (from `staged`, the
+ * row's source bytes copied to the host, where it is not NULL). */
+static void make_row(wex_job *job, size_t i, const rows *w, unsigned char *out,
+                     const unsigned char *staged)
 {
     const wex__op *o = &job->ops[i];
     struct wex__quant_state *q = job->quant;
@@ -497,14 +457,16 @@ static void make_row(wex_job *job, size_t i, const rows *w, unsigned char *out)
 
     if (o->transform == WEX__OP_SCALE) {
         float *f = (float *)out;
-        op_blocks(o, b0, b1);
+        wex__op_blocks(o, b0, b1);
         for (uint64_t j = 0; j < w->width; j++)
             f[j] = wex__quant_scale_inv(
                 q->slots[q->grid[q->op_grid[i] +
                                  w->idx[0] * (b1[1] - b0[1]) + j]].amax);
         return;
     }
-    base += element_at(t->shape, t->ndim, o->src_off, o->ndim, w->idx) * esize;
+    base += wex__element_at(t->shape, t->ndim, o->src_off, o->ndim, w->idx) * esize;
+    if (staged != NULL)
+        base = staged;
     if (o->transform == WEX__OP_CONVERT) {
         wex__convert_floats(sdt, base, w->width, ddt, out);
         return;
@@ -512,7 +474,7 @@ static void make_row(wex_job *job, size_t i, const rows *w, unsigned char *out)
     col = o->canon_off[1];
     if (o->transform == WEX__OP_QUANTIZE) {
         uint64_t br = (o->canon_off[0] + w->idx[0]) / WEX__QUANT_BLOCK;
-        op_blocks(o, b0, b1);
+        wex__op_blocks(o, b0, b1);
         while (done < w->width) {
             uint64_t bc = (col + done) / WEX__QUANT_BLOCK;
             uint64_t n = (bc + 1) * WEX__QUANT_BLOCK - (col + done);
@@ -544,7 +506,7 @@ static void make_row(wex_job *job, size_t i, const rows *w, unsigned char *out)
             blk[0] = br - o->scale_block[0];
             blk[1] = bc - o->scale_block[1];
             wex__dequantize_e4m3(base + done, n,
-                                 scales[element_at(st->shape, st->ndim, at, 2,
+                                 scales[wex__element_at(st->shape, st->ndim, at, 2,
                                                    blk)],
                                  ddt, out + done * dsize);
             done += n;
@@ -560,20 +522,27 @@ wex_status wex__transforms_put(wex_job *job, size_t i, XXH3_state_t *h)
     uint64_t row_bytes = o->extent[o->ndim - 1] * o->dtype_size;
     uint64_t group_off = 0, group_len = 0;
     unsigned char *group = NULL, *out = NULL;
+    const unsigned char *staged = NULL;
     wex_status st = WEX_OK;
     rows w;
 
     if (job->quant == NULL)
         return wex__error(WEX_ERR_INTERNAL, "job: operation %zu converts "
                           "but nothing was prepared", i);
-    if (job->memory_kind != NULL &&
-        job->memory_kind[o->src_tensor] != WEX_MEMORY_HOST)
-        return wex__error(WEX_ERR_UNSUPPORTED, "local tensor %s: converting "
-                          "dtypes on the way is done on host memory only",
-                          job->layout->tensors[o->src_tensor].name);
+    if (o->transform == WEX__OP_QUANTIZE && wex__on_device(job, o->src_tensor))
+        return wex__transforms_put_device(job, i, h);
+    if ((o->transform == WEX__OP_DEQUANTIZE &&
+         wex__on_device(job, o->src_tensor)) ||
+        (o->transform == WEX__OP_DEQUANTIZE &&
+         wex__on_device(job, o->scale_tensor)))
+        return wex__error(WEX_ERR_UNSUPPORTED, "local tensor %s: %s on the "
+                          "way is done on host memory only (on the device, "
+                          "wex quantizes bf16, f16 and f32 into fp8)",
+                          job->layout->tensors[o->src_tensor].name,
+                          "dequantizing fp8");
     for (rows_init(&w, o); st == WEX_OK && w.left > 0;
          w.left--, rows_next(&w)) {
-        uint64_t off = element_at(dt->shape, dt->ndim, o->dst_off, o->ndim,
+        uint64_t off = wex__element_at(dt->shape, dt->ndim, o->dst_off, o->ndim,
                                   w.idx) * o->dtype_size;
         /* consecutive rows that are consecutive in the destination go
          * out as one put */
@@ -584,6 +553,7 @@ wex_status wex__transforms_put(wex_job *job, size_t i, XXH3_state_t *h)
             if (group != NULL) {
                 st = job->tops->put(job->tctx, job->op_peer[i], group_off,
                                     group, group_len);
+                job->puts++;
                 if (st == WEX_OK && h != NULL)
                     wex__digest_update(h, group, group_len);
                 group = NULL;
@@ -594,14 +564,18 @@ wex_status wex__transforms_put(wex_job *job, size_t i, XXH3_state_t *h)
             group_off = off;
             group_len = 0;
         }
+        if (st == WEX_OK && o->transform == WEX__OP_CONVERT &&
+            wex__on_device(job, o->src_tensor))
+            st = wex__transforms_stage_row(job, i, w.idx, w.width, &staged);
         if (st != WEX_OK)
             break;
-        make_row(job, i, &w, out);
+        make_row(job, i, &w, out, staged);
         group_len += row_bytes;
     }
     if (st == WEX_OK && group != NULL) {
         st = job->tops->put(job->tctx, job->op_peer[i], group_off, group,
                             group_len);
+        job->puts++;
         if (st == WEX_OK && h != NULL)
             wex__digest_update(h, group, group_len);
     }

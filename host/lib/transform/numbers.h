@@ -19,7 +19,15 @@
 
 #define WEX__E4M3_MAX 448.0f
 
-static inline uint32_t wex__f32_bits(float x)
+/* Every function here is also compiled for the GPU (the quantization
+ * kernels of host/cuda), so the two compute each byte the same way. */
+#ifdef __CUDACC__
+#define WEX__HD __host__ __device__
+#else
+#define WEX__HD
+#endif
+
+static inline WEX__HD uint32_t wex__f32_bits(float x)
 {
     uint32_t u;
 
@@ -27,7 +35,7 @@ static inline uint32_t wex__f32_bits(float x)
     return u;
 }
 
-static inline float wex__f32_of_bits(uint32_t u)
+static inline WEX__HD float wex__f32_of_bits(uint32_t u)
 {
     float x;
 
@@ -37,14 +45,14 @@ static inline float wex__f32_of_bits(uint32_t u)
 
 /* All ones when `c`, else zero: selects written as masks, which compilers
  * vectorise where they would not convert a branch. */
-static inline uint32_t wex__mask(int c)
+static inline WEX__HD uint32_t wex__mask(int c)
 {
     return 0u - (uint32_t)(c != 0);
 }
 
 /* float32 -> e4m3 in the low byte of a 32-bit word, without branches so
  * loops over it vectorise (wex__e4m3_from_f32 narrows it). */
-static inline uint32_t wex__e4m3_word_from_f32(float x)
+static inline WEX__HD uint32_t wex__e4m3_word_from_f32(float x)
 {
     uint32_t u = wex__f32_bits(x);
     uint32_t sign = (u >> 24) & 0x80u, a = u & 0x7fffffffu;
@@ -67,7 +75,18 @@ static inline uint32_t wex__e4m3_word_from_f32(float x)
     return sign | (out & 0xffu);
 }
 
-static inline uint8_t wex__e4m3_from_f32(float x)
+/* e4m3(x * mult), a quantized element (mult is positive, or a NaN where
+ * the block's amax is), signed as x is: where the product is a NaN, the
+ * sign a multiply gives it depends on the hardware and on the order the
+ * compiler puts the operands in (a GPU's NaN has none); x's is the same
+ * everywhere. Elsewhere the product has x's sign already. */
+static inline WEX__HD uint32_t wex__e4m3_word_quantized(float x, float mult)
+{
+    return (wex__e4m3_word_from_f32(x * mult) & 0x7fu) |
+           ((wex__f32_bits(x) >> 24) & 0x80u);
+}
+
+static inline WEX__HD uint8_t wex__e4m3_from_f32(float x)
 {
     return (uint8_t)wex__e4m3_word_from_f32(x);
 }
@@ -75,7 +94,7 @@ static inline uint8_t wex__e4m3_from_f32(float x)
 /* The same for |x| <= 460 (so below 464, the first value to round past
  * 448) and not NaN: what the products of a quantization are when the
  * block's amax is finite. No saturation or NaN to look for. */
-static inline uint32_t wex__e4m3_word_from_bounded(float x)
+static inline WEX__HD uint32_t wex__e4m3_word_from_bounded(float x)
 {
     uint32_t u = wex__f32_bits(x), a = u & 0x7fffffffu;
     uint32_t normal = ((a + 0x7ffffu + ((a >> 20) & 1u)) >> 20) - (120u << 3);
@@ -85,7 +104,7 @@ static inline uint32_t wex__e4m3_word_from_bounded(float x)
     return ((u >> 24) & 0x80u) | (sub & m_sub) | (normal & ~m_sub);
 }
 
-static inline float wex__e4m3_to_f32(uint8_t b)
+static inline WEX__HD float wex__e4m3_to_f32(uint8_t b)
 {
     uint32_t e = (b >> 3) & 0xfu, m = b & 7u;
     float v;
@@ -97,7 +116,7 @@ static inline float wex__e4m3_to_f32(uint8_t b)
     return (b & 0x80u) ? -v : v;
 }
 
-static inline uint16_t wex__bf16_from_f32(float x)
+static inline WEX__HD uint16_t wex__bf16_from_f32(float x)
 {
     uint32_t u = wex__f32_bits(x);
 
@@ -106,12 +125,12 @@ static inline uint16_t wex__bf16_from_f32(float x)
     return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
-static inline float wex__bf16_to_f32(uint16_t h)
+static inline WEX__HD float wex__bf16_to_f32(uint16_t h)
 {
     return wex__f32_of_bits((uint32_t)h << 16);
 }
 
-static inline uint16_t wex__f16_from_f32(float x)
+static inline WEX__HD uint16_t wex__f16_from_f32(float x)
 {
     uint32_t u = wex__f32_bits(x), sign = (u >> 16) & 0x8000u;
     uint32_t a = u & 0x7fffffffu;
@@ -129,7 +148,7 @@ static inline uint16_t wex__f16_from_f32(float x)
                               wex__f32_bits(0.5f)));
 }
 
-static inline float wex__f16_to_f32(uint16_t h)
+static inline WEX__HD float wex__f16_to_f32(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu;
     uint32_t m = h & 0x3ffu;

@@ -121,8 +121,8 @@ HOT void wex__quantize_e4m3(uint32_t dtype, const void *src, uint64_t n,
                 words[i] = wex__e4m3_word_from_bounded(s[i] * mult);
         } else {
             for (uint64_t i = 0; i < m; i++)
-                words[i] = wex__e4m3_word_from_f32(load(dtype, src, at + i) *
-                                                   mult);
+                words[i] = wex__e4m3_word_quantized(load(dtype, src, at + i),
+                                                    mult);
         }
         for (uint64_t i = 0; i < m; i++)
             dst[at + i] = (uint8_t)words[i];

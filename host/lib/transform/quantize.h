@@ -9,7 +9,8 @@
  *     amax      = max(|x|) over the block in float32, at least 1e-4
  *     mult      = 448 * (1 / amax)           (float32, rounded twice: how
  *                                             torch evaluates 448.0 / amax)
- *     element   = e4m3(x * mult)             (float32 product, numbers.h)
+ *     element   = e4m3(x * mult)             (float32 product, numbers.h;
+ *                                             x's sign where it is NaN)
  *     scale_inv = amax / 448                 (one float32 division; the
  *                                             weight_scale_inv entry)
  * and back: x = e4m3 * scale_inv in float32, rounded to the destination's

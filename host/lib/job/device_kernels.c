@@ -1,0 +1,221 @@
+/* The quantization kernels of libwex_cuda.so, driven for a job's device
+ * memory (device_memory.h). Like the CUDA runtime, the library is loaded
+ * the first time it is needed, never linked. */
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <wex/abi.h>
+
+#include "device_internal.h"
+#include "error.h"
+#include "quantize_kernels.h"
+
+struct wex__device_kernels {
+    void *dl;
+    wex_cuda_box_amax_fn box_amax;
+    wex_cuda_box_quantize_fn box_quantize;
+    float *cells;      /* device: a box's amaxes or multipliers */
+    uint64_t cells_cap;
+    uint8_t *quantized; /* device: the rows quantized, before staging */
+    uint64_t quantized_cap;
+};
+
+#define KERNELS_NAME "libwex_cuda.so"
+
+/* Beside the code running now: libwex.so's directory (LIBDIR), or, for a
+ * program linked with the host statically (the wex command, the tests),
+ * WEX_BINDIR_TO_LIBDIR away from its BINDIR. */
+static void *open_beside_self(char *tried, size_t tried_size)
+{
+    static const char *const relative[] = {
+        ".",
+#ifdef WEX_BINDIR_TO_LIBDIR
+        WEX_BINDIR_TO_LIBDIR,
+#endif
+    };
+    char self[PATH_MAX], path[PATH_MAX + 64];
+    Dl_info info;
+    char *slash;
+    ssize_t n;
+    void *dl = NULL;
+
+    if (dladdr((void *)open_beside_self, &info) != 0 &&
+        info.dli_fname != NULL && strchr(info.dli_fname, '/') != NULL &&
+        strlen(info.dli_fname) < sizeof(self)) {
+        strcpy(self, info.dli_fname);
+    } else {
+        n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        if (n <= 0)
+            return NULL;
+        self[n] = '\0';
+    }
+    if ((slash = strrchr(self, '/')) == NULL)
+        return NULL;
+    *slash = '\0';
+    for (size_t i = 0; dl == NULL && i < sizeof(relative) / sizeof(*relative);
+         i++) {
+        snprintf(path, sizeof(path), "%s/%s/" KERNELS_NAME, self, relative[i]);
+        if (access(path, F_OK) == 0 &&
+            (dl = dlopen(path, RTLD_NOW | RTLD_LOCAL)) == NULL)
+            snprintf(tried, tried_size, "%s", dlerror());
+    }
+    return dl;
+}
+
+static wex_status load(wex__device *dev)
+{
+    wex__device_kernels *k;
+    const char *chosen = secure_getenv("WEX_CUDA_KERNELS");
+    char tried[512] = "not found beside libwex (it is built where nvcc is)";
+    wex_cuda_kernels_abi_fn abi;
+
+    if (dev->kernels != NULL)
+        return WEX_OK;
+    if ((k = calloc(1, sizeof(*k))) == NULL)
+        return wex__error(WEX_ERR_NOMEM, "out of memory");
+    if (chosen != NULL && chosen[0] != '\0') {
+        if ((k->dl = dlopen(chosen, RTLD_NOW | RTLD_LOCAL)) == NULL)
+            snprintf(tried, sizeof(tried), "WEX_CUDA_KERNELS: %s", dlerror());
+    } else if ((k->dl = open_beside_self(tried, sizeof(tried))) == NULL &&
+               (k->dl = dlopen(KERNELS_NAME, RTLD_NOW | RTLD_LOCAL)) != NULL) {
+        tried[0] = '\0';
+    }
+    if (k->dl == NULL) {
+        free(k);
+        return wex__error(WEX_ERR_UNSUPPORTED, "quantizing device memory "
+                          "needs the CUDA kernels of " KERNELS_NAME ": %s",
+                          tried);
+    }
+    abi = (wex_cuda_kernels_abi_fn)dlsym(k->dl, "wex_cuda_kernels_abi");
+    k->box_amax = (wex_cuda_box_amax_fn)dlsym(k->dl, "wex_cuda_box_amax");
+    k->box_quantize =
+        (wex_cuda_box_quantize_fn)dlsym(k->dl, "wex_cuda_box_quantize");
+    if (abi == NULL || k->box_amax == NULL || k->box_quantize == NULL ||
+        abi() != WEX_CUDA_KERNELS_ABI) {
+        dlclose(k->dl);
+        free(k);
+        return wex__error(WEX_ERR_UNSUPPORTED, KERNELS_NAME " is not the "
+                          "kernels library of this libwex (kernels ABI %d "
+                          "expected)", WEX_CUDA_KERNELS_ABI);
+    }
+    dev->kernels = k;
+    return WEX_OK;
+}
+
+void wex__device_kernels_free(wex__device *dev)
+{
+    wex__device_kernels *k = dev->kernels;
+
+    if (k == NULL)
+        return;
+    if (k->cells != NULL)
+        dev->api.Free(k->cells);
+    if (k->quantized != NULL)
+        dev->api.Free(k->quantized);
+    /* the library stays loaded, as the runtime does */
+    free(k);
+    dev->kernels = NULL;
+}
+
+/* Device scratch of at least `bytes`, grown as boxes need. */
+static wex_status scratch(wex__device *dev, void **buf, uint64_t *cap,
+                          uint64_t bytes)
+{
+    cuda_error e;
+
+    if (bytes <= *cap)
+        return WEX_OK;
+    if (*buf != NULL)
+        dev->api.Free(*buf);
+    *buf = NULL;
+    *cap = 0;
+    e = dev->api.Malloc(buf, bytes);
+    if (e != CUDA_SUCCESS) {
+        *buf = NULL;
+        return wex__cuda_fail(dev, e, "device scratch for quantizing");
+    }
+    *cap = bytes;
+    return WEX_OK;
+}
+
+static uint64_t cells_across(uint32_t phase, uint64_t n)
+{
+    return (phase + n + 127) / 128;
+}
+
+wex_status wex__device_box_amax(wex__device *dev, const void *src,
+                                uint32_t dtype, uint64_t ld, uint64_t rows,
+                                uint64_t cols, uint32_t row_phase,
+                                uint32_t col_phase, float *amax)
+{
+    uint64_t bytes = cells_across(row_phase, rows) *
+                     cells_across(col_phase, cols) * sizeof(float);
+    wex_status st = load(dev);
+    cuda_error e;
+
+    if (st == WEX_OK)
+        st = scratch(dev, (void **)&dev->kernels->cells,
+                     &dev->kernels->cells_cap, bytes);
+    if (st != WEX_OK)
+        return st;
+    e = dev->kernels->box_amax(src, dtype, ld, rows, cols, row_phase,
+                               col_phase, dev->kernels->cells, dev->stream);
+    if (e == CUDA_SUCCESS)
+        e = dev->api.MemcpyAsync(amax, dev->kernels->cells, bytes,
+                                 CUDA_MEMCPY_DEVICE_TO_HOST, dev->stream);
+    if (e == CUDA_SUCCESS)
+        e = dev->api.StreamSynchronize(dev->stream);
+    return e == CUDA_SUCCESS ? WEX_OK
+                             : wex__cuda_fail(dev, e, "the amax kernel");
+}
+
+wex_status wex__device_box_quantize_rows(
+    wex__device *dev, const void *src, uint32_t dtype, uint64_t ld,
+    uint64_t cols, uint32_t row_phase, uint32_t col_phase, const float *mult,
+    uint64_t mult_ld, uint64_t first, uint64_t count, const void **host_p)
+{
+    /* the rows asked for start at another phase, in a later cell row */
+    uint64_t at = row_phase + first, bytes = count * cols;
+    uint64_t cell_rows = cells_across((uint32_t)(at % 128), count);
+    const float *m = mult + at / 128 * mult_ld;
+    wex__device_kernels *k;
+    wex_status st;
+    cuda_error e;
+
+    *host_p = NULL;
+    if (count == 0 || cols > WEX__STAGING_BYTES / count ||
+        bytes > WEX__STAGING_BYTES - dev->used)
+        return WEX_OK;
+    st = load(dev);
+    k = dev->kernels;
+    if (st == WEX_OK)
+        st = scratch(dev, (void **)&k->cells, &k->cells_cap,
+                     cell_rows * mult_ld * sizeof(float));
+    if (st == WEX_OK)
+        st = scratch(dev, (void **)&k->quantized, &k->quantized_cap, bytes);
+    if (st != WEX_OK)
+        return st;
+    e = dev->api.MemcpyAsync(k->cells, m, cell_rows * mult_ld * sizeof(float),
+                             CUDA_MEMCPY_HOST_TO_DEVICE, dev->stream);
+    if (e == CUDA_SUCCESS)
+        e = k->box_quantize((const unsigned char *)src +
+                                first * ld * wex_dtype_size(dtype),
+                            dtype, ld, count, cols, (uint32_t)(at % 128),
+                            col_phase, k->cells, mult_ld, k->quantized,
+                            dev->stream);
+    if (e == CUDA_SUCCESS)
+        e = dev->api.MemcpyAsync(dev->staging + dev->used, k->quantized,
+                                 bytes, CUDA_MEMCPY_DEVICE_TO_HOST,
+                                 dev->stream);
+    if (e == CUDA_SUCCESS)
+        e = dev->api.StreamSynchronize(dev->stream);
+    if (e != CUDA_SUCCESS)
+        return wex__cuda_fail(dev, e, "the quantization kernel");
+    *host_p = dev->staging + dev->used;
+    dev->used += bytes;
+    return WEX_OK;
+}

@@ -1,0 +1,58 @@
+/*
+ * The entry points of libwex_cuda.so, the fp8-block-128 quantization as
+ * CUDA kernels (host/cuda/quantize_kernels.cu). libwex never links CUDA:
+ * it dlopens this library the first time a job quantizes device memory
+ * (host/lib/job/device_kernels.c), so this header is the contract between
+ * the two, versioned by WEX_CUDA_KERNELS_ABI.
+ *
+ * A box is `rows` x `cols` elements of a float dtype (WEX_DTYPE_BF16,
+ * F16, F32) in device memory, `ld` elements from the start of one row to
+ * the next. Its element (0, 0) lies at row `row_phase`, column
+ * `col_phase` of the 128 x 128 block that holds it (both below 128), so
+ * the box meets a grid of cells: cell (i, j) is the part of the box in
+ * the i-th block row and j-th block column it touches. Every call only
+ * queues work on `stream` (a cudaStream_t) and returns a cudaError_t:
+ * 0 when it was queued.
+ */
+#ifndef WEX_HOST_QUANTIZE_KERNELS_H
+#define WEX_HOST_QUANTIZE_KERNELS_H
+
+#include <stdint.h>
+
+#define WEX_CUDA_KERNELS_ABI 1
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* WEX_CUDA_KERNELS_ABI of the library. */
+int wex_cuda_kernels_abi(void);
+
+/* amax[i * cell_cols + j] = max |x| over cell (i, j), where cell_cols =
+ * (col_phase + cols + 127) / 128: the largest absolute value's float32,
+ * or a NaN if the cell holds one (as the CPU's wex__amax). */
+int wex_cuda_box_amax(const void *src, uint32_t dtype, uint64_t ld,
+                      uint64_t rows, uint64_t cols, uint32_t row_phase,
+                      uint32_t col_phase, float *amax, void *stream);
+
+/* dst[r * cols + c] = e4m3(x[r][c] * mult[i * mult_ld + j]) for the cell
+ * (i, j) holding element (r, c): the bytes wex__quantize_e4m3 makes. */
+int wex_cuda_box_quantize(const void *src, uint32_t dtype, uint64_t ld,
+                          uint64_t rows, uint64_t cols, uint32_t row_phase,
+                          uint32_t col_phase, const float *mult,
+                          uint64_t mult_ld, uint8_t *dst, void *stream);
+
+typedef int (*wex_cuda_kernels_abi_fn)(void);
+typedef int (*wex_cuda_box_amax_fn)(const void *, uint32_t, uint64_t,
+                                    uint64_t, uint64_t, uint32_t, uint32_t,
+                                    float *, void *);
+typedef int (*wex_cuda_box_quantize_fn)(const void *, uint32_t, uint64_t,
+                                        uint64_t, uint64_t, uint32_t,
+                                        uint32_t, const float *, uint64_t,
+                                        uint8_t *, void *);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEX_HOST_QUANTIZE_KERNELS_H */

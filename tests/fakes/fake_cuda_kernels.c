@@ -1,0 +1,97 @@
+/*
+ * The quantization kernels of libwex_cuda.so (quantize_kernels.h), run on
+ * the CPU over the fake runtime's "device" memory, so the tests drive
+ * libwex's device quantization (cells, phases, rows in chunks, staging,
+ * amaxes agreed between sources) on machines without a GPU. Each element
+ * takes the conversions of numbers.h, as the CUDA kernels do; those
+ * kernels themselves are checked against the CPU quantizer on a GPU
+ * (tests/gpu/gpu_quantize.c).
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include <wex/abi.h>
+
+#include "numbers.h"
+#include "quantize_kernels.h"
+
+#define INVALID 1 /* cudaErrorInvalidValue */
+
+unsigned char *fake_cuda_reach(const void *ptr, size_t *left);
+
+static float load(uint32_t dtype, const unsigned char *src, uint64_t i)
+{
+    if (dtype == WEX_DTYPE_BF16)
+        return wex__bf16_to_f32(((const uint16_t *)src)[i]);
+    if (dtype == WEX_DTYPE_F16)
+        return wex__f16_to_f32(((const uint16_t *)src)[i]);
+    return ((const float *)src)[i];
+}
+
+/* The host alias of a device box of rows x cols elements, ld apart, or
+ * NULL when it runs past its allocation. */
+static const unsigned char *box(const void *src, uint32_t dtype, uint64_t ld,
+                                uint64_t rows, uint64_t cols)
+{
+    size_t left;
+    const unsigned char *p = fake_cuda_reach(src, &left);
+    uint64_t need = ((rows - 1) * ld + cols) * wex_dtype_size(dtype);
+
+    return need <= left ? p : NULL;
+}
+
+int wex_cuda_kernels_abi(void)
+{
+    return WEX_CUDA_KERNELS_ABI;
+}
+
+int wex_cuda_box_amax(const void *src, uint32_t dtype, uint64_t ld,
+                      uint64_t rows, uint64_t cols, uint32_t row_phase,
+                      uint32_t col_phase, float *amax, void *stream)
+{
+    uint64_t nbc = (col_phase + cols + 127) / 128;
+    uint64_t nbr = (row_phase + rows + 127) / 128;
+    const unsigned char *s = box(src, dtype, ld, rows, cols);
+    size_t left;
+    float *out = (float *)fake_cuda_reach(amax, &left);
+
+    (void)stream;
+    if (s == NULL || row_phase >= 128 || col_phase >= 128 ||
+        left < nbr * nbc * sizeof(float))
+        return INVALID;
+    for (uint64_t c = 0; c < nbr * nbc; c++)
+        out[c] = 0.0f;
+    for (uint64_t r = 0; r < rows; r++)
+        for (uint64_t c = 0; c < cols; c++) {
+            float *cell = &out[(r + row_phase) / 128 * nbc +
+                               (c + col_phase) / 128];
+            uint32_t a = wex__f32_bits(load(dtype, s, r * ld + c)) &
+                         0x7fffffffu;
+            if (a > wex__f32_bits(*cell))
+                *cell = wex__f32_of_bits(a);
+        }
+    return 0;
+}
+
+int wex_cuda_box_quantize(const void *src, uint32_t dtype, uint64_t ld,
+                          uint64_t rows, uint64_t cols, uint32_t row_phase,
+                          uint32_t col_phase, const float *mult,
+                          uint64_t mult_ld, uint8_t *dst, void *stream)
+{
+    const unsigned char *s = box(src, dtype, ld, rows, cols);
+    size_t mleft, dleft;
+    const float *m = (const float *)fake_cuda_reach(mult, &mleft);
+    uint8_t *d = fake_cuda_reach(dst, &dleft);
+
+    (void)stream;
+    if (s == NULL || row_phase >= 128 || col_phase >= 128 ||
+        dleft < rows * cols ||
+        mleft < ((row_phase + rows + 127) / 128) * mult_ld * sizeof(float))
+        return INVALID;
+    for (uint64_t r = 0; r < rows; r++)
+        for (uint64_t c = 0; c < cols; c++)
+            d[r * cols + c] = (uint8_t)wex__e4m3_word_quantized(
+                load(dtype, s, r * ld + c),
+                m[(r + row_phase) / 128 * mult_ld + (c + col_phase) / 128]);
+    return 0;
+}
