@@ -28,8 +28,9 @@ stage() { # name, time limit (s), command...
 nvidia-smi -L 2>/dev/null || echo "nvidia-smi: no GPU listed"
 stage configure 120 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
     -DWEX_WERROR=ON -DCUDAToolkit_ROOT=/usr/local/cuda
-stage build 240 cmake --build "$build" -j"$(nproc)" --target wex_cli gpu_sync \
-    test_nccl_transport test_gpu_transport_keys
+stage build 300 cmake --build "$build" -j"$(nproc)" --target wex_cli gpu_sync \
+    test_nccl_transport test_gpu_transport_keys wex_cuda gpu_quantize \
+    test_device_quantize
 if [ ! -x "$build/bin/gpu_sync" ] || [ ! -x "$build/bin/test_nccl_transport" ]; then
     echo "the GPU tests were not built: is CUDA (and NCCL) under /usr/local/cuda?"
     exit 1
@@ -38,6 +39,10 @@ stage "key codecs and allocation merging" 30 "$build/bin/test_gpu_transport_keys
 stage "cuda-ipc sync between processes on one GPU, every element checked" 150 \
     "$build/bin/gpu_sync" test
 stage "nccl transport checks that fit one GPU" 90 "$build/bin/test_nccl_transport"
+stage "fp8 kernels against the CPU quantizer, and their speed" 90 \
+    "$build/bin/gpu_quantize"
+stage "libwex's device quantization (phases, chunks) against the CPU" 60 \
+    "$build/bin/test_device_quantize"
 for p in cuda-ipc nccl; do
     stage "wex conformance $p" 60 "$build/bin/wex" conformance --models "$root/samples/models" \
         "$build/lib/wex/plugins/transport-$p.json"
@@ -49,7 +54,8 @@ cat <<'NOTE'
      processes on GPU 0 (export once per allocation, open, D2D copies, event
      completion, digests read through pinned staging); the nccl transport's
      non-blocking communicator setup, refusals, a killed peer failing within
-     its timeout (abort, no hang), and a pair of ranks on one GPU.
+     its timeout (abort, no hang), and a pair of ranks on one GPU; the fp8
+     kernels of libwex_cuda.so byte for byte against the CPU quantizer.
 ==== not exercised: an nccl transfer between two GPUs or hosts (one GPU
      cannot hold a two-rank communicator), cuda-ipc across GPUs (peer access).
 NOTE

@@ -7,6 +7,7 @@
 #define WEX_HOST_DEVICE_INTERNAL_H
 
 #include "device_memory.h"
+#include "error.h"
 
 /* The CUDA runtime ABI, as cuda_runtime_api.h declares it: enums are
  * ints, handles are pointers. */
@@ -60,7 +61,11 @@ struct wex__device {
 void wex__device_kernels_free(wex__device *dev);
 
 /* A CUDA error as the job's error, `what` naming what failed. */
-wex_status wex__cuda_fail(const wex__device *dev, cuda_error e,
-                          const char *what);
+static inline wex_status wex__cuda_fail(const wex__device *dev, cuda_error e,
+                                        const char *what)
+{
+    return wex__error(WEX_ERR_SYSTEM, "%s: %s (CUDA error %d)", what,
+                      dev->api.GetErrorString(e), e);
+}
 
 #endif /* WEX_HOST_DEVICE_INTERNAL_H */

@@ -19,12 +19,6 @@ static const char *const cudart_names[] = {
     "libcudart.so.13", "libcudart.so.12", "libcudart.so",
 };
 
-wex_status wex__cuda_fail(const wex__device *dev, cuda_error e,
-                          const char *what)
-{
-    return wex__error(WEX_ERR_SYSTEM, "%s: %s (CUDA error %d)", what,
-                      dev->api.GetErrorString(e), e);
-}
 
 static wex_status load_symbols(wex__device *dev, const char *name)
 {
