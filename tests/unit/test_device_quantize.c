@@ -177,8 +177,8 @@ END_TEST
 
 int main(int argc, char **argv)
 {
-    Suite *s = suite_create("device_quantize");
-    TCase *tc = tcase_create("device_quantize");
+    Suite *s;
+    TCase *tc;
     SRunner *sr;
     wex__device *probe = NULL;
     int failed;
@@ -193,6 +193,8 @@ int main(int argc, char **argv)
     }
     wex__device_close(probe);
     fill();
+    s = suite_create("device_quantize");
+    tc = tcase_create("device_quantize");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, device_quantization_is_the_cpu_quantization);
     tcase_add_test(tc, a_whole_weight_matches_quantize_blocks);
