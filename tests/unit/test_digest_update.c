@@ -3,7 +3,8 @@
  * xxHash's update it picks on this CPU, the digest is the library's
  * one-shot XXH3 of the same bytes, however the bytes are cut into
  * updates, and mixing it with the library's own update on one state
- * changes nothing. Ranks on CPUs with and without AVX2 must agree.
+ * changes nothing. Ranks on CPUs with and without AVX2 or AVX-512 must
+ * agree.
  */
 #include <check.h>
 #include <stdint.h>
@@ -83,6 +84,39 @@ START_TEST(pieces_and_mixed_updates_give_the_same_digest)
 }
 END_TEST
 
+#if defined(__x86_64__)
+/* Each vector build this CPU runs, mixed piece by piece with the others
+ * on one state: the library's digest. */
+START_TEST(every_vector_build_gives_the_same_digest)
+{
+    void (*const builds[2])(void *, const void *, size_t) = {
+        wex__digest_update_avx2, wex__digest_update_avx512};
+    const int runs[2] = {__builtin_cpu_supports("avx2"),
+                         __builtin_cpu_supports("avx512f")};
+    unsigned char *p = random_bytes(BIG, 3);
+    XXH3_state_t *h = XXH3_createState();
+    unsigned seed = 11;
+    size_t at = 0;
+
+    XXH3_64bits_reset(h);
+    for (int k = 0; at < BIG; k++) {
+        size_t n = (size_t)rand_r(&seed) % 70000;
+        int b = k % 3;
+        if (n > BIG - at)
+            n = BIG - at;
+        if (b < 2 && runs[b])
+            builds[b](h, p + at, n);
+        else
+            XXH3_64bits_update(h, p + at, n);
+        at += n;
+    }
+    ck_assert(XXH3_64bits_digest(h) == XXH3_64bits(p, BIG));
+    XXH3_freeState(h);
+    free(p);
+}
+END_TEST
+#endif
+
 int main(void)
 {
     Suite *s = suite_create("digest_update");
@@ -90,6 +124,9 @@ int main(void)
 
     tcase_add_test(tc, one_update_is_the_librarys_digest);
     tcase_add_test(tc, pieces_and_mixed_updates_give_the_same_digest);
+#if defined(__x86_64__)
+    tcase_add_test(tc, every_vector_build_gives_the_same_digest);
+#endif
     suite_add_tcase(s, tc);
     return wex_test_run(s);
 }

@@ -6,6 +6,10 @@ void wex__digest_update(XXH3_state_t *h, const void *bytes, size_t n)
 #ifdef WEX_DIGEST_AVX2
     /* A load and a test: libgcc fills the CPU model before any
      * constructor of ours runs. */
+    if (__builtin_cpu_supports("avx512f")) {
+        wex__digest_update_avx512(h, bytes, n);
+        return;
+    }
     if (__builtin_cpu_supports("avx2")) {
         wex__digest_update_avx2(h, bytes, n);
         return;
