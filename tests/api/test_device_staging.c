@@ -37,18 +37,25 @@ typedef int (*memcpy_fn)(void *, const void *, size_t, int);
 
 static memcpy_fn cuda_memcpy;
 
-/* The job: `source` and `destination` are the sides' JSON. */
-static const char *job_text(const char *source, const char *destination)
+/* The job: `source` and `destination` are the sides' JSON; `window` the
+ * destinations' staging window (0: the default). */
+static const char *job_text(const char *source, const char *destination,
+                            unsigned window)
 {
     static char text[1024];
 
     snprintf(text, sizeof(text),
              "{\"model\": \"%s/models/DeepSeek-V3-tiny-fp8.config.json\", "
              "\"source\": %s, \"destination\": %s, \"transport\": \"shm\", "
-             "\"verify\": \"digest\"}",
-             WEX_TEST_DATA, source, destination);
+             "\"verify\": \"digest\"%s%.0u}",
+             WEX_TEST_DATA, source, destination,
+             window ? ", \"device_staging_bytes\": " : "", window);
     return text;
 }
+
+/* What the destinations of the last run_job held in tensors of at most
+ * 64 KiB, in bytes: how much a 64 KiB window had to take in passes. */
+static uint64_t small_bytes[2];
 
 /* One hf source and two vLLM TP2 destinations: no dtype changes. */
 #define COPY_JOB "{\"engine\": \"hf\"}", VLLM_TP2
@@ -65,7 +72,7 @@ static int rank_main(const char *text, uint32_t side, uint64_t rank,
     wex_job_options opts = {sizeof(opts), 0, address, TOKEN, NULL};
     unsigned char **mem = NULL, *host = NULL;
     wex_job *job = NULL;
-    uint64_t count, most = 0, held = 1469598103934665603ull;
+    uint64_t count, most = 0, held = 1469598103934665603ull, small = 0;
     int rc = 1;
 
     if (wex_job_open(text, side, rank, &opts, &job) != WEX_OK) {
@@ -126,9 +133,11 @@ static int rank_main(const char *text, uint32_t side, uint64_t rank,
         }
         for (uint64_t b = 0; b < t.bytes; b++)
             held = (held ^ bytes[b]) * 1099511628211ull;
+        small += t.bytes <= 65536 ? t.bytes : 0;
     }
     rc = side == WEX_SIDE_DESTINATION &&
-                 write(out, &held, sizeof(held)) != sizeof(held)
+                 (write(out, &held, sizeof(held)) != sizeof(held) ||
+                  write(out, &small, sizeof(small)) != sizeof(small))
              ? 3
              : 0;
 out:
@@ -171,7 +180,9 @@ static void run_job(const char *text, int sources, uint32_t source_kind,
     }
     for (int i = sources; i < ranks; i++) {
         EXPECT(read(fds[i][0], &held[i - sources], sizeof(held[0])) ==
-                   sizeof(held[0]),
+                       sizeof(held[0]) &&
+                   read(fds[i][0], &small_bytes[i - sources],
+                        sizeof(small_bytes[0])) == sizeof(small_bytes[0]),
                "destination %d reported nothing", i - sources);
         close(fds[i][0]);
     }
@@ -213,9 +224,12 @@ int main(int argc, char **argv)
                                       {WEX_MEMORY_HOST, WEX_MEMORY_CUDA},
                                       {WEX_MEMORY_CUDA, WEX_MEMORY_CUDA}};
         uint64_t host[2] = {1, 2}, fp8_host[2] = {5, 6}, fp8_cuda[2] = {7, 8};
-        char copy_job[1024], fp8_job[1024];
-        snprintf(copy_job, sizeof(copy_job), "%s", job_text(COPY_JOB));
-        snprintf(fp8_job, sizeof(fp8_job), "%s", job_text(FP8_JOB));
+        uint64_t windowed[2] = {9, 10};
+        char copy_job[1024], fp8_job[1024], window_job[1024];
+        snprintf(copy_job, sizeof(copy_job), "%s", job_text(COPY_JOB, 0));
+        snprintf(fp8_job, sizeof(fp8_job), "%s", job_text(FP8_JOB, 0));
+        snprintf(window_job, sizeof(window_job), "%s",
+                 job_text(COPY_JOB, 65536));
         run_job(copy_job, 1, WEX_MEMORY_HOST, WEX_MEMORY_HOST, host);
         for (int k = 0; k < 3; k++) {
             uint64_t cuda[2] = {3, 4};
@@ -223,6 +237,16 @@ int main(int argc, char **argv)
             for (int d = 0; d < 2; d++)
                 EXPECT(host[d] == cuda[d], "destination %d holds other "
                        "bytes when %s memory is CUDA", d, what[k]);
+        }
+        /* CUDA destinations through a 64 KiB window: tensors of 64 KiB
+         * or less fill it pass after pass, larger ones get their own */
+        run_job(window_job, 1, WEX_MEMORY_CUDA, WEX_MEMORY_CUDA, windowed);
+        for (int d = 0; d < 2; d++) {
+            EXPECT(host[d] == windowed[d], "destination %d holds other bytes "
+                   "when its CUDA tensors come through a 64 KiB window", d);
+            EXPECT(small_bytes[d] > 2 * 65536, "destination %d: only %llu "
+                   "bytes of small tensors, fewer than three passes", d,
+                   (unsigned long long)small_bytes[d]);
         }
         run_job(fp8_job, 4, WEX_MEMORY_HOST, WEX_MEMORY_HOST, fp8_host);
         run_job(fp8_job, 4, WEX_MEMORY_CUDA, WEX_MEMORY_HOST, fp8_cuda);

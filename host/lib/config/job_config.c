@@ -161,6 +161,8 @@ static wex_status bind_fields(wex__job_config *c, const char *base_dir,
     c->verify_digest = strcmp(verify->valuestring, "digest") == 0;
     c->staging_bytes = (uint64_t)cJSON_GetObjectItemCaseSensitive(
                            doc, "staging_bytes")->valuedouble;
+    c->device_staging_bytes = (uint64_t)cJSON_GetObjectItemCaseSensitive(
+                                  doc, "device_staging_bytes")->valuedouble;
     c->connect_seconds = number_at(doc, "timeouts", "connect_seconds");
     c->step_seconds = number_at(doc, "timeouts", "step_seconds");
     c->peer_seconds = number_at(doc, "timeouts", "peer_seconds");

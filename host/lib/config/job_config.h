@@ -34,6 +34,7 @@ typedef struct wex__job_config {
     wex__plugin_ref transport;
     int verify_digest;  /* verify == "digest" */
     uint64_t staging_bytes; /* a source's packing staging, at most */
+    uint64_t device_staging_bytes; /* a destination's pinned window */
     double connect_seconds, step_seconds, peer_seconds;
 } wex__job_config;
 

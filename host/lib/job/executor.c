@@ -17,6 +17,7 @@
 #include "landing.h"
 #include "runtime.h"
 #include "transforms.h"
+#include "window.h"
 
 static void op_sides(const wex_job *job, const wex__op *o, wex__box_side *src,
                      wex__box_side *dst)
@@ -301,28 +302,37 @@ static wex_status put_copy(wex_job *job, size_t i, XXH3_state_t *h)
 }
 
 wex_status wex__execute_ops(wex_job *job, uint64_t *digests,
-                            uint32_t landing_tag, const char *amax_prefix,
+                            uint32_t landing_tag, const char *try_prefix,
                             double timeout)
 {
     XXH3_state_t *h = digests ? job->hash : NULL;
+    uint32_t passes = wex__window_source_passes(job);
+    char amax_prefix[128];
     wex_status st = WEX_OK;
 
     job->puts = 0;
     job->pack_used = 0;
     if (job->landed != NULL) /* counted again in every try */
         memset(job->landed, 0, (job->peer_count + 1) * sizeof(*job->landed));
+    snprintf(amax_prefix, sizeof(amax_prefix), "%samax/", try_prefix);
     st = wex__transforms_amax(job, amax_prefix, timeout);
-    for (size_t i = 0; i < job->op_count && st == WEX_OK; i++) {
-        if (h != NULL)
-            XXH3_64bits_reset(h);
-        st = job->ops[i].transform != WEX__OP_COPY
-                 ? wex__transforms_put(job, i, h)
-                 : put_copy(job, i, h);
-        if (h != NULL)
-            digests[i] = XXH3_64bits_digest(h);
-        /* only a checking destination watches its board */
-        if (st == WEX_OK && h != NULL)
-            st = wex__landing_tell(job, i, landing_tag);
+    for (uint32_t pass = 0; pass < passes && st == WEX_OK; pass++) {
+        for (size_t i = 0; i < job->op_count && st == WEX_OK; i++) {
+            if (passes > 1 && job->op_pass[i] != pass)
+                continue;
+            if (h != NULL)
+                XXH3_64bits_reset(h);
+            st = job->ops[i].transform != WEX__OP_COPY
+                     ? wex__transforms_put(job, i, h)
+                     : put_copy(job, i, h);
+            if (h != NULL)
+                digests[i] = XXH3_64bits_digest(h);
+            /* only a checking destination watches its board */
+            if (st == WEX_OK && h != NULL)
+                st = wex__landing_tell(job, i, landing_tag);
+        }
+        if (st == WEX_OK && pass + 1 < passes)
+            st = wex__window_end_pass(job, pass, try_prefix, timeout);
     }
     if (st == WEX_OK)
         st = job->tops->flush(job->tctx);
@@ -358,22 +368,6 @@ uint64_t wex__digest_landed(wex_job *job, const wex__op *o)
         st = wex__device_hash_end(job->device, h);
     /* Unreadable device memory must not verify: perturb the digest. */
     return XXH3_64bits_digest(h) ^ (st == WEX_OK ? 0 : 0x9e3779b97f4a7c15ull);
-}
-
-wex_status wex__job_copy_shadows_in(wex_job *job)
-{
-    wex_status st = WEX_OK;
-    int any = 0;
-
-    for (uint64_t i = 0; i < job->layout->tensor_count && st == WEX_OK; i++)
-        if (job->bind[i].shadow != NULL) {
-            st = wex__device_copy_in(job->device, job->bind[i].address,
-                                     job->bind[i].shadow, job->bind[i].bytes);
-            any = 1;
-        }
-    if (any && st == WEX_OK)
-        st = wex__device_copy_in_end(job->device);
-    return st;
 }
 
 wex_status wex__post_receives(wex_job *job)

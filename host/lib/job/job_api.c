@@ -13,6 +13,7 @@
 #include "plan_share.h"
 #include "runtime.h"
 #include "transforms.h"
+#include "window.h"
 
 static char *env_or(const char *given, const char *name, const char *fallback)
 {
@@ -205,12 +206,12 @@ void wex_job_close(wex_job *job)
     for (size_t i = 0; job->bind && i < job->layout->tensor_count; i++) {
         if (job->bind[i].mem != NULL)
             job->tops->mem_deregister(job->tctx, job->bind[i].mem);
-        wex__device_free_pinned(job->device, job->bind[i].shadow);
         if (job->bind[i].owned && job->memory_kind[i] == WEX_MEMORY_CUDA)
             wex__device_free(job->device, job->bind[i].address);
         else if (job->bind[i].owned)
             free(job->bind[i].address);
     }
+    wex__window_free(job);
     if (job->pack_mem != NULL)
         job->tops->mem_deregister(job->tctx, job->pack_mem);
     wex__landing_free(job);
@@ -223,6 +224,8 @@ void wex_job_close(wex_job *job)
     free(job->attached_what);
     free(job->op_peer);
     free(job->op_peer_index);
+    free(job->op_pass);
+    free(job->peer_passes);
     free(job->optional_sources);
     free(job->dead);
     wex__device_close(job->device);
@@ -313,8 +316,9 @@ static wex_status check_kind(wex_job *job, uint64_t index, uint32_t kind)
 }
 
 /* A destination exposes tensor `index` at `address` to the transport:
- * itself, or for a CUDA tensor a host-memory transport cannot write, a
- * pinned host copy the transport writes instead. */
+ * itself, or for a CUDA tensor a host-memory transport cannot write, its
+ * place in the pinned staging window (window.h), which the transport
+ * writes instead. */
 static wex_status expose(wex_job *job, uint64_t index, void *address,
                          uint64_t bytes, uint32_t kind)
 {
@@ -323,10 +327,9 @@ static wex_status expose(wex_job *job, uint64_t index, void *address,
 
     if (kind == WEX_MEMORY_CUDA &&
         !(job->tops->caps & WEX_TRANSPORT_CAP_CUDA_MEMORY)) {
-        st = wex__device_alloc_pinned(job->device, bytes, &b->shadow);
+        st = wex__window_place(job, index, bytes, &address);
         if (st != WEX_OK)
             return st;
-        address = b->shadow;
         kind = WEX_MEMORY_HOST;
     }
     wex__error_clear();

@@ -81,7 +81,8 @@ static wex_status agree_on_layouts(wex_job *job, double timeout)
 /* Each key is prefixed with this rank's incarnation (job_members.c). */
 static wex_status publish_memory(wex_job *job)
 {
-    unsigned char blob[8 + WEX_TRANSPORT_KEY_MAX];
+    unsigned char blob[WEX__MEM_HEADER + WEX_TRANSPORT_KEY_MAX];
+    uint32_t passes = job->passes ? job->passes : 1;
     int64_t incarnation = 0;
     char key[96];
     wex_status st;
@@ -92,29 +93,34 @@ static wex_status publish_memory(wex_job *job)
     if (st != WEX_OK)
         return st;
     memcpy(blob, &incarnation, 8);
+    memcpy(blob + 12, &passes, 4);
     for (size_t t = 0; t < job->layout->tensor_count; t++) {
         uint64_t len = WEX_TRANSPORT_KEY_MAX;
 
+        memcpy(blob + 8, &job->bind[t].pass, 4);
         wex__error_clear();
-        st = job->tops->mem_key(job->tctx, job->bind[t].mem, blob + 8, &len);
+        st = job->tops->mem_key(job->tctx, job->bind[t].mem,
+                                blob + WEX__MEM_HEADER, &len);
         if (st != WEX_OK)
             return wex__error_prefix(st, "local tensor %s",
                                      job->layout->tensors[t].name);
         snprintf(key, sizeof(key), "mem/%llu/%zu",
                  (unsigned long long)job->rank, t);
-        st = wex__store_set(job->store, key, blob, 8 + len);
+        st = wex__store_set(job->store, key, blob, WEX__MEM_HEADER + len);
         if (st != WEX_OK)
             return st;
     }
-    if (wex__landing_on(job)) {
+    /* one pass: its board; more: each is digested as it drains */
+    if (wex__landing_on(job) && passes == 1) {
         uint64_t len = WEX_TRANSPORT_KEY_MAX;
 
-        st = wex__landing_key(job, blob + 8, &len);
+        memset(blob + 8, 0, 4);
+        st = wex__landing_key(job, blob + WEX__MEM_HEADER, &len);
         if (st != WEX_OK)
             return st;
         snprintf(key, sizeof(key), "mem/%llu/board",
                  (unsigned long long)job->rank);
-        st = wex__store_set(job->store, key, blob, 8 + len);
+        st = wex__store_set(job->store, key, blob, WEX__MEM_HEADER + len);
         if (st != WEX_OK)
             return st;
     }

@@ -55,15 +55,20 @@ wex_status wex__job_take_ops(wex_job *job, wex_plan_builder *b,
     free(job->pair_digests);
     free(job->op_peer);
     free(job->op_peer_index);
+    free(job->op_pass);
+    free(job->peer_passes);
     job->peers = malloc(n * sizeof(uint64_t));
     job->digests = calloc(n, sizeof(uint64_t));
     job->pair_digests = calloc(n, sizeof(uint64_t));
     job->op_peer = calloc(n, sizeof(*job->op_peer));
     job->op_peer_index = malloc(n * sizeof(*job->op_peer_index));
+    job->op_pass = calloc(n, sizeof(*job->op_pass));
+    job->peer_passes = calloc(n, sizeof(*job->peer_passes));
     job->peer_count = 0;
     if (job->peers == NULL || job->digests == NULL ||
         job->pair_digests == NULL || job->op_peer == NULL ||
-        job->op_peer_index == NULL)
+        job->op_peer_index == NULL || job->op_pass == NULL ||
+        job->peer_passes == NULL)
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
     for (size_t i = 0; i < job->op_count; i++)
         job->peers[job->peer_count++] = job->side == WEX_SIDE_SOURCE
@@ -114,7 +119,7 @@ static wex_status attach_one(wex_job *job, uint64_t rank, uint64_t tensor,
     if (st != WEX_OK)
         return wex__error_prefix(st, "waiting for destination rank %llu's "
                                  "memory", (unsigned long long)rank);
-    if (len < 8) {
+    if (len < WEX__MEM_HEADER) {
         free(blob);
         return wex__error(WEX_ERR_INVALID, "destination rank %llu published "
                           "a %zu-byte memory key", (unsigned long long)rank,
@@ -131,10 +136,13 @@ static wex_status attach_one(wex_job *job, uint64_t rank, uint64_t tensor,
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
     }
     wex__error_clear();
-    st = job->tops->peer_attach(job->tctx, rank, blob + 8, len - 8, peer_p);
+    st = job->tops->peer_attach(job->tctx, rank, blob + WEX__MEM_HEADER,
+                                len - WEX__MEM_HEADER, peer_p);
     what[n].rank = rank;
     what[n].tensor = tensor;
     memcpy(&what[n].incarnation, blob, 8);
+    memcpy(&what[n].pass, blob + 8, 4);
+    memcpy(&what[n].passes, blob + 12, 4);
     free(blob);
     if (st != WEX_OK)
         return wex__error_prefix(st, "attaching destination rank %llu",
@@ -155,6 +163,8 @@ static wex_status attach_boards(wex_job *job, double timeout)
         wex_status st;
 
         job->board_peer[p] = NULL; /* no tells where attaching failed */
+        if (job->peer_passes[p] > 1)
+            continue; /* it drains pass by pass: no board (window.h) */
         while (k < job->attached_count &&
                (job->attached_what[k].rank != job->peers[p] ||
                 job->attached_what[k].tensor != WEX__BOARD_TENSOR))
@@ -185,14 +195,16 @@ wex_status wex__job_attach(wex_job *job, double timeout)
                (job->attached_what[k].rank != o->dst_rank ||
                 job->attached_what[k].tensor != o->dst_tensor))
             k++;
-        if (k < job->attached_count) {
-            job->op_peer[i] = job->attached[k];
-            continue;
+        if (k == job->attached_count) {
+            st = attach_one(job, o->dst_rank, o->dst_tensor, timeout,
+                            &job->op_peer[i]);
+            if (st != WEX_OK)
+                return st;
         }
-        st = attach_one(job, o->dst_rank, o->dst_tensor, timeout,
-                        &job->op_peer[i]);
-        if (st != WEX_OK)
-            return st;
+        job->op_peer[i] = job->attached[k];
+        /* the pass its destination receives it in (window.h) */
+        job->op_pass[i] = job->attached_what[k].pass;
+        job->peer_passes[job->op_peer_index[i]] = job->attached_what[k].passes;
     }
     return attach_boards(job, timeout);
 }

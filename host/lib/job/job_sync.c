@@ -24,6 +24,7 @@
 #include "error.h"
 #include "clock.h"
 #include "landing.h"
+#include "window.h"
 #include "runtime.h"
 
 typedef struct step_try {
@@ -100,6 +101,12 @@ static void post_failure(wex_job *job, const step_try *t, const char *why)
         done_key(key, sizeof(key), t, job->rank, d);
         wex__store_set(job->store, key, value, len + 1);
     }
+    /* and to destinations waiting for a pass of their window */
+    {
+        char prefix[96];
+        try_key(prefix, sizeof(prefix), t, "");
+        wex__window_fail(job, prefix, value, len + 1);
+    }
     free(value);
 }
 
@@ -112,7 +119,7 @@ static void source_try(wex_job *job, step_try *t)
         post_failure(job, t, t->why);
         return;
     }
-    try_key(prefix, sizeof(prefix), t, "amax/");
+    try_key(prefix, sizeof(prefix), t, "");
     st = wex__execute_ops(job, t->verify ? job->digests : NULL,
                           wex__landing_tag(t->step, t->number), prefix,
                           t->timeout);
@@ -196,6 +203,13 @@ static wex_status destination_try(wex_job *job, const step_try *t)
     }
     if (worst == PEER_OK && t->verify)
         wex__landing_watch(job, wex__landing_tag(t->step, t->number));
+    if (worst == PEER_OK) { /* every pass of the window but the last */
+        char prefix[96];
+        try_key(prefix, sizeof(prefix), t, "");
+        worst = wex__window_drain(job, prefix, t->verify, t->timeout, verdict,
+                                  sizeof(verdict));
+        used = worst != PEER_OK ? strlen(verdict) : 0;
+    }
     for (size_t p = 0; p < job->peer_count && worst == PEER_OK; p++) {
         char why[WEX__ERROR_MAX];
         int how = check_peer(job, t, job->peers[p], why, sizeof(why));
@@ -211,7 +225,8 @@ static wex_status destination_try(wex_job *job, const step_try *t)
     /* Checked: what landed in host copies of CUDA tensors goes to the
      * device before this destination says so. */
     if (worst == PEER_OK && t->why[0] == '\0' &&
-        wex__job_copy_shadows_in(job) != WEX_OK) {
+        wex__window_copy_in(job, job->passes > 1 ? job->passes - 1
+                                                 : UINT32_MAX) != WEX_OK) {
         snprintf(verdict, sizeof(verdict), "%.1000s", wex__last_error());
         worst = PEER_FAILED;
     }

@@ -17,7 +17,13 @@
 typedef struct wex__attachment {
     uint64_t rank, tensor;
     int64_t incarnation;
+    uint32_t pass, passes; /* the tensor's pass, and the rank's passes
+                              (window.h) */
 } wex__attachment;
+
+/* What a destination publishes before each memory key: its incarnation,
+ * the tensor's pass and how many passes it has (window.h). */
+#define WEX__MEM_HEADER 16u
 
 typedef struct wex__binding {
     void *address;
@@ -26,8 +32,11 @@ typedef struct wex__binding {
     int owned;              /* wex allocated it (free on close) */
     /* A destination's CUDA tensor fed by a host-memory transport: the
      * pinned host copy the transport writes, copied to the device once
-     * the step's bytes have landed and checked (job_sync.c). */
+     * the step's bytes have landed and checked (job_sync.c): a place in
+     * the staging window, or a copy of its own (window.h). */
     void *shadow;
+    int own_shadow; /* the copy is its own, not in the window */
+    uint32_t pass;  /* the pass it is received in */
 } wex__binding;
 
 struct wex_job {
@@ -88,6 +97,13 @@ struct wex_job {
     wex_transport_peer **board_peer;  /* sources, per peer */
     void *board;                      /* destinations */
     wex_transport_mem *board_mem;
+    /* the staging window (window.h) */
+    void *window;            /* destinations: pinned, device_staging_bytes */
+    uint64_t window_used;
+    uint32_t passes;         /* destinations: passes so far (0: none) */
+    uint32_t window_pass;    /* destinations: the pass the window fills */
+    uint32_t *op_pass;       /* sources, per op: its tensor's pass */
+    uint32_t *peer_passes;   /* sources, per peer: its passes */
     /* device memory and two-sided transports */
     uint32_t *memory_kind;       /* per local tensor, WEX_MEMORY_* */
     struct wex__device *device;  /* CUDA runtime; NULL until CUDA memory */
@@ -122,16 +138,14 @@ wex_status wex__job_follow_rejoins(wex_job *job, double timeout);
  * (ascending) unless they are the ones already planned around. */
 wex_status wex__job_fit(wex_job *job, const uint64_t *dead,
                         uint64_t dead_count, double timeout);
-/* executor.c: a destination copies what landed in the host copies of its
- * CUDA tensors to the device (a no-op without any). */
-wex_status wex__job_copy_shadows_in(wex_job *job);
 /* job_sync.c */
 wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r);
 /* executor.c: sources write every op (and digest it when `digests`,
- * telling each destination's landing board under `landing_tag`);
+ * telling each destination's landing board under `landing_tag`), pass by
+ * pass (window.h), under the try's keys `try_prefix` ("step/S/T/");
  * destinations digest what landed, op by op. */
 wex_status wex__execute_ops(wex_job *job, uint64_t *digests,
-                            uint32_t landing_tag, const char *amax_prefix,
+                            uint32_t landing_tag, const char *try_prefix,
                             double timeout);
 uint64_t wex__digest_landed(wex_job *job, const wex__op *op);
 /* executor.c: sizes the staging a source packs runs into, from its ops

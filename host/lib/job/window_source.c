@@ -1,0 +1,78 @@
+/* The staging window, on a source (window.h): the end of each pass but
+ * the last. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "window.h"
+
+uint32_t wex__window_source_passes(const wex_job *job)
+{
+    uint32_t most = 1;
+
+    if (job->side != WEX_SIDE_SOURCE || job->peer_passes == NULL)
+        return 1;
+    for (size_t q = 0; q < job->peer_count; q++)
+        most = job->peer_passes[q] > most ? job->peer_passes[q] : most;
+    return most;
+}
+
+static void pass_key(char *key, size_t cap, const char *prefix, uint32_t pass,
+                     uint64_t dst, uint64_t src)
+{
+    snprintf(key, cap, "%spass/%u/%llu/%llu", prefix, pass,
+             (unsigned long long)dst, (unsigned long long)src);
+}
+
+wex_status wex__window_end_pass(wex_job *job, uint32_t pass,
+                                const char *prefix, double timeout)
+{
+    char key[160];
+    int any = 0;
+    wex_status st;
+
+    for (size_t q = 0; q < job->peer_count; q++)
+        any |= job->peer_passes[q] > pass + 1;
+    if (!any)
+        return WEX_OK;
+    /* what this pass put must land before the destinations read it */
+    st = job->tops->flush(job->tctx);
+    for (size_t q = 0; st == WEX_OK && q < job->peer_count; q++) {
+        if (job->peer_passes[q] <= pass + 1)
+            continue;
+        pass_key(key, sizeof(key), prefix, pass, job->peers[q], job->rank);
+        st = wex__store_set(job->store, key, "ok", 2);
+    }
+    for (size_t q = 0; st == WEX_OK && q < job->peer_count; q++) {
+        char *said = NULL;
+        size_t len = 0;
+        if (job->peer_passes[q] <= pass + 1)
+            continue;
+        snprintf(key, sizeof(key), "%sdrained/%u/%llu", prefix, pass,
+                 (unsigned long long)job->peers[q]);
+        st = wex__store_get(job->store, key, timeout, (void **)&said, &len);
+        if (st != WEX_OK)
+            st = wex__error_prefix(st, "waiting for destination rank %llu to "
+                                   "drain pass %u of its staging window",
+                                   (unsigned long long)job->peers[q], pass);
+        else if (len > 0 && said[0] == '!')
+            st = wex__error(WEX_ERR_PEER, "destination rank %llu: %.*s",
+                            (unsigned long long)job->peers[q],
+                            (int)(len - 1), said + 1);
+        free(said);
+    }
+    return st;
+}
+
+void wex__window_fail(wex_job *job, const char *prefix, const char *value,
+                      size_t len)
+{
+    char key[160];
+
+    for (size_t q = 0; job->peer_passes != NULL && q < job->peer_count; q++)
+        for (uint32_t p = 0; p + 1 < job->peer_passes[q]; p++) {
+            pass_key(key, sizeof(key), prefix, p, job->peers[q], job->rank);
+            wex__store_set(job->store, key, value, len);
+        }
+}
