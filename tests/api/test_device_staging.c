@@ -20,10 +20,13 @@
  *   test_device_staging FAKE_CUDART.so
  */
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <wex/wex.h>
@@ -33,12 +36,18 @@
 #define TOKEN "device-staging-test"
 #define STEPS 3
 
+/* Steps each rank runs: STEPS, or many while a rank is killed. */
+static uint64_t steps = STEPS;
+/* Where a rank writes a byte once its first step committed (-1: not). */
+static int started_fd = -1;
+
 typedef int (*memcpy_fn)(void *, const void *, size_t, int);
 
 static memcpy_fn cuda_memcpy;
 
 /* The job: `source` and `destination` are the sides' JSON; `window` the
- * destinations' staging window (0: the default). */
+ * destinations' staging window (0: the default). Steps time out after
+ * 20 s, so a rank that hangs fails the test instead of stalling it. */
 static const char *job_text(const char *source, const char *destination,
                             unsigned window)
 {
@@ -47,10 +56,24 @@ static const char *job_text(const char *source, const char *destination,
     snprintf(text, sizeof(text),
              "{\"model\": \"%s/models/DeepSeek-V3-tiny-fp8.config.json\", "
              "\"source\": %s, \"destination\": %s, \"transport\": \"shm\", "
-             "\"verify\": \"digest\"%s%.0u}",
+             "\"verify\": \"digest\", \"timeouts\": {\"step_seconds\": 20}"
+             "%s%.0u}",
              WEX_TEST_DATA, source, destination,
              window ? ", \"device_staging_bytes\": " : "", window);
     return text;
+}
+
+/* Whether the file at `path` holds `text`. */
+static int log_says(const char *path, const char *text)
+{
+    static char buf[1 << 16];
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+    if (f != NULL)
+        fclose(f);
+    buf[n] = '\0';
+    return strstr(buf, text) != NULL;
 }
 
 /* What the destinations of the last run_job held in tensors of at most
@@ -92,7 +115,7 @@ static int rank_main(const char *text, uint32_t side, uint64_t rank,
         }
     }
     host = malloc(most ? most : 1);
-    for (uint64_t step = 1; step <= STEPS; step++) {
+    for (uint64_t step = 1; step <= steps; step++) {
         wex_sync_report report;
 
         for (uint64_t i = 0; i < count && side == WEX_SIDE_SOURCE; i++) {
@@ -121,6 +144,12 @@ static int rank_main(const char *text, uint32_t side, uint64_t rank,
         }
         if (report.verified != 1 || report.attempts != 1)
             goto out;
+        if (started_fd >= 0) {
+            if (write(started_fd, "", 1) != 1)
+                goto out;
+            close(started_fd);
+            started_fd = -1;
+        }
     }
     for (uint64_t i = 0; i < count && side == WEX_SIDE_DESTINATION; i++) {
         wex_tensor t = {sizeof(t), 0, 0, 0, NULL, NULL, 0};
@@ -200,6 +229,81 @@ static void run_job(const char *text, int sources, uint32_t source_kind,
     wex_store_close(store);
 }
 
+/* The window job, one source and two destinations, many steps, and
+ * destination 1 killed after `delay_ms`: the source and destination 0
+ * must fail (not hang, not crash) with an error naming the dead rank. */
+static void kill_a_destination(const char *text, unsigned delay_ms)
+{
+    wex_store *store = NULL;
+    char logs[2][32] = {"/tmp/wex-window-src-XXXXXX",
+                        "/tmp/wex-window-dst-XXXXXX"};
+    int status, fds[3][2], started[2];
+    pid_t pids[3];
+    struct timespec nap = {delay_ms / 1000, (long)(delay_ms % 1000) * 1000000L};
+    char byte;
+
+    EXPECT(wex_store_open("127.0.0.1:0", TOKEN, &store) == WEX_OK,
+           "wex_store_open: %s", wex_last_error());
+    if (store == NULL)
+        return;
+    for (int l = 0; l < 2; l++)
+        close(mkstemp(logs[l]));
+    steps = 100000;
+    if (pipe(started) != 0)
+        return;
+    for (int i = 0; i < 3; i++) {
+        if (pipe(fds[i]) != 0)
+            return;
+        pids[i] = fork();
+        if (pids[i] == 0) {
+            int fd = i < 2 ? open(logs[i], O_WRONLY | O_APPEND) : -1;
+            close(fds[i][0]);
+            if (fd >= 0)
+                dup2(fd, 2);
+            close(started[0]);
+            if (i == 0)
+                started_fd = started[1];
+            else
+                close(started[1]);
+            _exit(rank_main(text, i == 0 ? WEX_SIDE_SOURCE
+                                         : WEX_SIDE_DESTINATION,
+                            i == 0 ? 0 : (uint64_t)i - 1,
+                            wex_store_address(store), WEX_MEMORY_CUDA,
+                            fds[i][1]));
+        }
+        close(fds[i][1]);
+    }
+    steps = STEPS;
+    close(started[1]);
+    /* a step or more into the job, and then at a random point */
+    EXPECT(read(started[0], &byte, 1) == 1, "the windowed job never "
+           "committed a step");
+    close(started[0]);
+    nanosleep(&nap, NULL);
+    kill(pids[2], SIGKILL);
+    for (int i = 0; i < 3; i++) {
+        const char *who[3] = {"the source", "destination 0",
+                              "destination 1"};
+        EXPECT(waitpid(pids[i], &status, 0) == pids[i], "waitpid");
+        if (i == 2)
+            continue;
+        EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 1,
+               "%s: %s %d after destination 1 was killed", who[i],
+               WIFSIGNALED(status) ? "killed by signal" : "exit status",
+               WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+        EXPECT(log_says(logs[i], "destination rank 1") ||
+                   log_says(logs[i], "destination/1"),
+               "%s's error does not name destination rank 1 (%s)", who[i],
+               logs[i]);
+        close(fds[i][0]);
+    }
+    close(fds[2][0]);
+    for (int l = 0; l < 2; l++)
+        if (failures == 0)
+            unlink(logs[l]);
+    wex_store_close(store);
+}
+
 int main(int argc, char **argv)
 {
     void *dl;
@@ -247,6 +351,13 @@ int main(int argc, char **argv)
             EXPECT(small_bytes[d] > 2 * 65536, "destination %d: only %llu "
                    "bytes of small tensors, fewer than three passes", d,
                    (unsigned long long)small_bytes[d]);
+        }
+        {
+            unsigned seed = (unsigned)time(NULL);
+            printf("killing destination 1 of the windowed job at random "
+                   "points after its first step (seed %u)\n", seed);
+            for (int k = 0; k < 5; k++)
+                kill_a_destination(window_job, (unsigned)rand_r(&seed) % 40);
         }
         run_job(fp8_job, 4, WEX_MEMORY_HOST, WEX_MEMORY_HOST, fp8_host);
         run_job(fp8_job, 4, WEX_MEMORY_CUDA, WEX_MEMORY_HOST, fp8_cuda);
