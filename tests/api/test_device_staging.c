@@ -63,6 +63,36 @@ static const char *job_text(const char *source, const char *destination,
     return text;
 }
 
+/* A rank forked before the parent opens the rendezvous (whose thread a
+ * fork must not copy mid-lock) waits here for its address. */
+static const char *await_address(int from)
+{
+    static char address[256];
+    ssize_t n = read(from, address, sizeof(address) - 1);
+
+    if (n <= 0)
+        _exit(4);
+    address[n] = '\0';
+    close(from);
+    return address;
+}
+
+/* Opens the rendezvous once every rank is forked, and tells them where. */
+static wex_store *serve(int n, int (*addr)[2])
+{
+    wex_store *store = NULL;
+
+    EXPECT(wex_store_open("127.0.0.1:0", TOKEN, &store) == WEX_OK,
+           "wex_store_open: %s", wex_last_error());
+    for (int i = 0; i < n; i++) {
+        const char *a = store ? wex_store_address(store) : "";
+        if (write(addr[i][1], a, strlen(a)) != (ssize_t)strlen(a))
+            EXPECT(0, "telling rank %d the rendezvous", i);
+        close(addr[i][1]);
+    }
+    return store;
+}
+
 /* Whether the file at `path` holds `text`. */
 static int log_says(const char *path, const char *text)
 {
@@ -183,30 +213,31 @@ static void run_job(const char *text, int sources, uint32_t source_kind,
                     uint32_t destination_kind, uint64_t held[2])
 {
     enum { MOST = 8 };
-    wex_store *store = NULL;
-    int ranks = sources + 2, status, fds[MOST][2];
+    wex_store *store;
+    int ranks = sources + 2, status, fds[MOST][2], addr[MOST][2];
     pid_t pids[MOST];
 
-    EXPECT(wex_store_open("127.0.0.1:0", TOKEN, &store) == WEX_OK,
-           "wex_store_open: %s", wex_last_error());
-    if (store == NULL || ranks > MOST)
+    if (ranks > MOST)
         return;
     for (int i = 0; i < ranks; i++) {
         int source = i < sources;
-        if (pipe(fds[i]) != 0)
+        if (pipe(fds[i]) != 0 || pipe(addr[i]) != 0)
             return;
         pids[i] = fork();
         if (pids[i] == 0) {
             close(fds[i][0]);
+            close(addr[i][1]);
             _exit(rank_main(text,
                             source ? WEX_SIDE_SOURCE : WEX_SIDE_DESTINATION,
                             (uint64_t)(source ? i : i - sources),
-                            wex_store_address(store),
+                            await_address(addr[i][0]),
                             source ? source_kind : destination_kind,
                             fds[i][1]));
         }
         close(fds[i][1]);
+        close(addr[i][0]);
     }
+    store = serve(ranks, addr);
     for (int i = sources; i < ranks; i++) {
         EXPECT(read(fds[i][0], &held[i - sources], sizeof(held[0])) ==
                        sizeof(held[0]) &&
@@ -237,27 +268,24 @@ static void kill_a_destination(const char *text, unsigned delay_ms)
     wex_store *store = NULL;
     char logs[2][32] = {"/tmp/wex-window-src-XXXXXX",
                         "/tmp/wex-window-dst-XXXXXX"};
-    int status, fds[3][2], started[2];
+    int status, fds[3][2], addr[3][2], started[2];
     pid_t pids[3];
     struct timespec nap = {delay_ms / 1000, (long)(delay_ms % 1000) * 1000000L};
     char byte;
 
-    EXPECT(wex_store_open("127.0.0.1:0", TOKEN, &store) == WEX_OK,
-           "wex_store_open: %s", wex_last_error());
-    if (store == NULL)
-        return;
     for (int l = 0; l < 2; l++)
         close(mkstemp(logs[l]));
     steps = 100000;
     if (pipe(started) != 0)
         return;
     for (int i = 0; i < 3; i++) {
-        if (pipe(fds[i]) != 0)
+        if (pipe(fds[i]) != 0 || pipe(addr[i]) != 0)
             return;
         pids[i] = fork();
         if (pids[i] == 0) {
             int fd = i < 2 ? open(logs[i], O_WRONLY | O_APPEND) : -1;
             close(fds[i][0]);
+            close(addr[i][1]);
             if (fd >= 0)
                 dup2(fd, 2);
             close(started[0]);
@@ -268,11 +296,13 @@ static void kill_a_destination(const char *text, unsigned delay_ms)
             _exit(rank_main(text, i == 0 ? WEX_SIDE_SOURCE
                                          : WEX_SIDE_DESTINATION,
                             i == 0 ? 0 : (uint64_t)i - 1,
-                            wex_store_address(store), WEX_MEMORY_CUDA,
+                            await_address(addr[i][0]), WEX_MEMORY_CUDA,
                             fds[i][1]));
         }
         close(fds[i][1]);
+        close(addr[i][0]);
     }
+    store = serve(3, addr);
     steps = STEPS;
     close(started[1]);
     /* a step or more into the job, and then at a random point */
