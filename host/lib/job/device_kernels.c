@@ -13,6 +13,7 @@
 #include "device_internal.h"
 #include "error.h"
 #include "quantize_kernels.h"
+#include "self_dir.h"
 
 struct wex__device_kernels {
     void *dl;
@@ -38,24 +39,10 @@ static void *open_beside_self(char *tried, size_t tried_size)
 #endif
     };
     char self[PATH_MAX], path[PATH_MAX + 64];
-    Dl_info info;
-    char *slash;
-    ssize_t n;
     void *dl = NULL;
 
-    if (dladdr((void *)open_beside_self, &info) != 0 &&
-        info.dli_fname != NULL && strchr(info.dli_fname, '/') != NULL &&
-        strlen(info.dli_fname) < sizeof(self)) {
-        strcpy(self, info.dli_fname);
-    } else {
-        n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-        if (n <= 0)
-            return NULL;
-        self[n] = '\0';
-    }
-    if ((slash = strrchr(self, '/')) == NULL)
+    if (wex__self_dir(self, sizeof(self)) != 0)
         return NULL;
-    *slash = '\0';
     for (size_t i = 0; dl == NULL && i < sizeof(relative) / sizeof(*relative);
          i++) {
         snprintf(path, sizeof(path), "%s/%s/" KERNELS_NAME, self, relative[i]);

@@ -1,6 +1,5 @@
 /* Finding plugin manifests: the search path and the directory scans. */
 #include <dirent.h>
-#include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +9,7 @@
 
 #include "discovery.h"
 #include "error.h"
+#include "self_dir.h"
 
 static int push(wex__path_list *list, const char *path)
 {
@@ -70,27 +70,10 @@ static int push_beside_binary(wex__path_list *list)
 #endif
     };
     char self[PATH_MAX], dir[PATH_MAX];
-    Dl_info info;
-    char *slash;
-    ssize_t n;
     int rc = 0;
 
-    /* The main program's own entry has no path of its own: ask the
-     * kernel where it was loaded from. */
-    if (dladdr((void *)push_beside_binary, &info) != 0 &&
-        info.dli_fname != NULL && strchr(info.dli_fname, '/') != NULL &&
-        strlen(info.dli_fname) < sizeof(self)) {
-        strcpy(self, info.dli_fname);
-    } else {
-        n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-        if (n <= 0)
-            return 0;
-        self[n] = '\0';
-    }
-    slash = strrchr(self, '/');
-    if (slash == NULL)
+    if (wex__self_dir(self, sizeof(self)) != 0)
         return 0;
-    *slash = '\0';
     for (size_t i = 0; rc == 0 && i < sizeof(relative) / sizeof(relative[0]);
          i++)
         if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", self, relative[i]) <
