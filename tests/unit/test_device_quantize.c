@@ -175,6 +175,37 @@ START_TEST(a_whole_weight_matches_quantize_blocks)
 }
 END_TEST
 
+/* A kernels library that is missing, or is not one, is refused in one
+ * line naming it, and nothing is left loaded half-way. */
+START_TEST(a_wrong_kernels_library_is_refused)
+{
+    static const struct {
+        const char *path, *says;
+    } cases[] = {
+        {"/nonexistent/libwex_cuda.so", "WEX_CUDA_KERNELS: /nonexistent"},
+        {"libc.so.6", "is not the kernels library of this libwex"},
+    };
+    float amax[1];
+
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        wex__device *dev = NULL;
+        void *d = NULL;
+        setenv("WEX_CUDA_KERNELS", cases[k].path, 1);
+        ck_assert_int_eq(wex__device_open(&dev), WEX_OK);
+        ck_assert_int_eq(wex__device_alloc(dev, 256, &d), WEX_OK);
+        ck_assert_int_eq(wex__device_box_amax(dev, d, WEX_DTYPE_BF16, 128, 1,
+                                              128, 0, 0, amax),
+                         WEX_ERR_UNSUPPORTED);
+        ck_assert_msg(strstr(wex_last_error(), cases[k].says) != NULL &&
+                          strstr(wex_last_error(), "libwex_cuda.so") != NULL,
+                      "%s: %s", cases[k].path, wex_last_error());
+        ck_assert_ptr_null(strchr(wex_last_error(), '\n'));
+        wex__device_free(dev, d);
+        wex__device_close(dev);
+    }
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     Suite *s;
@@ -198,6 +229,7 @@ int main(int argc, char **argv)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, device_quantization_is_the_cpu_quantization);
     tcase_add_test(tc, a_whole_weight_matches_quantize_blocks);
+    tcase_add_test(tc, a_wrong_kernels_library_is_refused);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

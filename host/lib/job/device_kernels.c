@@ -30,7 +30,8 @@ struct wex__device_kernels {
 /* Beside the code running now: libwex.so's directory (LIBDIR), or, for a
  * program linked with the host statically (the wex command, the tests),
  * WEX_BINDIR_TO_LIBDIR away from its BINDIR. */
-static void *open_beside_self(char *tried, size_t tried_size)
+static void *open_beside_self(char *tried, size_t tried_size, char *found,
+                              size_t found_size)
 {
     static const char *const relative[] = {
         ".",
@@ -46,9 +47,12 @@ static void *open_beside_self(char *tried, size_t tried_size)
     for (size_t i = 0; dl == NULL && i < sizeof(relative) / sizeof(*relative);
          i++) {
         snprintf(path, sizeof(path), "%s/%s/" KERNELS_NAME, self, relative[i]);
-        if (access(path, F_OK) == 0 &&
-            (dl = dlopen(path, RTLD_NOW | RTLD_LOCAL)) == NULL)
+        if (access(path, F_OK) != 0)
+            continue;
+        if ((dl = dlopen(path, RTLD_NOW | RTLD_LOCAL)) == NULL)
             snprintf(tried, tried_size, "%s", dlerror());
+        else
+            snprintf(found, found_size, "%s", path);
     }
     return dl;
 }
@@ -58,6 +62,7 @@ static wex_status load(wex__device *dev)
     wex__device_kernels *k;
     const char *chosen = secure_getenv("WEX_CUDA_KERNELS");
     char tried[512] = "not found beside libwex (it is built where nvcc is)";
+    char found[PATH_MAX + 64] = KERNELS_NAME;
     wex_cuda_kernels_abi_fn abi;
 
     if (dev->kernels != NULL)
@@ -65,11 +70,13 @@ static wex_status load(wex__device *dev)
     if ((k = calloc(1, sizeof(*k))) == NULL)
         return wex__error(WEX_ERR_NOMEM, "out of memory");
     if (chosen != NULL && chosen[0] != '\0') {
+        snprintf(found, sizeof(found), "%s", chosen);
         if ((k->dl = dlopen(chosen, RTLD_NOW | RTLD_LOCAL)) == NULL)
             snprintf(tried, sizeof(tried), "WEX_CUDA_KERNELS: %s", dlerror());
-    } else if ((k->dl = open_beside_self(tried, sizeof(tried))) == NULL &&
-               (k->dl = dlopen(KERNELS_NAME, RTLD_NOW | RTLD_LOCAL)) != NULL) {
-        tried[0] = '\0';
+    } else if ((k->dl = open_beside_self(tried, sizeof(tried), found,
+                                         sizeof(found))) == NULL) {
+        /* then wherever the loader looks */
+        k->dl = dlopen(KERNELS_NAME, RTLD_NOW | RTLD_LOCAL);
     }
     if (k->dl == NULL) {
         free(k);
@@ -85,9 +92,9 @@ static wex_status load(wex__device *dev)
         abi() != WEX_CUDA_KERNELS_ABI) {
         dlclose(k->dl);
         free(k);
-        return wex__error(WEX_ERR_UNSUPPORTED, KERNELS_NAME " is not the "
-                          "kernels library of this libwex (kernels ABI %d "
-                          "expected)", WEX_CUDA_KERNELS_ABI);
+        return wex__error(WEX_ERR_UNSUPPORTED, "%s is not the kernels "
+                          "library of this libwex (" KERNELS_NAME ", kernels "
+                          "ABI %d expected)", found, WEX_CUDA_KERNELS_ABI);
     }
     dev->kernels = k;
     return WEX_OK;
