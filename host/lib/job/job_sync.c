@@ -203,12 +203,16 @@ static wex_status destination_try(wex_job *job, const step_try *t)
     }
     if (worst == PEER_OK && t->verify)
         wex__landing_watch(job, wex__landing_tag(t->step, t->number));
-    if (worst == PEER_OK) { /* every pass of the window but the last */
+    { /* every pass of the window but the last */
         char prefix[96];
         try_key(prefix, sizeof(prefix), t, "");
-        worst = wex__window_drain(job, prefix, t->verify, t->timeout, verdict,
-                                  sizeof(verdict));
-        used = worst != PEER_OK ? strlen(verdict) : 0;
+        if (worst != PEER_OK) {
+            wex__window_refuse(job, prefix, verdict);
+        } else {
+            worst = wex__window_drain(job, prefix, t->verify, t->timeout,
+                                      verdict, sizeof(verdict));
+            used = worst != PEER_OK ? strlen(verdict) : 0;
+        }
     }
     for (size_t p = 0; p < job->peer_count && worst == PEER_OK; p++) {
         char why[WEX__ERROR_MAX];

@@ -82,6 +82,14 @@ wex_status wex__window_copy_in(wex_job *job, uint32_t pass)
 
 /* Tells every source that this destination drains no more passes. */
 static void give_up(wex_job *job, const char *prefix, uint32_t from,
+                    const char *why);
+
+void wex__window_refuse(wex_job *job, const char *prefix, const char *why)
+{
+    give_up(job, prefix, 0, why);
+}
+
+static void give_up(wex_job *job, const char *prefix, uint32_t from,
                     const char *why)
 {
     char key[160], value[WEX__ERROR_MAX + 1];

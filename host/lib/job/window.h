@@ -44,6 +44,9 @@ void wex__window_free(wex_job *job);
  * they stop waiting. */
 int wex__window_drain(wex_job *job, const char *prefix, int verify,
                       double timeout, char *why, size_t cap);
+/* Destinations that fail a try before draining: tells the sources, so
+ * none waits for a pass that will not drain (`why`: the reason). */
+void wex__window_refuse(wex_job *job, const char *prefix, const char *why);
 /* Destinations: copies the tensors of pass `pass` (all passes: UINT32_MAX)
  * from the host to the device. */
 wex_status wex__window_copy_in(wex_job *job, uint32_t pass);
