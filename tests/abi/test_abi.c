@@ -71,6 +71,7 @@ START_TEST(constants_are_pinned)
     ck_assert_int_eq(WEX_ERR_ABI, -8);
     ck_assert_uint_eq(WEX_ABI_1_0, 0x10000u);
     ck_assert_uint_eq(WEX_ABI_1_2, 0x10002u);
+    ck_assert_uint_eq(WEX_ABI_1_3, 0x10003u);
     ck_assert_uint_eq(WEX_KIND_ENGINE, 1);
     ck_assert_uint_eq(WEX_KIND_TRANSPORT, 3);
     ck_assert_uint_eq(WEX_TRANSPORT_CAP_TWO_SIDED, 1ull << 6);

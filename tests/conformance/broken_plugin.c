@@ -545,6 +545,7 @@ static const wex_transport_ops broken_ops = {
     t_flush,
     NULL, /* recv: one-sided */
     NULL, /* peer_path: one way */
+    NULL, /* connect: nothing to share */
 };
 #endif
 

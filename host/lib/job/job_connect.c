@@ -153,6 +153,8 @@ wex_status wex__job_connect(wex_job *job)
                             &job->store);
     if (st == WEX_OK)
         st = agree_on_layouts(job, timeout);
+    if (st == WEX_OK)
+        st = wex__transport_connect(job, timeout);
     if (st == WEX_OK && job->side == WEX_SIDE_DESTINATION)
         st = publish_memory(job);
     if (st == WEX_OK && job->side == WEX_SIDE_SOURCE)

@@ -138,6 +138,10 @@ wex_status wex__job_follow_rejoins(wex_job *job, double timeout);
  * (ascending) unless they are the ones already planned around. */
 wex_status wex__job_fit(wex_job *job, const uint64_t *dead,
                         uint64_t dead_count, double timeout);
+/* transport_exchange.c: the transport's connect (ABI 1.3), when it has
+ * one, with the job's rendezvous lent as its exchange; fetches wait up
+ * to `timeout` seconds. */
+wex_status wex__transport_connect(wex_job *job, double timeout);
 /* job_sync.c */
 wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r);
 /* executor.c: sources write every op (and digest it when `digests`,

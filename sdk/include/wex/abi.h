@@ -41,7 +41,10 @@ extern "C" {
 /* 1.2: wex_transport_ops.peer_path (transport.h) and
  * wex_sync_report.puts (wex.h) appended. */
 #define WEX_ABI_1_2 WEX_MAKE_VERSION(1, 2)
-#define WEX_ABI_CURRENT WEX_ABI_1_2
+/* 1.3: wex_transport_ops.connect and wex_transport_exchange
+ * (transport.h) appended. */
+#define WEX_ABI_1_3 WEX_MAKE_VERSION(1, 3)
+#define WEX_ABI_CURRENT WEX_ABI_1_3
 
 /* True when a struct whose struct_size is `size` contains `member`. */
 #define WEX_HAS_MEMBER(type, member, size)                                \

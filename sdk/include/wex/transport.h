@@ -11,10 +11,10 @@
  * write into a peer unasked: the destination posts a matching recv for
  * every put, in the plan's order (the same order the source puts in, per
  * pair of ranks), and completes them with its own flush. The key still
- * travels from destination to source, so whatever a two-sided transport
- * must share to connect (NCCL's unique id) rides in the destination's
- * keys; each side learns the other-side ranks it will exchange with from
- * wex_transport_args.peer_ranks.
+ * travels from destination to source; each side learns the other-side
+ * ranks it will exchange with from wex_transport_args.peer_ranks. What a
+ * transport must share among all the job's ranks to connect (NCCL's
+ * unique id) goes through the job's rendezvous in `connect` (ABI 1.3).
  */
 #ifndef WEX_TRANSPORT_H
 #define WEX_TRANSPORT_H
@@ -57,6 +57,28 @@ typedef struct wex_transport_peer wex_transport_peer; /* a peer's buffer */
 
 /* The most bytes a memory key may take. */
 #define WEX_TRANSPORT_KEY_MAX 4096u
+
+/* ABI 1.3. The job's rendezvous, lent to a transport's `connect`: small
+ * values every rank of the job can read, in a namespace of the
+ * transport's own (the host prefixes the names), e.g. a unique id one
+ * rank draws and every other rank joins with. Valid only during the
+ * call. */
+typedef struct wex_transport_exchange {
+    uint32_t struct_size;
+    uint32_t reserved0;
+    void *ctx; /* pass back as the first argument below */
+    /* Sets `name` (1-64 characters of [A-Za-z0-9_.-]) to `len` bytes,
+     * at most WEX_TRANSPORT_KEY_MAX; replaces an earlier value. */
+    wex_status (*publish)(void *ctx, const char *name, const void *value,
+                          uint64_t len);
+    /* Waits until `name` is set, up to the job's connect timeout
+     * (WEX_ERR_TIMEOUT after), and copies at most `cap` bytes of it into
+     * `value`; *len_p receives its whole length. */
+    wex_status (*fetch)(void *ctx, const char *name, void *value,
+                        uint64_t cap, uint64_t *len_p);
+} wex_transport_exchange;
+#define WEX_TRANSPORT_EXCHANGE_SIZE_1_3                                   \
+    WEX_SIZE_THROUGH(wex_transport_exchange, fetch)
 
 typedef struct wex_transport_args {
     uint32_t struct_size;
@@ -131,10 +153,20 @@ typedef struct wex_transport_ops {
      * name. The string lives as long as the library is loaded. */
     const char *(*peer_path)(wex_transport_ctx *ctx,
                              const wex_transport_peer *peer);
+
+    /* ABI 1.3; may be NULL. Called once per job on every rank of both
+     * sides, after the ranks have met at the rendezvous and before any
+     * memory key is taken or attached, for a transport that forms a
+     * group of all the job's ranks (nccl: one communicator). A failure
+     * fails the rank's connect with the transport's message. */
+    wex_status (*connect)(wex_transport_ctx *ctx,
+                          const wex_transport_exchange *exchange);
 } wex_transport_ops;
 #define WEX_TRANSPORT_OPS_SIZE_1_0 WEX_SIZE_THROUGH(wex_transport_ops, recv)
 #define WEX_TRANSPORT_OPS_SIZE_1_2                                        \
     WEX_SIZE_THROUGH(wex_transport_ops, peer_path)
+#define WEX_TRANSPORT_OPS_SIZE_1_3                                        \
+    WEX_SIZE_THROUGH(wex_transport_ops, connect)
 
 #ifdef __cplusplus
 }

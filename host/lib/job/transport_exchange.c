@@ -1,0 +1,112 @@
+/*
+ * The job's rendezvous lent to a transport (wex_transport_exchange, ABI
+ * 1.3): what one rank publishes under a name every rank of the job can
+ * fetch, kept under "transport/NAME/" so a transport's names never meet
+ * the host's keys.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "runtime.h"
+
+#define NAME_MAX_CHARS 64
+
+typedef struct exchange_state {
+    wex_job *job;
+    double timeout;
+} exchange_state;
+
+static int name_ok(const char *name)
+{
+    size_t n = name ? strlen(name) : 0;
+
+    if (n == 0 || n > NAME_MAX_CHARS)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+static wex_status store_key(const exchange_state *x, const char *name,
+                            const char *what, char *key, size_t cap)
+{
+    if (!name_ok(name))
+        return wex__error(WEX_ERR_INVALID, "transport %s: %s: the name "
+                          "\"%s\" is not 1-%d characters of [A-Za-z0-9_.-]",
+                          x->job->plan.job->transport.name, what,
+                          name ? name : "(null)", NAME_MAX_CHARS);
+    snprintf(key, cap, "transport/%s/%s", x->job->plan.job->transport.name,
+             name);
+    return WEX_OK;
+}
+
+static wex_status exchange_publish(void *ctx, const char *name,
+                                   const void *value, uint64_t len)
+{
+    exchange_state *x = ctx;
+    char key[160];
+    wex_status st = store_key(x, name, "publish", key, sizeof(key));
+
+    if (st != WEX_OK)
+        return st;
+    if (len > WEX_TRANSPORT_KEY_MAX || (value == NULL && len > 0))
+        return wex__error(WEX_ERR_INVALID, "transport %s: publish %s: "
+                          "%llu bytes (at most %u)",
+                          x->job->plan.job->transport.name, name,
+                          (unsigned long long)len, WEX_TRANSPORT_KEY_MAX);
+    return wex__store_set(x->job->store, key, value, (size_t)len);
+}
+
+static wex_status exchange_fetch(void *ctx, const char *name, void *value,
+                                 uint64_t cap, uint64_t *len_p)
+{
+    exchange_state *x = ctx;
+    char key[160];
+    void *got = NULL;
+    size_t len = 0;
+    wex_status st = store_key(x, name, "fetch", key, sizeof(key));
+
+    if (st != WEX_OK)
+        return st;
+    if (len_p == NULL || (value == NULL && cap > 0))
+        return wex__error(WEX_ERR_INVALID, "transport %s: fetch %s: no "
+                          "place for the value",
+                          x->job->plan.job->transport.name, name);
+    st = wex__store_get(x->job->store, key, x->timeout, &got, &len);
+    if (st != WEX_OK)
+        return wex__error_prefix(st, "transport %s: waiting for \"%s\"",
+                                 x->job->plan.job->transport.name, name);
+    memcpy(value, got, len < cap ? len : (size_t)cap);
+    *len_p = len;
+    free(got);
+    return WEX_OK;
+}
+
+wex_status wex__transport_connect(wex_job *job, double timeout)
+{
+    exchange_state x = {job, timeout};
+    wex_transport_exchange ex;
+    wex_status st;
+
+    if (job->tops->connect == NULL)
+        return WEX_OK;
+    memset(&ex, 0, sizeof(ex));
+    ex.struct_size = sizeof(ex);
+    ex.ctx = &x;
+    ex.publish = exchange_publish;
+    ex.fetch = exchange_fetch;
+    wex__error_clear();
+    st = job->tops->connect(job->tctx, &ex);
+    if (st != WEX_OK && wex__last_error()[0] == '\0')
+        wex__error(st, "failed without a message");
+    if (st != WEX_OK)
+        return wex__error_prefix(st, "transport %s",
+                                 job->plan.job->transport.name);
+    return WEX_OK;
+}
