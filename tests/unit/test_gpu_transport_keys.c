@@ -2,11 +2,13 @@
  * What the cuda-ipc and nccl transports decide without a GPU: their key
  * codecs (round trips, every corruption refused with a reason), the
  * cuda-ipc allocation table that merges tensors sharing an allocation,
- * and the nccl communicator ranks derived from a key's member bitmap.
+ * and the nccl communicator's ranks: one per rank of the job.
  * The plugins' sources are compiled in, so this runs everywhere.
  */
 #include <check.h>
 #include <string.h>
+
+#include <wex/transport.h>
 
 #include "check_run.h"
 
@@ -115,68 +117,84 @@ START_TEST(allocs_merge_tensors_of_one_allocation)
 }
 END_TEST
 
-static nccl_key sample_nccl(uint64_t sources)
+static nccl_key sample_nccl(void)
 {
     nccl_key k;
 
     memset(&k, 0, sizeof(k));
     k.rank = 3;
     k.bytes = 12345;
-    k.source_ranks = sources;
-    for (unsigned i = 0; i < NCCL_KEY_ID_BYTES; i++)
-        k.id[i] = (unsigned char)(255 - i);
+    k.group_size = 384;
     return k;
 }
 
-START_TEST(nccl_key_round_trips_and_ranks_members)
+START_TEST(nccl_key_round_trips)
 {
-    const uint64_t peers[] = {0, 5, 9, 16};
-    nccl_key k = sample_nccl(17), back;
+    nccl_key k = sample_nccl(), back;
     unsigned char buf[512];
     char why[160];
-    int rank, size;
-    size_t len = nccl_key_encode(&k, peers, 4, buf, sizeof(buf));
+    size_t len = nccl_key_encode(&k, buf, sizeof(buf));
 
-    ck_assert_uint_eq(len, nccl_key_size(17));
-    ck_assert_uint_eq(len, NCCL_KEY_HEADER + 3);
+    ck_assert_uint_eq(len, NCCL_KEY_BYTES);
     ck_assert_int_eq(nccl_key_decode(buf, len, &back, why, sizeof(why)), 0);
     ck_assert_uint_eq(back.rank, 3);
     ck_assert_uint_eq(back.bytes, 12345);
-    ck_assert_int_eq(memcmp(back.id, k.id, NCCL_KEY_ID_BYTES), 0);
-    /* the destination is rank 0, its sources 1.. in ascending order */
-    for (size_t i = 0; i < 4; i++) {
-        ck_assert_int_eq(nccl_key_member(&back, peers[i], &rank, &size), 0);
-        ck_assert_int_eq(rank, (int)i + 1);
-        ck_assert_int_eq(size, 5);
+    ck_assert_uint_eq(back.group_size, 384);
+    ck_assert_uint_eq(nccl_key_encode(&k, buf, NCCL_KEY_BYTES - 1), 0);
+}
+END_TEST
+
+/* One communicator per job: destinations first, then sources. */
+START_TEST(nccl_group_numbers_every_rank_of_the_job_once)
+{
+    const uint64_t S = 256, D = 128; /* Kimi-K2's sample */
+    unsigned char seen[384] = {0};
+
+    ck_assert_int_eq(nccl_group_size(S, D), 384);
+    for (uint64_t r = 0; r < D; r++) {
+        int64_t g = nccl_group_rank(WEX_SIDE_DESTINATION, r, S, D);
+        ck_assert_int_eq(g, (int64_t)r);
+        seen[g]++;
     }
-    ck_assert_int_eq(nccl_key_member(&back, 1, &rank, &size), -1);
-    ck_assert_int_eq(nccl_key_member(&back, 17, &rank, &size), -1);
+    for (uint64_t r = 0; r < S; r++) {
+        int64_t g = nccl_group_rank(WEX_SIDE_SOURCE, r, S, D);
+        ck_assert_int_eq(g, (int64_t)(D + r));
+        seen[g]++;
+    }
+    for (int g = 0; g < 384; g++)
+        ck_assert_int_eq(seen[g], 1);
+    ck_assert_int_eq(nccl_group_rank(WEX_SIDE_SOURCE, S, S, D), -1);
+    ck_assert_int_eq(nccl_group_rank(WEX_SIDE_DESTINATION, D, S, D), -1);
+    ck_assert_int_eq(nccl_group_rank(7, 0, S, D), -1);
+    ck_assert_int_eq(nccl_group_size(0, D), -1);
+    ck_assert_int_eq(nccl_group_size(1ull << 31, 1), -1);
+    ck_assert_int_eq(nccl_group_size((1ull << 31) - 2, 1), (1ll << 31) - 1);
+    ck_assert_int_eq(nccl_group_rank(WEX_SIDE_SOURCE, 0, 1ull << 31, 1), -1);
 }
 END_TEST
 
 START_TEST(nccl_key_refuses_corruption)
 {
-    const uint64_t peers[] = {1, 2};
-    nccl_key k = sample_nccl(3), back;
+    nccl_key k = sample_nccl(), back;
     unsigned char buf[512], bad[512];
     char why[160];
-    size_t len = nccl_key_encode(&k, peers, 2, buf, sizeof(buf));
-    const uint64_t outside[] = {3};
+    size_t len = nccl_key_encode(&k, buf, sizeof(buf));
 
     ck_assert_uint_gt(len, 0);
-    ck_assert_uint_eq(nccl_key_encode(&k, outside, 1, bad, sizeof(bad)), 0);
-    ck_assert_uint_eq(nccl_key_encode(&k, peers, 2, bad, len - 1), 0);
     ck_assert_int_eq(nccl_key_decode(buf, len + 1, &back, why, sizeof(why)),
                      -1);
-    ck_assert_ptr_nonnull(strstr(why, "bitmap"));
+    ck_assert_ptr_nonnull(strstr(why, "41 bytes, not 40"));
+    ck_assert_int_eq(nccl_key_decode(buf, len - 1, &back, why, sizeof(why)),
+                     -1);
+    ck_assert_ptr_nonnull(strstr(why, "header"));
     memcpy(bad, buf, len);
     bad[1] ^= 0xff;
     ck_assert_int_eq(nccl_key_decode(bad, len, &back, why, sizeof(why)), -1);
     ck_assert_ptr_nonnull(strstr(why, "magic"));
     memcpy(bad, buf, len);
-    bad[len - 1] |= 0x80; /* a member past source rank 2 */
+    bad[4] = 1; /* the version of the keys that carried the id */
     ck_assert_int_eq(nccl_key_decode(bad, len, &back, why, sizeof(why)), -1);
-    ck_assert_ptr_nonnull(strstr(why, "past the last"));
+    ck_assert_ptr_nonnull(strstr(why, "version"));
     memcpy(bad, buf, len);
     bad[32] = 1;
     ck_assert_int_eq(nccl_key_decode(bad, len, &back, why, sizeof(why)), -1);
@@ -185,6 +203,10 @@ START_TEST(nccl_key_refuses_corruption)
     memset(bad + 16, 0, 8); /* zero-byte buffer */
     ck_assert_int_eq(nccl_key_decode(bad, len, &back, why, sizeof(why)), -1);
     ck_assert_ptr_nonnull(strstr(why, "size 0"));
+    memcpy(bad, buf, len);
+    bad[8] = 0x80; bad[9] = 0x01; /* destination rank 384 of 384 */
+    ck_assert_int_eq(nccl_key_decode(bad, len, &back, why, sizeof(why)), -1);
+    ck_assert_ptr_nonnull(strstr(why, "rank 384 in a group of 384"));
 }
 END_TEST
 
@@ -196,7 +218,8 @@ int main(void)
     tcase_add_test(tc, ipc_key_round_trips);
     tcase_add_test(tc, ipc_key_refuses_corruption);
     tcase_add_test(tc, allocs_merge_tensors_of_one_allocation);
-    tcase_add_test(tc, nccl_key_round_trips_and_ranks_members);
+    tcase_add_test(tc, nccl_key_round_trips);
+    tcase_add_test(tc, nccl_group_numbers_every_rank_of_the_job_once);
     tcase_add_test(tc, nccl_key_refuses_corruption);
     suite_add_tcase(s, tc);
     return wex_test_run(s);

@@ -2,25 +2,27 @@
  * The `nccl` transport: GPUs on different ranks or hosts (the
  * disaggregated profile), with NCCL's matched sends and receives.
  *
- * Communicators: each destination rank owns one, with the source ranks
- * that send to it (it learns them from wex_transport_args.peer_ranks):
- * it draws the unique id and starts joining as rank 0 in ctx_create, and
- * its memory keys carry the id and the member list (nccl_key.h), so a
- * source joins when it attaches the destination's first buffer. One
- * communicator per destination keeps the bootstrap inside the existing
- * key exchange, at the price of one communicator per (source,
- * destination it feeds) on the source side.
+ * One communicator per job: every rank of both sides is a member
+ * (nccl_key.h numbers them), so each rank holds one communicator however
+ * many peers it has. Every sample's traffic is one connected group (each
+ * rank reaches every other through the plan's pairs), so a communicator
+ * per connected group would be this one. Destination rank 0 draws the
+ * unique id and publishes it through the job's rendezvous in connect
+ * (ABI 1.3); every other rank fetches it there, and each starts joining
+ * without blocking. Before ABI 1.3 each destination owned a communicator
+ * with its senders and the id rode in its keys: a source joined one per
+ * destination it fed (Kimi-K2: 30,956 memberships in 128 communicators,
+ * 384 here).
  *
- * Every communicator is non-blocking (ncclCommInitRankConfig with
- * blocking = 0): puts and recvs are queued, and flush issues them as one
- * group in the order they came (the plan's order, the same on both
- * sides), then polls ncclCommGetAsyncError and an event against a
- * deadline. A peer that died or never came is a timeout, after which
- * every communicator of the context is aborted (ncclCommAbort): an error,
- * never a hang.
+ * Every call is non-blocking (ncclCommInitRankConfig with blocking = 0):
+ * puts and recvs are queued, and flush issues them as one group in the
+ * order they came (the plan's order, the same on both sides), then polls
+ * ncclCommGetAsyncError and an event against a deadline. A peer that died
+ * or never came is a timeout, after which the communicator is aborted
+ * (ncclCommAbort): an error, never a hang, and every later call fails.
  *
- * This file: contexts, memory registration and the descriptor; the rest
- * is listed in nccl_internal.h.
+ * This file: contexts, connect, memory registration and the descriptor;
+ * the rest is listed in nccl_internal.h.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -35,26 +37,16 @@ static void nccl_ctx_destroy(wex_transport_ctx *ctx);
 
 static wex_status ctx_setup(wex_transport_ctx *ctx)
 {
-    const wex_host_services *h = ctx->host;
     cudaError_t e = cudaSetDevice(ctx->device);
-    ncclResult_t r;
-    nccl_comm *c;
 
     if (e == cudaSuccess)
         e = cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking);
     if (e == cudaSuccess)
         e = cudaEventCreateWithFlags(&ctx->done, cudaEventDisableTiming);
     if (e != cudaSuccess)
-        return FAIL(h, WEX_ERR_SYSTEM, "setting up the CUDA stream: %s",
-                    cudaGetErrorString(e));
-    if (ctx->side != WEX_SIDE_DESTINATION || ctx->peer_count == 0)
-        return WEX_OK;
-    r = ncclGetUniqueId(&ctx->id);
-    if (r != ncclSuccess)
-        return FAIL(h, WEX_ERR_SYSTEM, "ncclGetUniqueId: %s",
-                    ncclGetErrorString(r));
-    return nccl_comm_start(ctx, ctx->rank, &ctx->id, 0,
-                           (int)(1 + ctx->peer_count), &c);
+        return FAIL(ctx->host, WEX_ERR_SYSTEM, "setting up the CUDA stream: "
+                    "%s", cudaGetErrorString(e));
+    return WEX_OK;
 }
 
 static wex_status nccl_ctx_create(wex_plugin_state *state,
@@ -71,9 +63,12 @@ static wex_status nccl_ctx_create(wex_plugin_state *state,
      * args, which wt_check_args requires. */
     if ((st = wt_check_args(h, args)) != WEX_OK)
         return st;
-    if (args->side == WEX_SIDE_DESTINATION &&
-        args->peer_count >= (uint64_t)INT32_MAX)
-        return FAIL(h, WEX_ERR_INVALID, "too many peers");
+    if (nccl_group_rank(args->side, args->rank, args->source_ranks,
+                        args->destination_ranks) < 0)
+        return FAIL(h, WEX_ERR_INVALID, "%llu source and %llu destination "
+                    "ranks do not make one communicator with this rank in it",
+                    (unsigned long long)args->source_ranks,
+                    (unsigned long long)args->destination_ranks);
     st = wt_option_i64(h, args->options, "/timeout_ms", 1, TIMEOUT_MAX_MS,
                        &timeout);
     if (st == WEX_OK)
@@ -87,6 +82,12 @@ static wex_status nccl_ctx_create(wex_plugin_state *state,
     ctx->side = args->side;
     ctx->rank = args->rank;
     ctx->source_ranks = args->source_ranks;
+    ctx->destination_ranks = args->destination_ranks;
+    ctx->group_rank = (int)nccl_group_rank(args->side, args->rank,
+                                           args->source_ranks,
+                                           args->destination_ranks);
+    ctx->group_size = (int)nccl_group_size(args->source_ranks,
+                                           args->destination_ranks);
     ctx->timeout_ms = timeout;
     ctx->peer_count = args->peer_count;
     ctx->peers = calloc(args->peer_count ? args->peer_count : 1,
@@ -112,12 +113,7 @@ static void nccl_ctx_destroy(wex_transport_ctx *ctx)
 {
     if (ctx == NULL)
         return;
-    while (ctx->comms != NULL) {
-        nccl_comm *c = ctx->comms;
-        ctx->comms = c->next;
-        nccl_comm_close(ctx, c);
-        free(c);
-    }
+    nccl_close(ctx);
     if (ctx->done != NULL)
         cudaEventDestroy(ctx->done);
     if (ctx->stream != NULL)
@@ -125,6 +121,43 @@ static void nccl_ctx_destroy(wex_transport_ctx *ctx)
     free(ctx->queue);
     free(ctx->peers);
     free(ctx);
+}
+
+/* ---- connect ------------------------------------------------------- */
+
+/* Destination rank 0 draws the id and publishes it; the others wait for
+ * it. Every rank then starts joining; flush waits for the join. */
+static wex_status nccl_connect(wex_transport_ctx *ctx,
+                               const wex_transport_exchange *ex)
+{
+    const wex_host_services *h = ctx->host;
+    ncclUniqueId id;
+    uint64_t len = 0;
+    ncclResult_t r;
+    wex_status st;
+
+    if (ctx->comm != NULL || ctx->broken)
+        return FAIL(h, WEX_ERR_INVALID, "connect: called twice");
+    if (ex == NULL || ex->struct_size < WEX_TRANSPORT_EXCHANGE_SIZE_1_3)
+        return FAIL(h, WEX_ERR_ABI, "connect: no exchange of ABI 1.3");
+    memset(&id, 0, sizeof(id));
+    if (ctx->group_rank == 0) {
+        cudaSetDevice(ctx->device);
+        r = ncclGetUniqueId(&id);
+        if (r != ncclSuccess)
+            return FAIL(h, WEX_ERR_SYSTEM, "ncclGetUniqueId: %s",
+                        ncclGetErrorString(r));
+        st = ex->publish(ex->ctx, NCCL_ID_NAME, &id, sizeof(id));
+    } else {
+        st = ex->fetch(ex->ctx, NCCL_ID_NAME, &id, sizeof(id), &len);
+        if (st == WEX_OK && len != sizeof(id))
+            return FAIL(h, WEX_ERR_INVALID, "connect: the unique id "
+                        "destination rank 0 published has %llu bytes, not "
+                        "%zu", (unsigned long long)len, sizeof(id));
+    }
+    if (st != WEX_OK)
+        return st; /* the host's message */
+    return nccl_join(ctx, &id);
 }
 
 /* ---- memory -------------------------------------------------------- */
@@ -177,16 +210,11 @@ static wex_status nccl_mem_key(wex_transport_ctx *ctx, wex_transport_mem *m,
     memset(&k, 0, sizeof(k));
     k.rank = ctx->rank;
     k.bytes = m->bytes;
-    k.source_ranks = ctx->source_ranks ? ctx->source_ranks : 1;
-    memcpy(k.id, &ctx->id, sizeof(k.id) < sizeof(ctx->id) ? sizeof(k.id)
-                                                          : sizeof(ctx->id));
-    len = nccl_key_encode(&k, ctx->peers, ctx->peer_count, key,
-                          (size_t)*key_len);
+    k.group_size = (uint64_t)ctx->group_size;
+    len = nccl_key_encode(&k, key, (size_t)*key_len);
     if (len == 0)
-        return FAIL(ctx->host, WEX_ERR_INVALID, "mem_key: %llu source ranks "
-                    "do not fit a %llu-byte key",
-                    (unsigned long long)k.source_ranks,
-                    (unsigned long long)*key_len);
+        return FAIL(ctx->host, WEX_ERR_INVALID, "mem_key: %u bytes do not "
+                    "fit %llu", NCCL_KEY_BYTES, (unsigned long long)*key_len);
     *key_len = len;
     return WEX_OK;
 }
@@ -208,11 +236,13 @@ static const wex_transport_ops nccl_ops = {
     .put = nccl_put,
     .flush = nccl_flush,
     .recv = nccl_recv,
+    .peer_path = NULL,
+    .connect = nccl_connect,
 };
 
 static const wex_plugin_desc nccl_desc = {
     .struct_size = sizeof(wex_plugin_desc),
-    .abi_version = WEX_ABI_1_0,
+    .abi_version = WEX_ABI_1_3,
     .kind = WEX_KIND_TRANSPORT,
     .flags = WEX_PLUGIN_THREAD_PER_CTX,
     .name = "nccl",
@@ -222,4 +252,4 @@ static const wex_plugin_desc nccl_desc = {
     .ops = &nccl_ops,
 };
 
-WEX_PLUGIN_DEFINE_ENTRY(WEX_ABI_1_0, nccl_desc)
+WEX_PLUGIN_DEFINE_ENTRY(WEX_ABI_1_3, nccl_desc)
