@@ -2,7 +2,8 @@
 # The GPU checks, on a machine with a CUDA device (docs/gpu.md): builds
 # Release into build-gpu, runs the GPU tests and the device-to-device
 # benchmark, and prints what was and was not exercised. Needs the Debian
-# deps (tools/install-deps.sh) and CUDA + NCCL under /usr/local/cuda.
+# deps (tools/install-deps.sh), CUDA under /usr/local/cuda, and NCCL
+# there or from its wheel (pip install nvidia-nccl-cu13).
 # Each stage has its own time limit; the whole stays under 8 minutes.
 #   bash tests/gpu/run.sh [BUILD_DIR]
 set -u
@@ -32,7 +33,7 @@ stage build 300 cmake --build "$build" -j"$(nproc)" --target wex_cli gpu_sync \
     test_nccl_transport test_gpu_transport_keys wex_cuda gpu_quantize \
     test_device_quantize
 if [ ! -x "$build/bin/gpu_sync" ] || [ ! -x "$build/bin/test_nccl_transport" ]; then
-    echo "the GPU tests were not built: is CUDA (and NCCL) under /usr/local/cuda?"
+    echo "the GPU tests were not built: is CUDA under /usr/local/cuda, and NCCL there or its wheel installed?"
     exit 1
 fi
 stage "key codecs and allocation merging" 30 "$build/bin/test_gpu_transport_keys"
@@ -53,7 +54,8 @@ cat <<'NOTE'
 ==== exercised: device memory from wex_job_alloc_memory; cuda-ipc between
      processes on GPU 0 (export once per allocation, open, D2D copies, event
      completion, digests read through pinned staging); the nccl transport's
-     non-blocking communicator setup, refusals, a killed peer failing within
+     job-wide communicator joined through connect's exchange (non-blocking),
+     refusals, a killed peer failing within
      its timeout (abort, no hang), and a pair of ranks on one GPU; the fp8
      kernels of libwex_cuda.so byte for byte against the CPU quantizer.
 ==== not exercised: an nccl transfer between two GPUs or hosts (one GPU
