@@ -31,9 +31,10 @@
 
 #include <wex/wex.h>
 
-#include "api_check.h"
-
 #define TOKEN "device-staging-test"
+#include "api_check.h"
+#include "device_ranks.h"
+
 #define STEPS 3
 
 /* Steps each rank runs: STEPS, or many while a rank is killed. */
@@ -41,81 +42,9 @@ static uint64_t steps = STEPS;
 /* Where a rank writes a byte once its first step committed (-1: not). */
 static int started_fd = -1;
 
-typedef int (*memcpy_fn)(void *, const void *, size_t, int);
-
-static memcpy_fn cuda_memcpy;
-
-/* The job: `source` and `destination` are the sides' JSON; `window` the
- * destinations' staging window (0: the default). Steps time out after
- * 20 s, so a rank that hangs fails the test instead of stalling it. */
-static const char *job_text(const char *source, const char *destination,
-                            unsigned window)
-{
-    static char text[1024];
-
-    snprintf(text, sizeof(text),
-             "{\"model\": \"%s/models/DeepSeek-V3-tiny-fp8.config.json\", "
-             "\"source\": %s, \"destination\": %s, \"transport\": \"shm\", "
-             "\"verify\": \"digest\", \"timeouts\": {\"step_seconds\": 20}"
-             "%s%.0u}",
-             WEX_TEST_DATA, source, destination,
-             window ? ", \"device_staging_bytes\": " : "", window);
-    return text;
-}
-
-/* A rank forked before the parent opens the rendezvous (whose thread a
- * fork must not copy mid-lock) waits here for its address. */
-static const char *await_address(int from)
-{
-    static char address[256];
-    ssize_t n = read(from, address, sizeof(address) - 1);
-
-    if (n <= 0)
-        _exit(4);
-    address[n] = '\0';
-    close(from);
-    return address;
-}
-
-/* Opens the rendezvous once every rank is forked, and tells them where. */
-static wex_store *serve(int n, int (*addr)[2])
-{
-    wex_store *store = NULL;
-
-    EXPECT(wex_store_open("127.0.0.1:0", TOKEN, &store) == WEX_OK,
-           "wex_store_open: %s", wex_last_error());
-    for (int i = 0; i < n; i++) {
-        const char *a = store ? wex_store_address(store) : "";
-        if (write(addr[i][1], a, strlen(a)) != (ssize_t)strlen(a))
-            EXPECT(0, "telling rank %d the rendezvous", i);
-        close(addr[i][1]);
-    }
-    return store;
-}
-
-/* Whether the file at `path` holds `text`. */
-static int log_says(const char *path, const char *text)
-{
-    static char buf[1 << 16];
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-
-    if (f != NULL)
-        fclose(f);
-    buf[n] = '\0';
-    return strstr(buf, text) != NULL;
-}
-
 /* What the destinations of the last run_job held in tensors of at most
  * 64 KiB, in bytes: how much a 64 KiB window had to take in passes. */
 static uint64_t small_bytes[2];
-
-/* One hf source and two vLLM TP2 destinations: no dtype changes. */
-#define COPY_JOB "{\"engine\": \"hf\"}", VLLM_TP2
-/* bf16 Megatron TP4 sources into the FP8 checkpoint: quantized. */
-#define FP8_JOB "{\"engine\": \"megatron\", \"parallel\": {\"tp\": 4}}", \
-                VLLM_TP2
-#define VLLM_TP2 "{\"engine\": \"vllm\", \"parallel\": {\"tp\": 2}}"
 
 /* One rank, its tensors in memory of `kind`; a destination writes an
  * FNV hash of everything it holds after the last step to `out`. */
@@ -125,7 +54,7 @@ static int rank_main(const char *text, uint32_t side, uint64_t rank,
     wex_job_options opts = {sizeof(opts), 0, address, TOKEN, NULL};
     unsigned char **mem = NULL, *host = NULL;
     wex_job *job = NULL;
-    uint64_t count, most = 0, held = 1469598103934665603ull, small = 0;
+    uint64_t count, most = 0, held = 0, small = 0;
     int rc = 1;
 
     if (wex_job_open(text, side, rank, &opts, &job) != WEX_OK) {
@@ -148,21 +77,9 @@ static int rank_main(const char *text, uint32_t side, uint64_t rank,
     for (uint64_t step = 1; step <= steps; step++) {
         wex_sync_report report;
 
-        for (uint64_t i = 0; i < count && side == WEX_SIDE_SOURCE; i++) {
-            wex_tensor t = {sizeof(t), 0, 0, 0, NULL, NULL, 0};
-            wex_job_tensor(job, i, &t);
-            for (uint64_t b = 0; b < t.bytes; b++)
-                host[b] = expected(t.name, b, step);
-            /* bf16 in +-[2^-7, 2^-3): random bytes would put a NaN in
-             * nearly every 128 x 128 block, and quantize it all to NaN */
-            for (uint64_t b = 1; b < t.bytes && t.dtype == WEX_DTYPE_BF16;
-                 b += 2)
-                host[b] = (unsigned char)((host[b] & 0x81u) | 0x3cu);
-            if (kind == WEX_MEMORY_HOST)
-                memcpy(mem[i], host, t.bytes);
-            else if (cuda_memcpy(mem[i], host, t.bytes, 1) != 0)
-                goto out;
-        }
+        if (side == WEX_SIDE_SOURCE &&
+            fill_sources(job, step, kind, mem, host) != 0)
+            goto out;
         memset(&report, 0, sizeof(report));
         report.struct_size = sizeof(report);
         if (wex_sync(job, step, &report) != WEX_OK) {
@@ -181,19 +98,9 @@ static int rank_main(const char *text, uint32_t side, uint64_t rank,
             started_fd = -1;
         }
     }
-    for (uint64_t i = 0; i < count && side == WEX_SIDE_DESTINATION; i++) {
-        wex_tensor t = {sizeof(t), 0, 0, 0, NULL, NULL, 0};
-        const unsigned char *bytes = mem[i];
-        wex_job_tensor(job, i, &t);
-        if (kind == WEX_MEMORY_CUDA) {
-            if (cuda_memcpy(host, mem[i], t.bytes, 2) != 0)
-                goto out;
-            bytes = host;
-        }
-        for (uint64_t b = 0; b < t.bytes; b++)
-            held = (held ^ bytes[b]) * 1099511628211ull;
-        small += t.bytes <= 65536 ? t.bytes : 0;
-    }
+    if (side == WEX_SIDE_DESTINATION &&
+        destination_holds(job, kind, mem, host, &held, &small) != 0)
+        goto out;
     rc = side == WEX_SIDE_DESTINATION &&
                  (write(out, &held, sizeof(held)) != sizeof(held) ||
                   write(out, &small, sizeof(small)) != sizeof(small))

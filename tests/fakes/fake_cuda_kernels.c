@@ -16,8 +16,10 @@
 #include "quantize_kernels.h"
 
 #define INVALID 1 /* cudaErrorInvalidValue */
+#define INJECTED 999 /* fake_cudart.c's ERR_INJECTED */
 
 unsigned char *fake_cuda_reach(const void *ptr, size_t *left);
+int fake_cuda_injected(const char *entry);
 
 static float load(uint32_t dtype, const unsigned char *src, uint64_t i)
 {
@@ -56,6 +58,8 @@ int wex_cuda_box_amax(const void *src, uint32_t dtype, uint64_t ld,
     float *out = (float *)fake_cuda_reach(amax, &left);
 
     (void)stream;
+    if (fake_cuda_injected("wex_cuda_box_amax"))
+        return INJECTED;
     if (s == NULL || row_phase >= 128 || col_phase >= 128 ||
         left < nbr * nbc * sizeof(float))
         return INVALID;
@@ -84,6 +88,8 @@ int wex_cuda_box_quantize(const void *src, uint32_t dtype, uint64_t ld,
     uint8_t *d = fake_cuda_reach(dst, &dleft);
 
     (void)stream;
+    if (fake_cuda_injected("wex_cuda_box_quantize"))
+        return INJECTED;
     if (s == NULL || row_phase >= 128 || col_phase >= 128 ||
         dleft < rows * cols ||
         mleft < ((row_phase + rows + 127) / 128) * mult_ld * sizeof(float))

@@ -9,6 +9,12 @@
  * tests call, synchronously (a stream is a no-op), and the entry points
  * of libwex_cuda.so (fake_cuda_kernels.c, loaded through
  * WEX_CUDA_KERNELS).
+ *
+ * Failures on demand: WEX_FAKE_CUDA_FAIL="ENTRY@N[,ENTRY@N...]" makes the
+ * Nth call of ENTRY in this process (counted from 1) fail with
+ * ERR_INJECTED, e.g. "cudaMemcpyAsync@40,wex_cuda_box_quantize@3". The
+ * variable is read at every call, so a forked rank that sets it before
+ * its first call fails alone.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -20,6 +26,7 @@
 #define SUCCESS 0
 #define ERR_INVALID_VALUE 1
 #define ERR_MEMORY_ALLOCATION 2
+#define ERR_INJECTED 999
 
 typedef struct allocation {
     unsigned char *device; /* PROT_NONE */
@@ -37,6 +44,50 @@ typedef struct attributes {
 
 static allocation *allocations;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The entries that can be made to fail, and how often each was called. */
+static const char *const failing[] = {
+    "cudaMallocHost", "cudaMemcpyAsync", "cudaMemcpy2DAsync",
+    "cudaStreamSynchronize", "wex_cuda_box_amax", "wex_cuda_box_quantize"};
+static unsigned long calls[sizeof(failing) / sizeof(failing[0])];
+
+/* How often `entry` (one of `failing`) was called in this process. */
+unsigned long fake_cuda_calls(const char *entry);
+unsigned long fake_cuda_calls(const char *entry)
+{
+    unsigned long n = 0;
+
+    pthread_mutex_lock(&lock);
+    for (size_t e = 0; e < sizeof(failing) / sizeof(failing[0]); e++)
+        if (strcmp(failing[e], entry) == 0)
+            n = calls[e];
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+/* Whether this call of `entry` is the one WEX_FAKE_CUDA_FAIL names. */
+int fake_cuda_injected(const char *entry);
+int fake_cuda_injected(const char *entry)
+{
+    const char *spec = getenv("WEX_FAKE_CUDA_FAIL");
+    size_t n = strlen(entry), e = 0;
+    unsigned long call;
+
+    while (e < sizeof(failing) / sizeof(failing[0]) &&
+           strcmp(failing[e], entry) != 0)
+        e++;
+    if (e == sizeof(failing) / sizeof(failing[0]))
+        return 0;
+    pthread_mutex_lock(&lock);
+    call = ++calls[e];
+    pthread_mutex_unlock(&lock);
+    for (const char *at = spec; at != NULL && (at = strstr(at, entry));
+         at += n)
+        if ((at == spec || at[-1] == ',') && at[n] == '@' &&
+            strtoul(at + n + 1, NULL, 10) == call)
+            return 1;
+    return 0;
+}
 
 /* The read-write alias of a device pointer, or the pointer itself for
  * host memory; *left is how many bytes follow it in its allocation. */
@@ -130,6 +181,8 @@ int cudaMemset(void *ptr, int value, size_t bytes)
 
 int cudaMallocHost(void **ptr, size_t bytes)
 {
+    if (fake_cuda_injected("cudaMallocHost"))
+        return ERR_INJECTED;
     *ptr = malloc(bytes ? bytes : 1);
     return *ptr != NULL ? SUCCESS : ERR_MEMORY_ALLOCATION;
 }
@@ -157,6 +210,8 @@ int cudaMemcpyAsync(void *dst, const void *src, size_t bytes, int kind,
                     void *stream)
 {
     (void)stream;
+    if (fake_cuda_injected("cudaMemcpyAsync"))
+        return ERR_INJECTED;
     return cudaMemcpy(dst, src, bytes, kind);
 }
 
@@ -165,6 +220,8 @@ int cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
                       void *stream)
 {
     (void)stream;
+    if (fake_cuda_injected("cudaMemcpy2DAsync"))
+        return ERR_INJECTED;
     if (width > dpitch || width > spitch)
         return ERR_INVALID_VALUE;
     for (size_t r = 0; r < height; r++) {
@@ -187,7 +244,8 @@ int cudaStreamCreateWithFlags(void **stream, unsigned int flags)
 int cudaStreamSynchronize(void *stream)
 {
     (void)stream;
-    return SUCCESS;
+    return fake_cuda_injected("cudaStreamSynchronize") ? ERR_INJECTED
+                                                        : SUCCESS;
 }
 
 int cudaStreamDestroy(void *stream)
@@ -219,6 +277,7 @@ const char *cudaGetErrorString(int error)
     case SUCCESS: return "no error";
     case ERR_INVALID_VALUE: return "invalid argument (fake CUDA runtime)";
     case ERR_MEMORY_ALLOCATION: return "out of memory (fake CUDA runtime)";
+    case ERR_INJECTED: return "injected failure (WEX_FAKE_CUDA_FAIL)";
     default: return "unknown error (fake CUDA runtime)";
     }
 }

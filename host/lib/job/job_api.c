@@ -307,6 +307,13 @@ static wex_status check_kind(wex_job *job, uint64_t index, uint32_t kind)
         return wex__error(WEX_ERR_UNSUPPORTED, "local tensor %s: transport %s "
                           "cannot write into CUDA memory (use cuda-ipc or "
                           "nccl, or host memory)", tensor, transport);
+    if (kind == WEX_MEMORY_CUDA && job->side == WEX_SIDE_SOURCE &&
+        wex__transforms_dequantize_from(job, index))
+        return wex__error(WEX_ERR_UNSUPPORTED, "local tensor %s: the job "
+                          "dequantizes its fp8 on the way, which wex does on "
+                          "host memory only: bind it as WEX_MEMORY_HOST (on "
+                          "the device, wex quantizes bf16, f16 and f32 into "
+                          "fp8)", tensor);
     if (kind == WEX_MEMORY_CUDA && job->device == NULL) {
         st = wex__device_open(&job->device);
         if (st != WEX_OK)

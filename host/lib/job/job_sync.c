@@ -26,6 +26,7 @@
 #include "landing.h"
 #include "window.h"
 #include "runtime.h"
+#include "step_failure.h"
 
 typedef struct step_try {
     uint64_t step, number;
@@ -86,26 +87,25 @@ static wex_status post_digests(wex_job *job, const step_try *t)
 }
 
 /* Tells every destination this source failed, so none waits out its
- * timeout for digests that will not come. */
+ * timeout for digests that will not come (step_failure.h). */
 static void post_failure(wex_job *job, const step_try *t, const char *why)
 {
-    size_t len = strlen(why);
-    char *value = malloc(len + 2);
+    char *value = malloc(strlen(why) + 2);
+    size_t n;
 
     if (value == NULL)
         return;
-    value[0] = '!';
-    memcpy(value + 1, why, len + 1);
+    n = wex__step_failure(value, why, sizeof(uint64_t));
     for (uint64_t d = 0; d < job->plan.dst.ranks; d++) {
         char key[128];
         done_key(key, sizeof(key), t, job->rank, d);
-        wex__store_set(job->store, key, value, len + 1);
+        wex__store_set(job->store, key, value, n);
     }
     /* and to destinations waiting for a pass of their window */
     {
         char prefix[96];
         try_key(prefix, sizeof(prefix), t, "");
-        wex__window_fail(job, prefix, value, len + 1);
+        wex__window_fail(job, prefix, value, n);
     }
     free(value);
 }
@@ -157,9 +157,10 @@ static int check_peer(wex_job *job, const step_try *t, uint64_t peer,
                  (unsigned long long)peer, wex__last_error());
         return PEER_FAILED;
     }
-    if (len % 8 != 0 && theirs[0] == '!') {
+    if (wex__step_failure_reason(theirs, len, sizeof(uint64_t)) != NULL) {
         snprintf(why, cap, "source rank %llu failed: %s",
-                 (unsigned long long)peer, (const char *)theirs + 1);
+                 (unsigned long long)peer,
+                 wex__step_failure_reason(theirs, len, sizeof(uint64_t)));
         free(theirs);
         return PEER_FAILED;
     }

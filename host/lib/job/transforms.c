@@ -12,6 +12,7 @@
 #include "numbers.h"
 #include "quantize.h"
 #include "quantize_plan.h"
+#include "step_failure.h"
 #include "transforms_internal.h"
 
 #define RECORD_BYTES 36u /* dst, piece, br, bc (u64 each), amax bits (u32) */
@@ -348,7 +349,14 @@ static wex_status agree(wex_job *job, const char *prefix, double timeout)
         snprintf(key, sizeof(key), "%s%llu", prefix,
                  (unsigned long long)q->readers[p]);
         st = wex__store_get(job->store, key, timeout, (void **)&theirs, &len);
+        if (st == WEX_OK &&
+            wex__step_failure_reason(theirs, len, RECORD_BYTES) != NULL)
+            st = wex__error(WEX_ERR_PEER, "source rank %llu failed: %s",
+                            (unsigned long long)q->readers[p],
+                            wex__step_failure_reason(theirs, len,
+                                                     RECORD_BYTES));
         if (st != WEX_OK) {
+            free(theirs);
             st = wex__error_prefix(st, "the block amaxes of source rank %llu "
                                    "(they share fp8 blocks with this one)",
                                    (unsigned long long)q->readers[p]);
@@ -367,6 +375,18 @@ static wex_status agree(wex_job *job, const char *prefix, double timeout)
         free(theirs);
     }
     return st;
+}
+
+/* Tells the sources that share blocks with this one that its amaxes
+ * will not come, so none waits out its timeout for them. */
+static void amax_failed(wex_job *job, const char *prefix)
+{
+    char key[160], value[WEX__ERROR_MAX + 2];
+    size_t n = wex__step_failure(value, wex__last_error(), RECORD_BYTES);
+
+    snprintf(key, sizeof(key), "%s%llu", prefix,
+             (unsigned long long)job->rank);
+    wex__store_set(job->store, key, value, n);
 }
 
 wex_status wex__transforms_amax(wex_job *job, const char *prefix,
@@ -388,6 +408,8 @@ wex_status wex__transforms_amax(wex_job *job, const char *prefix,
             continue;
         if (wex__on_device(job, o->src_tensor)) {
             wex_status st = wex__transforms_amax_device(job, i);
+            if (st != WEX_OK && q->nreaders > 0)
+                amax_failed(job, prefix);
             if (st != WEX_OK)
                 return st;
             continue;

@@ -34,6 +34,12 @@ wex_status wex__transforms_amax(wex_job *job, const char *prefix,
  * `h` (may be NULL). */
 wex_status wex__transforms_put(wex_job *job, size_t i, XXH3_state_t *h);
 
+/* Whether one of this source's operations dequantizes local tensor
+ * `tensor`, or reads its block scales to dequantize another: work wex
+ * does on host memory only, so such a tensor is refused as CUDA memory
+ * when it is bound. */
+int wex__transforms_dequantize_from(const wex_job *job, uint64_t tensor);
+
 /* After the step's last put landed: the staging can be reused. */
 void wex__transforms_reset(wex_job *job);
 

@@ -185,3 +185,13 @@ wex_status wex__transforms_stage_row(wex_job *job, size_t i,
     *host_p = host;
     return st;
 }
+
+int wex__transforms_dequantize_from(const wex_job *job, uint64_t tensor)
+{
+    for (size_t i = 0; i < job->op_count; i++)
+        if (job->ops[i].transform == WEX__OP_DEQUANTIZE &&
+            (job->ops[i].src_tensor == tensor ||
+             job->ops[i].scale_tensor == tensor))
+            return 1;
+    return 0;
+}

@@ -31,7 +31,10 @@ wex_status wex__window_place(wex_job *job, uint64_t index, uint64_t bytes,
         st = wex__device_alloc_pinned(job->device, bytes, &b->shadow);
         b->own_shadow = st == WEX_OK;
         *host_p = b->shadow;
-        return st;
+        return st == WEX_OK ? st
+                            : wex__error_prefix(st, "its own staging "
+                                                "(larger than "
+                                                "device_staging_bytes)");
     }
     if (job->window == NULL) {
         st = wex__device_alloc_pinned(job->device, size, &job->window);

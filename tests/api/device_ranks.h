@@ -1,0 +1,140 @@
+/*
+ * What the device-memory programs of tests/api share (test_device_staging,
+ * test_device_faults): the job they run, ranks forked before the
+ * rendezvous opens and told its address through a pipe, filling a
+ * source's tensors for a step and hashing what a destination holds,
+ * through the fake CUDA runtime's cudaMemcpy (tests/fakes/fake_cudart.c).
+ * Define TOKEN before including.
+ */
+#ifndef WEX_TEST_DEVICE_RANKS_H
+#define WEX_TEST_DEVICE_RANKS_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <wex/wex.h>
+
+#include "api_check.h"
+
+typedef int (*memcpy_fn)(void *, const void *, size_t, int);
+
+/* The fake runtime's cudaMemcpy (kind 1: to the device, 2: from it). */
+static memcpy_fn cuda_memcpy;
+
+/* The job: `source` and `destination` are the sides' JSON; `window` the
+ * destinations' staging window (0: the default). Steps time out after
+ * 20 s, so a rank that hangs fails the test instead of stalling it. */
+static const char *job_text(const char *source, const char *destination,
+                            unsigned window)
+{
+    static char text[1024];
+
+    snprintf(text, sizeof(text),
+             "{\"model\": \"%s/models/DeepSeek-V3-tiny-fp8.config.json\", "
+             "\"source\": %s, \"destination\": %s, \"transport\": \"shm\", "
+             "\"verify\": \"digest\", \"timeouts\": {\"step_seconds\": 20}"
+             "%s%.0u}",
+             WEX_TEST_DATA, source, destination,
+             window ? ", \"device_staging_bytes\": " : "", window);
+    return text;
+}
+
+/* A rank forked before the parent opens the rendezvous (whose thread a
+ * fork must not copy mid-lock) waits here for its address. */
+static const char *await_address(int from)
+{
+    static char address[256];
+    ssize_t n = read(from, address, sizeof(address) - 1);
+
+    if (n <= 0)
+        _exit(4);
+    address[n] = '\0';
+    close(from);
+    return address;
+}
+
+/* Opens the rendezvous once every rank is forked, and tells them where. */
+static wex_store *serve(int n, int (*addr)[2])
+{
+    wex_store *store = NULL;
+
+    EXPECT(wex_store_open("127.0.0.1:0", TOKEN, &store) == WEX_OK,
+           "wex_store_open: %s", wex_last_error());
+    for (int i = 0; i < n; i++) {
+        const char *a = store ? wex_store_address(store) : "";
+        if (write(addr[i][1], a, strlen(a)) != (ssize_t)strlen(a))
+            EXPECT(0, "telling rank %d the rendezvous", i);
+        close(addr[i][1]);
+    }
+    return store;
+}
+
+/* Whether the file at `path` holds `text`. */
+static int log_says(const char *path, const char *text)
+{
+    static char buf[1 << 16];
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+    if (f != NULL)
+        fclose(f);
+    buf[n] = '\0';
+    return strstr(buf, text) != NULL;
+}
+
+/* One hf source and two vLLM TP2 destinations: no dtype changes. */
+#define COPY_JOB "{\"engine\": \"hf\"}", VLLM_TP2
+/* bf16 Megatron TP4 sources into the FP8 checkpoint: quantized. */
+#define FP8_JOB "{\"engine\": \"megatron\", \"parallel\": {\"tp\": 4}}", \
+                VLLM_TP2
+#define VLLM_TP2 "{\"engine\": \"vllm\", \"parallel\": {\"tp\": 2}}"
+
+/* Writes step `step`'s bytes into every tensor of a source, `mem[i]`
+ * in memory of `kind`, through `host` (room for the largest tensor). */
+static int fill_sources(wex_job *job, uint64_t step, uint32_t kind,
+                        unsigned char **mem, unsigned char *host)
+{
+    for (uint64_t i = 0; i < wex_job_tensor_count(job); i++) {
+        wex_tensor t = {sizeof(t), 0, 0, 0, NULL, NULL, 0};
+        wex_job_tensor(job, i, &t);
+        for (uint64_t b = 0; b < t.bytes; b++)
+            host[b] = expected(t.name, b, step);
+        /* bf16 in +-[2^-7, 2^-3): random bytes would put a NaN in
+         * nearly every 128 x 128 block, and quantize it all to NaN */
+        for (uint64_t b = 1; b < t.bytes && t.dtype == WEX_DTYPE_BF16; b += 2)
+            host[b] = (unsigned char)((host[b] & 0x81u) | 0x3cu);
+        if (kind == WEX_MEMORY_HOST)
+            memcpy(mem[i], host, t.bytes);
+        else if (cuda_memcpy(mem[i], host, t.bytes, 1) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* An FNV hash of every byte a destination holds, and how many bytes its
+ * tensors of at most 64 KiB hold. */
+static int destination_holds(wex_job *job, uint32_t kind,
+                             unsigned char **mem, unsigned char *host,
+                             uint64_t *held, uint64_t *small)
+{
+    *held = 1469598103934665603ull;
+    *small = 0;
+    for (uint64_t i = 0; i < wex_job_tensor_count(job); i++) {
+        wex_tensor t = {sizeof(t), 0, 0, 0, NULL, NULL, 0};
+        const unsigned char *bytes = mem[i];
+        wex_job_tensor(job, i, &t);
+        if (kind == WEX_MEMORY_CUDA) {
+            if (cuda_memcpy(host, mem[i], t.bytes, 2) != 0)
+                return -1;
+            bytes = host;
+        }
+        for (uint64_t b = 0; b < t.bytes; b++)
+            *held = (*held ^ bytes[b]) * 1099511628211ull;
+        *small += t.bytes <= 65536 ? t.bytes : 0;
+    }
+    return 0;
+}
+
+#endif /* WEX_TEST_DEVICE_RANKS_H */
