@@ -47,8 +47,38 @@ static void ep_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
               (unsigned long long)c->rank, ucs_status_string(status));
 }
 
-wex_status ucx_peer_failed(wex_transport_ctx *ctx, const ucx_conn *c)
+/* Closes a failed endpoint by force at once, as UCX asks of an endpoint
+ * its error callback named: its requests are purged now, instead of the
+ * worker progressing them for as long as a peer stays attached through
+ * it (UCX 1.13 could then complete one twice and abort). The conn stays,
+ * with its failure, for the peers attached through it. */
+static void drop_failed_ep(wex_transport_ctx *ctx, ucx_conn *c)
 {
+    int64_t deadline = ucx_now_ms() + CLOSE_TIMEOUT_MS;
+    ucp_request_param_t param;
+    unsigned idle = 0;
+    void *req;
+
+    if (c->ep == NULL || ctx->side != WEX_SIDE_SOURCE)
+        return;
+    ucx_flush_abandon(c);
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    req = ucp_ep_close_nbx(c->ep, &param);
+    c->ep = NULL;
+    c->dropped = 1;
+    if (!UCS_PTR_IS_PTR(req))
+        return;
+    while (ucp_request_check_status(req) == UCS_INPROGRESS &&
+           ucx_now_ms() < deadline)
+        ucx_source_progress(ctx, &idle);
+    ucp_request_free(req);
+}
+
+wex_status ucx_peer_failed(wex_transport_ctx *ctx, ucx_conn *c)
+{
+    drop_failed_ep(ctx, c);
     return FAIL(ctx->host, WEX_ERR_PEER,
                 "destination rank %llu unreachable: %s (host %s, pid %u)",
                 (unsigned long long)c->rank, ucs_status_string(c->failure),
@@ -96,8 +126,11 @@ void ucx_close_conns(wex_transport_ctx *ctx, int all)
 
 ucx_conn *ucx_find_conn(wex_transport_ctx *ctx, const ucx_key *k)
 {
+    /* a dropped one still answers for its worker: attaching to it fails
+     * at once instead of connecting to a dead worker again */
     for (ucx_conn *c = ctx->conns; c != NULL; c = c->next)
-        if (c->ep != NULL && c->address_len == k->worker_address_len &&
+        if ((c->ep != NULL || c->dropped) &&
+            c->address_len == k->worker_address_len &&
             memcmp(c->address, k->worker_address, c->address_len) == 0)
             return c;
     return NULL;

@@ -163,7 +163,8 @@ wex_status ucx_flush(wex_transport_ctx *ctx)
 {
     const wex_host_services *h = ctx->host;
     int64_t deadline = ucx_now_ms() + ctx->flush_timeout_ms;
-    const ucx_conn *failed = NULL, *late = NULL, *refused = NULL;
+    ucx_conn *failed = NULL;
+    const ucx_conn *late = NULL, *refused = NULL;
     uint64_t pending = 0;
     unsigned idle = 0;
 
@@ -181,7 +182,8 @@ wex_status ucx_flush(wex_transport_ctx *ctx)
         late = NULL;
         for (ucx_conn *c = ctx->conns; c != NULL && failed == NULL;
              c = c->next) {
-            if (c->ep == NULL)
+            /* a dropped endpoint stays failed while a peer uses it */
+            if (c->ep == NULL && !(c->dropped && c->peers > 0))
                 continue;
             if (c->failure == UCS_OK && c->flush_done &&
                 c->flush_status != UCS_OK)

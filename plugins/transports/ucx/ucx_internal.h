@@ -57,6 +57,7 @@ typedef struct ucx_conn {
     uint64_t peers;       /* attached buffers using it */
     ucs_status_t failure; /* UCS_OK until the endpoint fails */
     int stuck; /* a flush or put timed out: close it by force */
+    int dropped; /* failed, and its endpoint closed by force at once */
     /* the flush in progress */
     void *flush_req;
     int flush_done;
@@ -127,8 +128,9 @@ struct wex_transport_ctx {
 int64_t ucx_now_ms(void);
 /* One progress pass on a source's worker; naps after a run of idle ones. */
 void ucx_source_progress(wex_transport_ctx *ctx, unsigned *idle);
-/* The error for a failed endpoint, naming its destination. */
-wex_status ucx_peer_failed(wex_transport_ctx *ctx, const ucx_conn *c);
+/* The error for a failed endpoint, naming its destination; a source's
+ * endpoint is closed by force first. */
+wex_status ucx_peer_failed(wex_transport_ctx *ctx, ucx_conn *c);
 /* Closes endpoints no peer uses any more (all of them with `all`). */
 void ucx_close_conns(wex_transport_ctx *ctx, int all);
 ucx_conn *ucx_find_conn(wex_transport_ctx *ctx, const ucx_key *k);
