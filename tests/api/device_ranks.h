@@ -91,6 +91,40 @@ static int log_says(const char *path, const char *text)
                 VLLM_TP2
 #define VLLM_TP2 "{\"engine\": \"vllm\", \"parallel\": {\"tp\": 2}}"
 
+/* Opens the job as this rank and allocates every tensor in memory of
+ * `kind` (*mem: a pointer per tensor) and a host buffer as large as the
+ * largest (*host). 0, or -1 with the reason on stderr; the caller closes
+ * the job and frees both either way. */
+static int open_rank(const char *text, uint32_t side, uint64_t rank,
+                     const char *address, uint32_t kind, wex_job **job,
+                     unsigned char ***mem, unsigned char **host)
+{
+    wex_job_options opts = {sizeof(opts), 0, address, TOKEN, NULL};
+    uint64_t count, most = 0;
+
+    *mem = NULL;
+    *host = NULL;
+    if (wex_job_open(text, side, rank, &opts, job) != WEX_OK) {
+        fprintf(stderr, "open: %s\n", wex_last_error());
+        return -1;
+    }
+    count = wex_job_tensor_count(*job);
+    *mem = calloc(count ? count : 1, sizeof(**mem));
+    for (uint64_t i = 0; *mem != NULL && i < count; i++) {
+        wex_tensor t = {sizeof(t), 0, 0, 0, NULL, NULL, 0};
+        wex_job_tensor(*job, i, &t);
+        most = t.bytes > most ? t.bytes : most;
+        if (wex_job_alloc_memory(*job, i, kind, (void **)&(*mem)[i]) !=
+            WEX_OK) {
+            fprintf(stderr, "alloc %llu: %s\n", (unsigned long long)i,
+                    wex_last_error());
+            return -1;
+        }
+    }
+    *host = malloc(most ? most : 1);
+    return *mem != NULL && *host != NULL ? 0 : -1;
+}
+
 /* Writes step `step`'s bytes into every tensor of a source, `mem[i]`
  * in memory of `kind`, through `host` (room for the largest tensor). */
 static int fill_sources(wex_job *job, uint64_t step, uint32_t kind,

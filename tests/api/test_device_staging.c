@@ -51,29 +51,13 @@ static uint64_t small_bytes[2];
 static int rank_main(const char *text, uint32_t side, uint64_t rank,
                      const char *address, uint32_t kind, int out)
 {
-    wex_job_options opts = {sizeof(opts), 0, address, TOKEN, NULL};
     unsigned char **mem = NULL, *host = NULL;
     wex_job *job = NULL;
-    uint64_t count, most = 0, held = 0, small = 0;
+    uint64_t held = 0, small = 0;
     int rc = 1;
 
-    if (wex_job_open(text, side, rank, &opts, &job) != WEX_OK) {
-        fprintf(stderr, "open: %s\n", wex_last_error());
-        return 1;
-    }
-    count = wex_job_tensor_count(job);
-    mem = calloc(count, sizeof(*mem));
-    for (uint64_t i = 0; i < count; i++) {
-        wex_tensor t = {sizeof(t), 0, 0, 0, NULL, NULL, 0};
-        wex_job_tensor(job, i, &t);
-        most = t.bytes > most ? t.bytes : most;
-        if (wex_job_alloc_memory(job, i, kind, (void **)&mem[i]) != WEX_OK) {
-            fprintf(stderr, "alloc %llu: %s\n", (unsigned long long)i,
-                    wex_last_error());
-            goto out;
-        }
-    }
-    host = malloc(most ? most : 1);
+    if (open_rank(text, side, rank, address, kind, &job, &mem, &host) != 0)
+        goto out;
     for (uint64_t step = 1; step <= steps; step++) {
         wex_sync_report report;
 
