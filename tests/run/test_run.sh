@@ -265,7 +265,15 @@ make_job long '{"timeouts": {"connect_seconds": 120, "step_seconds": 120}}'
 "$WEX" run "$TMP/long.json" --host 0 --rendezvous "$ADDR" --token right-token-123 \
     --job-id t7 --steps 1000 --verify none >"$TMP/killed.out" 2>"$TMP/killed.err" &
 RUN_PID=$!
-sleep 6
+# once the launcher and its 8 ranks are connected (a source may take more
+# than 6 s to open in a Debug build on a busy machine), and then a little
+# into the job
+PORT=${ADDR##*:}
+for _ in $(seq 600); do
+    [ "$(ss -Htn state established "( dport = :$PORT )" | wc -l)" -ge 9 ] && break
+    sleep 0.1
+done
+sleep 2
 kill -9 "$STORE_PID"; wait "$STORE_PID" 2>/dev/null; STORE_PID=
 start=$(date +%s)
 wait "$RUN_PID"
@@ -295,7 +303,7 @@ WEX_RUN_FAULT=hang:source:0:1 "$WEX" run "$JOB" --steps 1000 --verify none \
     >"$TMP/killed.out" 2>&1 &
 launcher=$!
 for _ in $(seq 300); do
-    [ "$(pgrep -P "$launcher" -c 2>/dev/null || echo 0)" -ge 8 ] && break
+    [ "$(pgrep -P "$launcher" -c 2>/dev/null)" -ge 8 ] 2>/dev/null && break
     sleep 0.1
 done
 workers=$(pgrep -P "$launcher" | tr '\n' ' ')
