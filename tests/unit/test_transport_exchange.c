@@ -3,6 +3,7 @@
  * publishing what the other waits for; bad names, oversized values,
  * absent names and failing connects get their one-line errors. */
 #include <check.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,8 @@
 #include "store_fixture.h"
 
 #define ID_BYTES 128
+
+extern char **environ;
 
 static wex__job_config config;
 static wex_transport_ops tops;
@@ -50,14 +53,16 @@ static void id_of(unsigned char *id, unsigned seed)
         id[i] = (unsigned char)(seed * 31u + (unsigned)i * 7u);
 }
 
-/* The leader draws an id and waits for every follower's answer. */
+/* The leader draws an id and waits for every follower's answer (in its
+ * own program: no Check assertion). */
 static wex_status leader(const wex_transport_exchange *ex)
 {
     unsigned char id[ID_BYTES], ack[ID_BYTES + 8];
     uint64_t len = 0;
     wex_status st;
 
-    ck_assert_uint_ge(ex->struct_size, WEX_TRANSPORT_EXCHANGE_SIZE_1_3);
+    if (ex->struct_size < WEX_TRANSPORT_EXCHANGE_SIZE_1_3)
+        return wex__error(WEX_ERR_ABI, "an exchange smaller than ABI 1.3's");
     id_of(id, (unsigned)getpid());
     st = ex->publish(ex->ctx, "uid", id, sizeof(id));
     if (st == WEX_OK)
@@ -84,29 +89,47 @@ static wex_status follower(const wex_transport_exchange *ex)
     return st;
 }
 
+static const char *self; /* this program, started again as the leader */
+
+/* The leader's process (argv: --leader ADDRESS): exec'd, not forked, so
+ * it holds no lock another thread of the test held at fork time. */
+static int leader_main(const char *at)
+{
+    wex__store_client *c = NULL;
+
+    memset(&job, 0, sizeof(job));
+    memset(&tops, 0, sizeof(tops));
+    memset(&config, 0, sizeof(config));
+    config.transport.name = "probe";
+    job.plan.job = &config;
+    tops.struct_size = sizeof(tops);
+    tops.connect = probe_connect;
+    job.tops = &tops;
+    probe = leader;
+    if (wex__store_connect(at, TOKEN, "destination/0", 5.0, &c) != WEX_OK) {
+        fprintf(stderr, "leader: %s\n", wex__last_error());
+        return 1;
+    }
+    job.store = c;
+    pause_s(0.2); /* the follower starts first and waits */
+    if (wex__transport_connect(&job, 5.0) != WEX_OK) {
+        fprintf(stderr, "leader: %s\n", wex__last_error());
+        return 1;
+    }
+    wex__store_close(c);
+    return 0;
+}
+
 START_TEST(ranks_in_two_processes_share_what_one_draws)
 {
+    char *argv[] = {(char *)self, "--leader", address, NULL};
     unsigned char expect[ID_BYTES];
     void *raw = NULL;
     size_t raw_len = 0;
     int status = 0;
     pid_t child;
 
-    fflush(NULL);
-    child = fork();
-    ck_assert_int_ge(child, 0);
-    if (child == 0) {
-        open_rank("destination/0");
-        probe = leader;
-        /* the follower starts first and waits: the leader comes later */
-        pause_s(0.2);
-        if (wex__transport_connect(&job, 5.0) != WEX_OK) {
-            fprintf(stderr, "leader: %s\n", wex__last_error());
-            _exit(1);
-        }
-        wex__store_close(job.store);
-        _exit(0);
-    }
+    ck_assert_int_eq(posix_spawn(&child, self, NULL, NULL, argv, environ), 0);
     open_rank("source/0");
     probe = follower;
     ck_assert_msg(wex__transport_connect(&job, 5.0) == WEX_OK, "%s",
@@ -201,11 +224,16 @@ START_TEST(a_transport_without_connect_or_failing_it)
 }
 END_TEST
 
-int main(void)
+int main(int argc, char **argv)
 {
-    Suite *s = suite_create("transport_exchange");
-    TCase *t = tcase_create("exchange");
+    Suite *s;
+    TCase *t;
 
+    if (argc == 3 && strcmp(argv[1], "--leader") == 0)
+        return leader_main(argv[2]);
+    self = argv[0];
+    s = suite_create("transport_exchange");
+    t = tcase_create("exchange");
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_set_timeout(t, 30);
     tcase_add_test(t, ranks_in_two_processes_share_what_one_draws);
