@@ -33,8 +33,9 @@ static wex_status probe_connect(wex_transport_ctx *ctx,
     return probe(ex);
 }
 
-/* A job on this process's rank: only what connecting a transport reads. */
-static void open_rank(const char *who)
+/* A job on this process's rank: only what connecting a transport reads
+ * (its store is the caller's to set). */
+static void probe_job(void)
 {
     memset(&job, 0, sizeof(job));
     memset(&tops, 0, sizeof(tops));
@@ -44,6 +45,11 @@ static void open_rank(const char *who)
     tops.struct_size = sizeof(tops);
     tops.connect = probe_connect;
     job.tops = &tops;
+}
+
+static void open_rank(const char *who)
+{
+    probe_job();
     job.store = join(who);
 }
 
@@ -97,14 +103,7 @@ static int leader_main(const char *at)
 {
     wex__store_client *c = NULL;
 
-    memset(&job, 0, sizeof(job));
-    memset(&tops, 0, sizeof(tops));
-    memset(&config, 0, sizeof(config));
-    config.transport.name = "probe";
-    job.plan.job = &config;
-    tops.struct_size = sizeof(tops);
-    tops.connect = probe_connect;
-    job.tops = &tops;
+    probe_job();
     probe = leader;
     if (wex__store_connect(at, TOKEN, "destination/0", 5.0, &c) != WEX_OK) {
         fprintf(stderr, "leader: %s\n", wex__last_error());
