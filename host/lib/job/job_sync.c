@@ -144,6 +144,7 @@ static int check_peer(wex_job *job, const step_try *t, uint64_t peer,
     unsigned char *theirs = NULL;
     size_t len = 0, n = 0;
     uint64_t bad = 0, digest;
+    const char *failed;
     wex_status st;
 
     done_key(key, sizeof(key), t, peer, job->rank);
@@ -157,10 +158,10 @@ static int check_peer(wex_job *job, const step_try *t, uint64_t peer,
                  (unsigned long long)peer, wex__last_error());
         return PEER_FAILED;
     }
-    if (wex__step_failure_reason(theirs, len, sizeof(uint64_t)) != NULL) {
+    failed = wex__step_failure_reason(theirs, len, sizeof(uint64_t));
+    if (failed != NULL) {
         snprintf(why, cap, "source rank %llu failed: %s",
-                 (unsigned long long)peer,
-                 wex__step_failure_reason(theirs, len, sizeof(uint64_t)));
+                 (unsigned long long)peer, failed);
         free(theirs);
         return PEER_FAILED;
     }

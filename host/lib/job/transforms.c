@@ -348,13 +348,12 @@ static wex_status agree(wex_job *job, const char *prefix, double timeout)
         size_t len = 0;
         snprintf(key, sizeof(key), "%s%llu", prefix,
                  (unsigned long long)q->readers[p]);
+        const char *failed = NULL;
         st = wex__store_get(job->store, key, timeout, (void **)&theirs, &len);
         if (st == WEX_OK &&
-            wex__step_failure_reason(theirs, len, RECORD_BYTES) != NULL)
+            (failed = wex__step_failure_reason(theirs, len, RECORD_BYTES)))
             st = wex__error(WEX_ERR_PEER, "source rank %llu failed: %s",
-                            (unsigned long long)q->readers[p],
-                            wex__step_failure_reason(theirs, len,
-                                                     RECORD_BYTES));
+                            (unsigned long long)q->readers[p], failed);
         if (st != WEX_OK) {
             free(theirs);
             st = wex__error_prefix(st, "the block amaxes of source rank %llu "
