@@ -252,6 +252,17 @@ assert small["verified"] and [x["committed"] for x in small["steps"]] == [True, 
 assert small["steps"][0]["puts"] > big["steps"][0]["puts"], (small["steps"], big["steps"])
 PY
     shm_clean "packing"
+
+    # 5c. The element check finds a wrong element: a bit flipped in what
+    #     landed, after the step committed, fails the run naming the rank.
+    WEX_RUN_FAULT=scribble:destination:1:1 "$WEX" run "$TMP/pack-shm.json" \
+        --steps 1 --verify none >/dev/null 2>"$TMP/scribble.err"
+    code=$?
+    [ "$code" -eq 1 ] \
+        && grep -q "destination rank 1: step 1: 1 elements differ from what was sent" "$TMP/scribble.err" \
+        && pass "a flipped bit: $(grep -m1 'elements differ' "$TMP/scribble.err")" \
+        || fail "a flipped bit: exit $code, $(tail -3 "$TMP/scribble.err")"
+    shm_clean "a flipped bit"
 fi
 
 # 6. The rendezvous server killed mid-run: every rank errors out, none

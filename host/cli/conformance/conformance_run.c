@@ -139,7 +139,7 @@ static void print_json(const conf_ctx *ctx, const char *arg, tally t)
     for (int id = 1; id <= CONF_LAST; id++) {
         const conf_result *r = &ctx->results[id];
         cJSON *c = cJSON_CreateObject();
-        char name[8], status[8];
+        char name[16], status[8];
 
         snprintf(name, sizeof(name), "C%02d", id);
         snprintf(status, sizeof(status), "%s", status_word(r->status));

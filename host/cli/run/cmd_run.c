@@ -81,7 +81,9 @@ static void usage(FILE *out)
             "kills a rank just before that step,\ndie-mid:SIDE:RANK:STEP "
             "in the middle of it (die-mid:SIDE:RANK:STEP:MS that many\n"
             "milliseconds into it), and hang:SIDE:RANK:STEP wedges it before "
-            "that step until a signal ends it. Workers die with this "
+            "that step until a signal ends it;\nscribble:destination:RANK:STEP "
+            "flips a bit of what landed in that step before the\nelement "
+            "check (which must then fail). Workers die with this "
             "command,\nhowever it ends.\n");
 }
 

@@ -8,8 +8,11 @@
  * WEX_RUN_FAULT="die:SIDE:RANK:STEP" makes that rank kill itself just
  * before that step's sync, "die-mid:SIDE:RANK:STEP" once that step's
  * barrier has passed, while its operations run ("die-mid:SIDE:RANK:STEP:MS"
- * MS milliseconds after it): how the tests play a crashed peer. "hang:SIDE:RANK:STEP" wedges it before that step, for
- * good: only a signal ends it.
+ * MS milliseconds after it): how the tests play a crashed peer.
+ * "hang:SIDE:RANK:STEP" wedges it before that step, for good: only a
+ * signal ends it. "scribble:destination:RANK:STEP" flips a bit of what
+ * landed after that step commits, before the element check, which must
+ * then fail.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -227,6 +230,8 @@ static int run_steps(wex_job *job, const run_args *a, cJSON *doc,
             cJSON_AddStringToObject(doc, "error", wex_last_error());
             return 1;
         }
+        if (fault_now("scribble", job->side, job->rank, s))
+            wex__synth_scribble(job);
         if (job->side == WEX_SIDE_DESTINATION)
             bad = run_worker_mismatches(job, ck, s);
         cJSON_AddNumberToObject(one, "seconds", r.seconds);

@@ -171,6 +171,10 @@ static void expected(const expect *x, uint64_t c, uint64_t e, uint64_t step,
     }
 }
 
+/* Elements whose expected bytes are made before one comparison: a
+ * comparison per element cost more than making the values. */
+#define CHECK_CHUNK 512
+
 /* Walks every piece of the rank as runs contiguous in both the local
  * tensor and the canonical one; `fill` writes, otherwise compares. */
 static uint64_t walk(const wex_job *job, uint64_t step, int fill)
@@ -185,7 +189,7 @@ static uint64_t walk(const wex_job *job, uint64_t step, int fill)
         unsigned char *base = job->bind[p->tensor].address;
         uint64_t esize = wex_dtype_size(t->dtype), a, b;
         wex__box_runs w;
-        unsigned char want[8];
+        unsigned char want[CHECK_CHUNK * 8];
         expect x;
 
         if (expect_of(job, p, t->dtype, step, &x) != 0)
@@ -194,14 +198,25 @@ static uint64_t walk(const wex_job *job, uint64_t step, int fill)
         while (wex__box_runs_next(&w, &a, &b)) {
             uint64_t first = b / esize, n = w.run_bytes / esize;
             unsigned char *out = base + a;
-            for (uint64_t e = 0; e < n; e++, out += esize) {
-                if (fill) {
+
+            if (fill) {
+                for (uint64_t e = 0; e < n; e++, out += esize)
                     wex__synth_value(t->dtype, p->canonical, first + e, step,
                                      out);
+                continue;
+            }
+            for (uint64_t e0 = 0; e0 < n; e0 += CHECK_CHUNK) {
+                uint64_t k = n - e0 < CHECK_CHUNK ? n - e0 : CHECK_CHUNK;
+                unsigned char *got = out + e0 * esize;
+
+                for (uint64_t e = 0; e < k; e++)
+                    expected(&x, p->canonical, first + e0 + e, step,
+                             t->dtype, want + e * esize);
+                if (memcmp(got, want, k * esize) == 0)
                     continue;
-                }
-                expected(&x, p->canonical, first + e, step, t->dtype, want);
-                mismatches += memcmp(out, want, esize) != 0;
+                for (uint64_t e = 0; e < k; e++)
+                    mismatches += memcmp(got + e * esize, want + e * esize,
+                                         esize) != 0;
             }
         }
         free(x.amax);
@@ -217,4 +232,22 @@ void wex__synth_fill(const wex_job *job, uint64_t step)
 uint64_t wex__synth_check(const wex_job *job, uint64_t step)
 {
     return walk(job, step, 0);
+}
+
+void wex__synth_scribble(const wex_job *job)
+{
+    const wex__rank_layout *l = job->layout;
+
+    for (size_t i = 0; i < l->piece_count; i++) {
+        const wex__piece *p = &l->pieces[i];
+        unsigned char *base = job->bind[p->tensor].address;
+        wex__box_runs w;
+        uint64_t a, b;
+
+        wex__piece_runs_init(&w, l, job->mine->model, p);
+        if (wex__box_runs_next(&w, &a, &b)) {
+            base[a] ^= 1u;
+            return;
+        }
+    }
 }

@@ -24,5 +24,8 @@ void wex__synth_fill(const wex_job *job, uint64_t step);
 /* Elements (of every piece the rank holds) that differ from step `step`'s
  * values; 0 when everything landed. */
 uint64_t wex__synth_check(const wex_job *job, uint64_t step);
+/* Flips one bit of the first element wex__synth_check reads, so a test
+ * can show that the check finds a wrong element. */
+void wex__synth_scribble(const wex_job *job);
 
 #endif /* WEX_HOST_SYNTH_WEIGHTS_H */
