@@ -18,6 +18,11 @@
  *   IGNORE_DEAD      the policy plans from dead sources too          C22
  *   DROP             the transport's put writes nothing             C19
  *   HANG             flush waits forever once its peer is dead      C20
+ *   CONNECT          the transport has connect (ABI 1.3): the destination
+ *                    publishes its pid, the source fetches it, and nothing
+ *                    works on a rank that did not connect (conformant)
+ *   BAD_NAME         with CONNECT: publishes under a name the host's
+ *                    rendezvous refuses                              C19
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -343,6 +348,8 @@ static const wex_policy_ops broken_ops = {
 struct wex_transport_ctx {
     const wex_host_services *host;
     int32_t last_peer_pid;
+    uint32_t side;
+    int connected; /* CONNECT: connect has run */
 };
 struct wex_transport_mem {
     void *address;
@@ -369,10 +376,10 @@ static wex_status t_ctx_create(wex_plugin_state *state,
 {
     wex_transport_ctx *ctx = calloc(1, sizeof(*ctx));
 
-    (void)args;
     if (ctx == NULL)
         return WEX_ERR_NOMEM;
     ctx->host = state->host;
+    ctx->side = args->side;
     *ctx_p = ctx;
     return WEX_OK;
 }
@@ -388,6 +395,52 @@ static wex_status fail(wex_transport_ctx *ctx, wex_status st, const char *what)
                          errno ? strerror(errno) : "invalid");
     return st;
 }
+
+/* Without CONNECT there is nothing to wait for. */
+static int connected(const wex_transport_ctx *ctx)
+{
+#ifdef CONNECT
+    return ctx->connected;
+#else
+    (void)ctx;
+    return 1;
+#endif
+}
+
+#ifdef CONNECT
+#ifdef BAD_NAME
+#define GREETING "greeting/0"
+#else
+#define GREETING "greeting"
+#endif
+/* The destination publishes its pid; a source fetches it. */
+static wex_status t_connect(wex_transport_ctx *ctx,
+                            const wex_transport_exchange *ex)
+{
+    int32_t pid = (int32_t)getpid();
+    uint64_t len = 0;
+    wex_status st;
+
+    if (ex == NULL || ex->struct_size < WEX_TRANSPORT_EXCHANGE_SIZE_1_3) {
+        errno = 0;
+        return fail(ctx, WEX_ERR_ABI, "connect: no exchange");
+    }
+    if (ctx->side == WEX_SIDE_DESTINATION)
+        st = ex->publish(ex->ctx, GREETING, &pid, sizeof(pid));
+    else
+        st = ex->fetch(ex->ctx, GREETING, &pid, sizeof(pid), &len);
+    if (st != WEX_OK)
+        return st; /* the host's message stands */
+    if (ctx->side == WEX_SIDE_SOURCE && (len != sizeof(pid) || pid <= 0)) {
+        errno = 0;
+        return fail(ctx, WEX_ERR_PEER, "connect: a greeting of no pid");
+    }
+    ctx->connected = 1;
+    return WEX_OK;
+}
+#else
+#define t_connect NULL
+#endif
 
 static wex_status t_mem_alloc(wex_transport_ctx *ctx, uint64_t bytes,
                               void **address_p, wex_transport_mem **mem_p)
@@ -442,6 +495,8 @@ static wex_status t_mem_key(wex_transport_ctx *ctx, wex_transport_mem *m,
     key k;
 
     errno = 0;
+    if (!connected(ctx))
+        return fail(ctx, WEX_ERR_INTERNAL, "mem_key before connect");
     if (*key_len < sizeof(k))
         return fail(ctx, WEX_ERR_INVALID, "mem_key: buffer too small");
     memset(&k, 0, sizeof(k));
@@ -505,6 +560,8 @@ static wex_status t_put(wex_transport_ctx *ctx, wex_transport_peer *p,
                         uint64_t offset, const void *src, uint64_t bytes)
 {
     errno = 0;
+    if (!connected(ctx))
+        return fail(ctx, WEX_ERR_INTERNAL, "put before connect");
     if (offset > p->bytes || bytes > p->bytes - offset)
         return fail(ctx, WEX_ERR_INVALID, "put: overruns the buffer");
 #ifndef DROP
@@ -545,14 +602,20 @@ static const wex_transport_ops broken_ops = {
     t_flush,
     NULL, /* recv: one-sided */
     NULL, /* peer_path: one way */
-    NULL, /* connect: nothing to share */
+    t_connect, /* NULL unless CONNECT */
 };
 #endif
 
 /* ---- negotiation ------------------------------------------------------- */
 
+#ifdef CONNECT
+#define BROKEN_ABI WEX_ABI_1_3 /* connect */
+#else
+#define BROKEN_ABI WEX_ABI_1_0
+#endif
+
 static const wex_plugin_desc broken_desc = {
-    sizeof(wex_plugin_desc), WEX_ABI_1_0, BROKEN_KIND,
+    sizeof(wex_plugin_desc), BROKEN_ABI, BROKEN_KIND,
     WEX_PLUGIN_THREAD_SINGLE, BROKEN_NAME, "0.0.1",
     broken_init, broken_fini, &broken_ops,
 };
@@ -572,9 +635,9 @@ wex_status wex_plugin_negotiate(const wex_negotiate_in *in,
     out->desc = &broken_desc;
     return WEX_OK;
 #else
-    if (in->abi_min > WEX_ABI_1_0 || in->abi_max < WEX_ABI_1_0)
+    if (in->abi_min > BROKEN_ABI || in->abi_max < BROKEN_ABI)
         return WEX_ERR_ABI;
-    out->abi_version = WEX_ABI_1_0;
+    out->abi_version = BROKEN_ABI;
 #ifdef FRESH_DESC
     static wex_plugin_desc copies[4];
     static unsigned calls;

@@ -56,6 +56,9 @@ done
 expect "conformant engine" "" "$broken/conf-engine/engine-conf-engine.json"
 expect "conformant policy" "" "$broken/conf-policy/policy-conf-policy.json"
 expect "conformant transport" "" "$broken/conf-transport/transport-conf-transport.json"
+expect "conformant transport with connect" "" "$broken/conf-connect/transport-conf-connect.json" --verbose
+grep -q "^PASS C19 .*both ends connected; 67 puts" "$tmp/out"
+check "C19 connects both ends of a transport with connect" $?
 
 # ---- the loader's fake plugins ----------------------------------------------
 f() { echo "$fake/$1/$2-fake-$1.json"; }
@@ -109,6 +112,9 @@ expect "broken ignores-dead" "C22" "$(b ignores-dead policy)"
 contains "$tmp/out" "cannot fail over: it planned an operation from dead source rank 0"
 check "C22 says the policy planned from the dead" $?
 expect "broken drop" "C19" "$(b drop transport)"
+expect "broken bad-name" "C19" "$(b bad-name transport)"
+contains "$tmp/out" 'destination connect: publish: the name "greeting/0" is not 1-64 characters of [A-Za-z0-9_.-]'
+check "C19 holds connect's names to the host's rule, and says so" $?
 start=$SECONDS
 expect "broken hang" "C20" "$(b hang transport)" --deadline 2
 contains "$tmp/out" "did not return within 2 s"; check "a hang becomes a FAIL with a reason" $?

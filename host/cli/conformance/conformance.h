@@ -25,6 +25,7 @@
 
 #include <cjson/cJSON.h>
 #include <wex/abi.h>
+#include <wex/transport.h>
 
 #include "clock.h"
 #include "fd_io.h"
@@ -99,6 +100,21 @@ typedef struct conf_ctx {
     size_t stray_len;
     size_t stray_lines;
 } conf_ctx;
+
+/* The rendezvous a transport's connect is lent (ABI 1.3), as files in a
+ * directory a check process and its forked children share
+ * (conformance_exchange.c). */
+typedef struct conf_exchange {
+    char dir[200];
+    double deadline_s; /* how long fetch waits for a name */
+} conf_exchange;
+
+/* Makes the directory; -1 (errno set) when it cannot. */
+int conf_exchange_open(conf_exchange *x, double deadline_s);
+/* Fills `ex` to lend `x` to a transport's connect. */
+void conf_exchange_lend(conf_exchange *x, wex_transport_exchange *ex);
+/* Removes the directory and everything published in it. */
+void conf_exchange_close(conf_exchange *x);
 
 /* ---- parent side ------------------------------------------------------ */
 

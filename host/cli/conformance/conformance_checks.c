@@ -127,7 +127,10 @@ const conf_check_info conf_checks[CONF_LAST] = {
      "transport: put + flush land in another process's buffer",
      "transports",
      "A forked destination process (side destination, rank 0 of 1, job id "
-     "wex-conformance-PID) exposes 4 MiB with mem_alloc "
+     "wex-conformance-PID) and the tester (side source) first call the "
+     "transport's connect, if it has one (ABI 1.3), with a stand-in "
+     "rendezvous that holds the host's rule for names and sizes; then the "
+     "destination exposes 4 MiB with mem_alloc "
      "(WEX_TRANSPORT_CAP_ALLOC) or mem_register of its own memory and sends "
      "mem_key over a pipe; the tester attaches it, puts a pattern in 67 "
      "writes (large, unaligned, at the very end, small strided), flushes, "

@@ -1,5 +1,7 @@
 /*
- * Transports (C19, C20), between real processes as in a job: a forked
+ * Transports (C19, C20), between real processes as in a job: both ends
+ * connect first when the transport has the ABI 1.3 connect op (through a
+ * stand-in rendezvous, conformance_exchange.c), then a forked
  * destination exposes 4 MiB (mem_alloc when the transport can allocate,
  * else mem_register on its own memory) and sends its key over a pipe; the
  * tester attaches it, puts a pattern, flushes, and the destination checks
@@ -9,6 +11,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +33,7 @@ typedef struct tport {
     const wex_transport_ops *ops;
     wex_plugin_state *state;
     char job_id[64];
+    conf_exchange *exchange; /* for connect (ABI 1.3) */
 } tport;
 
 typedef struct span {
@@ -110,6 +114,23 @@ static wex_status open_ctx(const tport *t, uint32_t side,
     return t->ops->ctx_create(t->state, &args, ctx_p);
 }
 
+/* The transport's connect, as a job calls it on every rank before any
+ * memory key: nothing to do for a transport without one. */
+static wex_status connect_ctx(const tport *t, wex_transport_ctx *ctx)
+{
+    wex_transport_exchange ex;
+    wex_status st;
+
+    if (t->ops->connect == NULL)
+        return WEX_OK;
+    conf_exchange_lend(t->exchange, &ex);
+    wex__error_clear();
+    st = t->ops->connect(ctx, &ex);
+    if (st != WEX_OK && wex__last_error()[0] == '\0')
+        wex__error(st, "failed without a message");
+    return st;
+}
+
 /* Every written byte holds the pattern, every other byte is still 0. */
 static int verify(const uint8_t *buf, char *why, size_t cap)
 {
@@ -154,6 +175,10 @@ static void destination_main(const tport *t, int to_tester, int from_tester)
     if (open_ctx(t, WEX_SIDE_DESTINATION, &ctx) != WEX_OK) {
         send_error(to_tester, "destination ctx_create: %s",
                    wex__last_error());
+        return;
+    }
+    if (connect_ctx(t, ctx) != WEX_OK) {
+        send_error(to_tester, "destination connect: %s", wex__last_error());
         return;
     }
     if (alloc) {
@@ -229,6 +254,28 @@ static int round_trip(const tport *t, pid_t *dest_p, int *to_dest,
     *dest_p = pid;
     *to_dest = down[1];
     *from_dest = up[0];
+    /* before the key: a transport's connect may wait for every rank */
+    if (open_ctx(t, WEX_SIDE_SOURCE, src_p) != WEX_OK) {
+        conf_report(CONF_TRANSPORT_ROUNDTRIP, CONF_FAIL,
+                    "source ctx_create: %s", wex__last_error());
+        return 0;
+    }
+    if (connect_ctx(t, *src_p) != WEX_OK) {
+        char why[MSG_MAX];
+        struct pollfd pfd = {up[0], POLLIN, 0};
+
+        /* a destination that failed first says why: that is the cause */
+        snprintf(why, sizeof(why), "source connect: %s", wex__last_error());
+        if (poll(&pfd, 1, 500) == 1 &&
+            recv_msg(up[0], &tag, key, sizeof(key), &len) == 0 &&
+            tag == TAG_ERROR) {
+            key[sizeof(key) - 1] = '\0';
+            snprintf(why, sizeof(why), "%.*s", (int)sizeof(why) - 1,
+                     (const char *)key);
+        }
+        conf_report(CONF_TRANSPORT_ROUNDTRIP, CONF_FAIL, "%s", why);
+        return 0;
+    }
     if (recv_msg(up[0], &tag, key, sizeof(key), &len) != 0) {
         conf_report(CONF_TRANSPORT_ROUNDTRIP, CONF_FAIL,
                     "the destination process died before sending its key");
@@ -238,11 +285,6 @@ static int round_trip(const tport *t, pid_t *dest_p, int *to_dest,
         key[sizeof(key) - 1] = '\0';
         conf_report(CONF_TRANSPORT_ROUNDTRIP, CONF_FAIL, "%s",
                     (const char *)key);
-        return 0;
-    }
-    if (open_ctx(t, WEX_SIDE_SOURCE, src_p) != WEX_OK) {
-        conf_report(CONF_TRANSPORT_ROUNDTRIP, CONF_FAIL,
-                    "source ctx_create: %s", wex__last_error());
         return 0;
     }
     wex__error_clear();
@@ -295,9 +337,9 @@ static int round_trip(const tport *t, pid_t *dest_p, int *to_dest,
         return 0;
     }
     conf_report(CONF_TRANSPORT_ROUNDTRIP, CONF_PASS,
-                "%zu puts into a %s 4 MiB buffer of another process landed "
-                "byte for byte after flush",
-                n,
+                "%s%zu puts into a %s 4 MiB buffer of another process "
+                "landed byte for byte after flush",
+                t->ops->connect != NULL ? "both ends connected; " : "", n,
                 (t->ops->caps & WEX_TRANSPORT_CAP_ALLOC) ? "mem_alloc'd"
                                                          : "mem_registered");
     return 1;
@@ -384,6 +426,7 @@ static void transport_child(conf_ctx *ctx, void *arg)
     wex__plugin *p;
     int to_dest = -1, from_dest = -1;
     pid_t dest = -1;
+    conf_exchange exchange = {{0}, 0};
     tport t;
 
     (void)arg;
@@ -401,16 +444,26 @@ static void transport_child(conf_ctx *ctx, void *arg)
     t.state = p->plugin_state;
     snprintf(t.job_id, sizeof(t.job_id), "wex-conformance-%ld",
              (long)getpid());
+    t.exchange = &exchange;
     if (!(t.ops->caps & WEX_TRANSPORT_CAP_HOST_MEMORY)) {
         device_only_skip(&t);
         conf_report(CONF_TRANSPORT_DEAD_PEER, CONF_SKIP,
                     "the transport does not handle host memory");
         return;
     }
-    if (!round_trip(&t, &dest, &to_dest, &from_dest, &src, &peer)) {
+    if (conf_exchange_open(&exchange, ctx->deadline_s) != 0) {
+        conf_report(CONF_TRANSPORT_ROUNDTRIP, CONF_FAIL,
+                    "kit: a directory for connect's rendezvous in %s: %s",
+                    exchange.dir, strerror(errno));
         conf_report(CONF_TRANSPORT_DEAD_PEER, CONF_SKIP, "needs C19");
         return;
     }
+    if (!round_trip(&t, &dest, &to_dest, &from_dest, &src, &peer)) {
+        conf_exchange_close(&exchange);
+        conf_report(CONF_TRANSPORT_DEAD_PEER, CONF_SKIP, "needs C19");
+        return;
+    }
+    conf_exchange_close(&exchange);
     conf_begin(CONF_TRANSPORT_DEAD_PEER);
     dead_peer(&t, dest, src, peer);
     /* the registry's fini runs when the process exits: not needed */

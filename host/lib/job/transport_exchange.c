@@ -10,19 +10,18 @@
 
 #include "error.h"
 #include "runtime.h"
-
-#define NAME_MAX_CHARS 64
+#include "transport_exchange.h"
 
 typedef struct exchange_state {
     wex_job *job;
     double timeout;
 } exchange_state;
 
-static int name_ok(const char *name)
+int wex__transport_name_ok(const char *name)
 {
     size_t n = name ? strlen(name) : 0;
 
-    if (n == 0 || n > NAME_MAX_CHARS)
+    if (n == 0 || n > WEX__TRANSPORT_NAME_MAX)
         return 0;
     for (size_t i = 0; i < n; i++) {
         char c = name[i];
@@ -36,11 +35,11 @@ static int name_ok(const char *name)
 static wex_status store_key(const exchange_state *x, const char *name,
                             const char *what, char *key, size_t cap)
 {
-    if (!name_ok(name))
+    if (!wex__transport_name_ok(name))
         return wex__error(WEX_ERR_INVALID, "transport %s: %s: the name "
                           "\"%s\" is not 1-%d characters of [A-Za-z0-9_.-]",
                           x->job->plan.job->transport.name, what,
-                          name ? name : "(null)", NAME_MAX_CHARS);
+                          name ? name : "(null)", WEX__TRANSPORT_NAME_MAX);
     snprintf(key, cap, "transport/%s/%s", x->job->plan.job->transport.name,
              name);
     return WEX_OK;

@@ -1,0 +1,127 @@
+/*
+ * The rendezvous a job lends a transport's connect (ABI 1.3), played for
+ * C19 by files in one directory the tester and its forked destination
+ * share: publish writes DIR/NAME whole (a temporary file renamed over
+ * it), fetch waits for it until the kit's deadline. Names and sizes
+ * follow the host's rule, so a transport that passes here publishes
+ * nothing a job would refuse.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "conformance.h"
+#include "error.h"
+#include "transport_exchange.h"
+
+static wex_status check_name(const char *what, const char *name)
+{
+    if (!wex__transport_name_ok(name))
+        return wex__error(WEX_ERR_INVALID, "%s: the name \"%s\" is not "
+                          "1-%d characters of [A-Za-z0-9_.-]",
+                          what, name ? name : "(null)",
+                          WEX__TRANSPORT_NAME_MAX);
+    return WEX_OK;
+}
+
+static wex_status exchange_publish(void *ctx, const char *name,
+                                   const void *value, uint64_t len)
+{
+    const conf_exchange *x = ctx;
+    char tmp[sizeof(x->dir) + 96], path[sizeof(x->dir) + 80];
+    wex_status st = check_name("publish", name);
+    FILE *f;
+
+    if (st != WEX_OK)
+        return st;
+    if (len > WEX_TRANSPORT_KEY_MAX || (value == NULL && len > 0))
+        return wex__error(WEX_ERR_INVALID, "publish %s: %llu bytes (at "
+                          "most %u)", name, (unsigned long long)len,
+                          WEX_TRANSPORT_KEY_MAX);
+    snprintf(tmp, sizeof(tmp), "%s/.%s.%ld", x->dir, name, (long)getpid());
+    snprintf(path, sizeof(path), "%s/%s", x->dir, name);
+    f = fopen(tmp, "wb");
+    if (f == NULL || (len > 0 && fwrite(value, 1, len, f) != len) ||
+        fclose(f) != 0 || rename(tmp, path) != 0)
+        return wex__error(WEX_ERR_SYSTEM, "kit: publish %s: %s: %s", name, tmp,
+                          strerror(errno));
+    return WEX_OK;
+}
+
+static wex_status exchange_fetch(void *ctx, const char *name, void *value,
+                                 uint64_t cap, uint64_t *len_p)
+{
+    const conf_exchange *x = ctx;
+    char path[sizeof(x->dir) + 80];
+    unsigned char got[WEX_TRANSPORT_KEY_MAX];
+    double deadline = wex__now() + x->deadline_s;
+    wex_status st = check_name("fetch", name);
+    size_t len;
+    FILE *f;
+
+    if (st != WEX_OK)
+        return st;
+    if (len_p == NULL || (value == NULL && cap > 0))
+        return wex__error(WEX_ERR_INVALID, "fetch %s: no place for the "
+                          "value", name);
+    snprintf(path, sizeof(path), "%s/%s", x->dir, name);
+    while ((f = fopen(path, "rb")) == NULL) {
+        struct timespec ms = {0, 1000000};
+
+        if (wex__now() > deadline)
+            return wex__error(WEX_ERR_TIMEOUT, "waiting for \"%s\": not "
+                              "published within %.1f s (--deadline)",
+                              name, x->deadline_s);
+        nanosleep(&ms, NULL);
+    }
+    len = fread(got, 1, sizeof(got), f);
+    fclose(f);
+    memcpy(value, got, len < cap ? len : (size_t)cap);
+    *len_p = len;
+    return WEX_OK;
+}
+
+int conf_exchange_open(conf_exchange *x, double deadline_s)
+{
+    const char *tmpdir = getenv("TMPDIR");
+
+    snprintf(x->dir, sizeof(x->dir), "%s/wex-conformance-XXXXXX",
+             tmpdir != NULL && *tmpdir ? tmpdir : "/tmp");
+    x->deadline_s = deadline_s > 0 ? deadline_s : 1.0;
+    return mkdtemp(x->dir) != NULL ? 0 : -1;
+}
+
+void conf_exchange_lend(conf_exchange *x, wex_transport_exchange *ex)
+{
+    memset(ex, 0, sizeof(*ex));
+    ex->struct_size = sizeof(*ex);
+    ex->ctx = x;
+    ex->publish = exchange_publish;
+    ex->fetch = exchange_fetch;
+}
+
+void conf_exchange_close(conf_exchange *x)
+{
+    DIR *d;
+    struct dirent *e;
+    char path[sizeof(x->dir) + 300];
+
+    if (x->dir[0] == '\0')
+        return;
+    if ((d = opendir(x->dir)) != NULL) {
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            snprintf(path, sizeof(path), "%s/%s", x->dir, e->d_name);
+            unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(x->dir);
+    x->dir[0] = '\0';
+}
