@@ -159,18 +159,18 @@ static wex_status refusals(const wex_transport_exchange *ex)
     long_name[65] = '\0';
     ck_assert_int_eq(ex->publish(ex->ctx, "", "v", 1), WEX_ERR_INVALID);
     ck_assert_int_eq(ex->publish(ex->ctx, "a/b", "v", 1), WEX_ERR_INVALID);
-    ck_assert_str_eq(wex__last_error(), "transport probe: publish: the name "
+    ck_assert_str_eq(wex__last_error(), "publish: the name "
                      "\"a/b\" is not 1-64 characters of [A-Za-z0-9_.-]");
     ck_assert_int_eq(ex->publish(ex->ctx, long_name, "v", 1), WEX_ERR_INVALID);
     ck_assert_int_eq(ex->fetch(ex->ctx, NULL, buf, 4, &len), WEX_ERR_INVALID);
     ck_assert_int_eq(ex->publish(ex->ctx, "big", big, sizeof(big)),
                      WEX_ERR_INVALID);
-    ck_assert_str_eq(wex__last_error(), "transport probe: publish big: 4097 "
+    ck_assert_str_eq(wex__last_error(), "publish big: 4097 "
                      "bytes (at most 4096)");
     ck_assert_int_eq(ex->fetch(ex->ctx, "never", buf, 4, &len),
                      WEX_ERR_TIMEOUT);
     ck_assert_ptr_nonnull(strstr(wex__last_error(),
-                                 "transport probe: waiting for \"never\""));
+                                 "waiting for \"never\""));
     /* a value longer than the caller's room: cut, its length told */
     ck_assert_int_eq(ex->publish(ex->ctx, "six", "abcdef", 6), WEX_OK);
     ck_assert_int_eq(ex->fetch(ex->ctx, "six", buf, 4, &len), WEX_OK);

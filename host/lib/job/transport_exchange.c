@@ -2,7 +2,8 @@
  * The job's rendezvous lent to a transport (wex_transport_exchange, ABI
  * 1.3): what one rank publishes under a name every rank of the job can
  * fetch, kept under "transport/NAME/" so a transport's names never meet
- * the host's keys.
+ * the host's keys. Its messages name no transport: they reach the
+ * transport's connect, whose failure the host prefixes with its name.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,9 +37,8 @@ static wex_status store_key(const exchange_state *x, const char *name,
                             const char *what, char *key, size_t cap)
 {
     if (!wex__transport_name_ok(name))
-        return wex__error(WEX_ERR_INVALID, "transport %s: %s: the name "
-                          "\"%s\" is not 1-%d characters of [A-Za-z0-9_.-]",
-                          x->job->plan.job->transport.name, what,
+        return wex__error(WEX_ERR_INVALID, "%s: the name \"%s\" is not "
+                          "1-%d characters of [A-Za-z0-9_.-]", what,
                           name ? name : "(null)", WEX__TRANSPORT_NAME_MAX);
     snprintf(key, cap, "transport/%s/%s", x->job->plan.job->transport.name,
              name);
@@ -55,10 +55,9 @@ static wex_status exchange_publish(void *ctx, const char *name,
     if (st != WEX_OK)
         return st;
     if (len > WEX_TRANSPORT_KEY_MAX || (value == NULL && len > 0))
-        return wex__error(WEX_ERR_INVALID, "transport %s: publish %s: "
-                          "%llu bytes (at most %u)",
-                          x->job->plan.job->transport.name, name,
-                          (unsigned long long)len, WEX_TRANSPORT_KEY_MAX);
+        return wex__error(WEX_ERR_INVALID, "publish %s: %llu bytes (at "
+                          "most %u)", name, (unsigned long long)len,
+                          WEX_TRANSPORT_KEY_MAX);
     return wex__store_set(x->job->store, key, value, (size_t)len);
 }
 
@@ -74,13 +73,11 @@ static wex_status exchange_fetch(void *ctx, const char *name, void *value,
     if (st != WEX_OK)
         return st;
     if (len_p == NULL || (value == NULL && cap > 0))
-        return wex__error(WEX_ERR_INVALID, "transport %s: fetch %s: no "
-                          "place for the value",
-                          x->job->plan.job->transport.name, name);
+        return wex__error(WEX_ERR_INVALID, "fetch %s: no place for the "
+                          "value", name);
     st = wex__store_get(x->job->store, key, x->timeout, &got, &len);
     if (st != WEX_OK)
-        return wex__error_prefix(st, "transport %s: waiting for \"%s\"",
-                                 x->job->plan.job->transport.name, name);
+        return wex__error_prefix(st, "waiting for \"%s\"", name);
     memcpy(value, got, len < cap ? len : (size_t)cap);
     *len_p = len;
     free(got);
