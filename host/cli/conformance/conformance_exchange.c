@@ -19,30 +19,16 @@
 #include "error.h"
 #include "transport_exchange.h"
 
-static wex_status check_name(const char *what, const char *name)
-{
-    if (!wex__transport_name_ok(name))
-        return wex__error(WEX_ERR_INVALID, "%s: the name \"%s\" is not "
-                          "1-%d characters of [A-Za-z0-9_.-]",
-                          what, name ? name : "(null)",
-                          WEX__TRANSPORT_NAME_MAX);
-    return WEX_OK;
-}
-
 static wex_status exchange_publish(void *ctx, const char *name,
                                    const void *value, uint64_t len)
 {
     const conf_exchange *x = ctx;
     char tmp[sizeof(x->dir) + 96], path[sizeof(x->dir) + 80];
-    wex_status st = check_name("publish", name);
+    wex_status st = wex__transport_publish_check(name, value, len);
     FILE *f;
 
     if (st != WEX_OK)
         return st;
-    if (len > WEX_TRANSPORT_KEY_MAX || (value == NULL && len > 0))
-        return wex__error(WEX_ERR_INVALID, "publish %s: %llu bytes (at "
-                          "most %u)", name, (unsigned long long)len,
-                          WEX_TRANSPORT_KEY_MAX);
     snprintf(tmp, sizeof(tmp), "%s/.%s.%ld", x->dir, name, (long)getpid());
     snprintf(path, sizeof(path), "%s/%s", x->dir, name);
     f = fopen(tmp, "wb");
@@ -60,15 +46,12 @@ static wex_status exchange_fetch(void *ctx, const char *name, void *value,
     char path[sizeof(x->dir) + 80];
     unsigned char got[WEX_TRANSPORT_KEY_MAX];
     double deadline = wex__now() + x->deadline_s;
-    wex_status st = check_name("fetch", name);
+    wex_status st = wex__transport_fetch_check(name, value, cap, len_p);
     size_t len;
     FILE *f;
 
     if (st != WEX_OK)
         return st;
-    if (len_p == NULL || (value == NULL && cap > 0))
-        return wex__error(WEX_ERR_INVALID, "fetch %s: no place for the "
-                          "value", name);
     snprintf(path, sizeof(path), "%s/%s", x->dir, name);
     while ((f = fopen(path, "rb")) == NULL) {
         struct timespec ms = {0, 1000000};

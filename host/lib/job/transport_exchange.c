@@ -18,7 +18,7 @@ typedef struct exchange_state {
     double timeout;
 } exchange_state;
 
-int wex__transport_name_ok(const char *name)
+static int name_ok(const char *name)
 {
     size_t n = name ? strlen(name) : 0;
 
@@ -33,16 +33,44 @@ int wex__transport_name_ok(const char *name)
     return 1;
 }
 
-static wex_status store_key(const exchange_state *x, const char *name,
-                            const char *what, char *key, size_t cap)
+static wex_status check_name(const char *what, const char *name)
 {
-    if (!wex__transport_name_ok(name))
+    if (!name_ok(name))
         return wex__error(WEX_ERR_INVALID, "%s: the name \"%s\" is not "
                           "1-%d characters of [A-Za-z0-9_.-]", what,
                           name ? name : "(null)", WEX__TRANSPORT_NAME_MAX);
+    return WEX_OK;
+}
+
+wex_status wex__transport_publish_check(const char *name, const void *value,
+                                        uint64_t len)
+{
+    wex_status st = check_name("publish", name);
+
+    if (st == WEX_OK &&
+        (len > WEX_TRANSPORT_KEY_MAX || (value == NULL && len > 0)))
+        st = wex__error(WEX_ERR_INVALID, "publish %s: %llu bytes (at most "
+                        "%u)", name, (unsigned long long)len,
+                        WEX_TRANSPORT_KEY_MAX);
+    return st;
+}
+
+wex_status wex__transport_fetch_check(const char *name, const void *value,
+                                      uint64_t cap, const uint64_t *len_p)
+{
+    wex_status st = check_name("fetch", name);
+
+    if (st == WEX_OK && (len_p == NULL || (value == NULL && cap > 0)))
+        st = wex__error(WEX_ERR_INVALID, "fetch %s: no place for the value",
+                        name);
+    return st;
+}
+
+static void store_key(const exchange_state *x, const char *name, char *key,
+                      size_t cap)
+{
     snprintf(key, cap, "transport/%s/%s", x->job->plan.job->transport.name,
              name);
-    return WEX_OK;
 }
 
 static wex_status exchange_publish(void *ctx, const char *name,
@@ -50,14 +78,11 @@ static wex_status exchange_publish(void *ctx, const char *name,
 {
     exchange_state *x = ctx;
     char key[160];
-    wex_status st = store_key(x, name, "publish", key, sizeof(key));
+    wex_status st = wex__transport_publish_check(name, value, len);
 
     if (st != WEX_OK)
         return st;
-    if (len > WEX_TRANSPORT_KEY_MAX || (value == NULL && len > 0))
-        return wex__error(WEX_ERR_INVALID, "publish %s: %llu bytes (at "
-                          "most %u)", name, (unsigned long long)len,
-                          WEX_TRANSPORT_KEY_MAX);
+    store_key(x, name, key, sizeof(key));
     return wex__store_set(x->job->store, key, value, (size_t)len);
 }
 
@@ -68,13 +93,11 @@ static wex_status exchange_fetch(void *ctx, const char *name, void *value,
     char key[160];
     void *got = NULL;
     size_t len = 0;
-    wex_status st = store_key(x, name, "fetch", key, sizeof(key));
+    wex_status st = wex__transport_fetch_check(name, value, cap, len_p);
 
     if (st != WEX_OK)
         return st;
-    if (len_p == NULL || (value == NULL && cap > 0))
-        return wex__error(WEX_ERR_INVALID, "fetch %s: no place for the "
-                          "value", name);
+    store_key(x, name, key, sizeof(key));
     st = wex__store_get(x->job->store, key, x->timeout, &got, &len);
     if (st != WEX_OK)
         return wex__error_prefix(st, "waiting for \"%s\"", name);
