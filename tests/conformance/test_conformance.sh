@@ -59,6 +59,12 @@ expect "conformant transport" "" "$broken/conf-transport/transport-conf-transpor
 expect "conformant transport with connect" "" "$broken/conf-connect/transport-conf-connect.json" --verbose
 grep -q "^PASS C19 .*both ends connected; 67 puts" "$tmp/out"
 check "C19 connects both ends of a transport with connect" $?
+# no directory for the stand-in rendezvous: C19 fails saying so, but only
+# for a transport that has connect
+TMPDIR=/nonexistent expect "connect, TMPDIR missing" "C19" "$broken/conf-connect/transport-conf-connect.json"
+contains "$tmp/out" "kit: a directory for connect's rendezvous in /nonexistent/wex-conformance-"
+check "C19 says the kit could not make connect's rendezvous" $?
+TMPDIR=/nonexistent expect "no connect, TMPDIR missing" "" "$broken/conf-transport/transport-conf-transport.json"
 
 # ---- the loader's fake plugins ----------------------------------------------
 f() { echo "$fake/$1/$2-fake-$1.json"; }

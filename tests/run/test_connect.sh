@@ -46,16 +46,22 @@ shm_clean "a transport with connect"
 job bad-name >"$TMP/bad.json"
 start=$(date +%s)
 WEX_PLUGIN_PATH="$BROKEN/bad-name" "$WEX" run "$TMP/bad.json" --steps 2 \
-    >"$TMP/bad.out" 2>"$TMP/bad.err"
+    --json >"$TMP/bad.out" 2>"$TMP/bad.err"
 code=$?
 elapsed=$(( $(date +%s) - start ))
 said=$(grep -c 'connecting: transport bad-name: \(publish\|fetch\): the name "greeting/0" is not 1-64 characters of \[A-Za-z0-9_.-\]$' "$TMP/bad.err")
 [ "$code" -eq 1 ] && [ "$said" -eq 4 ] && [ "$elapsed" -lt 30 ] \
     && pass "a failing connect: all 4 ranks stopped in ${elapsed}s: $(grep -m1 'destination rank 0' "$TMP/bad.err")" \
     || fail "a failing connect: exit $code after ${elapsed}s, $said of 4 ranks said why: $(head -4 "$TMP/bad.err")"
-grep -q "committed" "$TMP/bad.out" && grep -q "^step" "$TMP/bad.out" \
-    && fail "a failing connect: a step ran: $(grep '^step' "$TMP/bad.out")" \
-    || pass "a failing connect: no step ran"
+/usr/bin/python3 - "$TMP/bad.out" <<'PY' \
+    && pass "a failing connect: no step committed or moved a byte" \
+    || fail "a failing connect: the report: $(head -c 600 "$TMP/bad.out")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert not r["verified"], r
+assert r["steps"] and all(not s["committed"] and s["bytes"] == 0 for s in r["steps"]), r["steps"]
+assert len(r["errors"]) == 4, r["errors"]
+PY
 shm_clean "a failing connect"
 
 echo "$fails failures"

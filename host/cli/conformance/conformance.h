@@ -109,7 +109,8 @@ typedef struct conf_exchange {
     double deadline_s; /* how long fetch waits for a name */
 } conf_exchange;
 
-/* Makes the directory; -1 (errno set) when it cannot. */
+/* Makes the directory; -1 (errno set, x->dir the path tried) when it
+ * cannot. */
 int conf_exchange_open(conf_exchange *x, double deadline_s);
 /* Fills `ex` to lend `x` to a transport's connect. */
 void conf_exchange_lend(conf_exchange *x, wex_transport_exchange *ex);

@@ -6,17 +6,16 @@
  * follow the host's rule, so a transport that passes here publishes
  * nothing a job would refuse.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "conformance.h"
 #include "error.h"
+#include "temp_dir.h"
 #include "transport_exchange.h"
 
 static wex_status exchange_publish(void *ctx, const char *name,
@@ -71,12 +70,8 @@ static wex_status exchange_fetch(void *ctx, const char *name, void *value,
 
 int conf_exchange_open(conf_exchange *x, double deadline_s)
 {
-    const char *tmpdir = getenv("TMPDIR");
-
-    snprintf(x->dir, sizeof(x->dir), "%s/wex-conformance-XXXXXX",
-             tmpdir != NULL && *tmpdir ? tmpdir : "/tmp");
     x->deadline_s = deadline_s > 0 ? deadline_s : 1.0;
-    return mkdtemp(x->dir) != NULL ? 0 : -1;
+    return wex__temp_dir_make(x->dir, sizeof(x->dir), "wex-conformance");
 }
 
 void conf_exchange_lend(conf_exchange *x, wex_transport_exchange *ex)
@@ -90,21 +85,8 @@ void conf_exchange_lend(conf_exchange *x, wex_transport_exchange *ex)
 
 void conf_exchange_close(conf_exchange *x)
 {
-    DIR *d;
-    struct dirent *e;
-    char path[sizeof(x->dir) + 300];
-
     if (x->dir[0] == '\0')
         return;
-    if ((d = opendir(x->dir)) != NULL) {
-        while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            snprintf(path, sizeof(path), "%s/%s", x->dir, e->d_name);
-            unlink(path);
-        }
-        closedir(d);
-    }
-    rmdir(x->dir);
+    wex__temp_dir_remove(x->dir);
     x->dir[0] = '\0';
 }

@@ -264,9 +264,10 @@ static int round_trip(const tport *t, pid_t *dest_p, int *to_dest,
         char why[MSG_MAX];
         struct pollfd pfd = {up[0], POLLIN, 0};
 
-        /* a destination that failed first says why: that is the cause */
+        /* A destination that failed says why, and that is the cause. One
+         * still connecting fails by the same deadline or sends its key. */
         snprintf(why, sizeof(why), "source connect: %s", wex__last_error());
-        if (poll(&pfd, 1, 500) == 1 &&
+        if (poll(&pfd, 1, (int)(t->exchange->deadline_s * 1000)) == 1 &&
             recv_msg(up[0], &tag, key, sizeof(key), &len) == 0 &&
             tag == TAG_ERROR) {
             key[sizeof(key) - 1] = '\0';
@@ -451,7 +452,8 @@ static void transport_child(conf_ctx *ctx, void *arg)
                     "the transport does not handle host memory");
         return;
     }
-    if (conf_exchange_open(&exchange, ctx->deadline_s) != 0) {
+    if (t.ops->connect != NULL &&
+        conf_exchange_open(&exchange, ctx->deadline_s) != 0) {
         conf_report(CONF_TRANSPORT_ROUNDTRIP, CONF_FAIL,
                     "kit: a directory for connect's rendezvous in %s: %s",
                     exchange.dir, strerror(errno));

@@ -10,7 +10,6 @@
  * plan_shares says, and stay there; otherwise into a directory of the
  * run's own, removed when it ends.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,11 +20,12 @@
 #include "log.h"
 #include "plan_share.h"
 #include "run.h"
+#include "temp_dir.h"
 
 wex_status run_write_shares(launch *l, const run_args *a)
 {
     const char *dir = secure_getenv("WEX_PLAN_SHARES");
-    const char *tmp = getenv("TMPDIR");
+    char prefix[40];
     uint64_t bytes = 0, files = 0;
     double t0 = wex__now();
     wex_status st = WEX_OK;
@@ -33,9 +33,8 @@ wex_status run_write_shares(launch *l, const run_args *a)
     if (dir == NULL || dir[0] == '\0')
         dir = l->plan.job->plan_shares;
     if (dir == NULL) {
-        snprintf(l->shares, sizeof(l->shares), "%s/wex-run-%ld-XXXXXX",
-                 tmp && tmp[0] ? tmp : "/tmp", (long)getpid());
-        if (mkdtemp(l->shares) == NULL)
+        snprintf(prefix, sizeof(prefix), "wex-run-%ld", (long)getpid());
+        if (wex__temp_dir_make(l->shares, sizeof(l->shares), prefix) != 0)
             return wex__error(WEX_ERR_SYSTEM, "%s: %s", l->shares,
                               strerror(errno));
         l->shares_owned = 1;
@@ -58,21 +57,8 @@ wex_status run_write_shares(launch *l, const run_args *a)
 
 void run_remove_shares(launch *l)
 {
-    DIR *d;
-    struct dirent *e;
-
     if (!l->shares_owned)
         return;
-    if ((d = opendir(l->shares)) != NULL) {
-        while ((e = readdir(d)) != NULL) {
-            char path[sizeof(l->shares) + 300];
-            if (e->d_name[0] == '.')
-                continue;
-            snprintf(path, sizeof(path), "%s/%s", l->shares, e->d_name);
-            unlink(path);
-        }
-        closedir(d);
-    }
-    rmdir(l->shares);
+    wex__temp_dir_remove(l->shares);
     l->shares_owned = 0;
 }

@@ -230,10 +230,11 @@ static int run_steps(wex_job *job, const run_args *a, cJSON *doc,
             cJSON_AddStringToObject(doc, "error", wex_last_error());
             return 1;
         }
-        if (fault_now("scribble", job->side, job->rank, s))
-            wex__synth_scribble(job);
-        if (job->side == WEX_SIDE_DESTINATION)
+        if (job->side == WEX_SIDE_DESTINATION) {
+            if (fault_now("scribble", job->side, job->rank, s))
+                wex__synth_scribble(job);
             bad = run_worker_mismatches(job, ck, s);
+        }
         cJSON_AddNumberToObject(one, "seconds", r.seconds);
         cJSON_AddNumberToObject(one, "bytes", (double)r.bytes);
         cJSON_AddNumberToObject(one, "operations", (double)r.operations);

@@ -346,9 +346,10 @@ static wex_status agree(wex_job *job, const char *prefix, double timeout)
     for (size_t p = 0; st == WEX_OK && p < q->nreaders; p++) {
         unsigned char *theirs = NULL;
         size_t len = 0;
+        const char *failed = NULL;
+
         snprintf(key, sizeof(key), "%s%llu", prefix,
                  (unsigned long long)q->readers[p]);
-        const char *failed = NULL;
         st = wex__store_get(job->store, key, timeout, (void **)&theirs, &len);
         if (st == WEX_OK &&
             (failed = wex__step_failure_reason(theirs, len, RECORD_BYTES)))

@@ -1,17 +1,17 @@
 /*
- * The names a transport may publish through the rendezvous the host lends
- * its connect (wex_transport_exchange, ABI 1.3): the host's rule, which
- * the conformance kit's stand-in rendezvous applies too.
+ * What a transport may publish and fetch through the rendezvous the host
+ * lends its connect (wex_transport_exchange, ABI 1.3): the host's rule,
+ * which the conformance kit's stand-in rendezvous applies too.
  */
 #ifndef WEX_HOST_TRANSPORT_EXCHANGE_H
 #define WEX_HOST_TRANSPORT_EXCHANGE_H
 
-/* The longest name, in characters. */
-#define WEX__TRANSPORT_NAME_MAX 64
-
 #include <stdint.h>
 
 #include <wex/abi.h>
+
+/* The longest name, in characters. */
+#define WEX__TRANSPORT_NAME_MAX 64
 
 /* WEX_OK when `name` may be published with `len` bytes of `value`: a
  * name of 1 to WEX__TRANSPORT_NAME_MAX characters of [A-Za-z0-9_.-] and

@@ -174,6 +174,8 @@ static void expected(const expect *x, uint64_t c, uint64_t e, uint64_t step,
 /* Elements whose expected bytes are made before one comparison: a
  * comparison per element cost more than making the values. */
 #define CHECK_CHUNK 512
+/* The widest element wex__synth_value writes (its default: 8 bytes). */
+#define WIDEST_ELEMENT 8
 
 /* Walks every piece of the rank as runs contiguous in both the local
  * tensor and the canonical one; `fill` writes, otherwise compares. */
@@ -189,7 +191,7 @@ static uint64_t walk(const wex_job *job, uint64_t step, int fill)
         unsigned char *base = job->bind[p->tensor].address;
         uint64_t esize = wex_dtype_size(t->dtype), a, b;
         wex__box_runs w;
-        unsigned char want[CHECK_CHUNK * 8];
+        unsigned char want[CHECK_CHUNK * WIDEST_ELEMENT];
         expect x;
 
         if (expect_of(job, p, t->dtype, step, &x) != 0)
