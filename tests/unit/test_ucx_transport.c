@@ -750,6 +750,9 @@ START_TEST(options_are_checked)
         {"{\"error_handling\": 1}", "/error_handling"},
         {"{\"data_path\": \"rdma\"}", "/data_path"},
         {"{\"data_path\": true}", "/data_path"},
+        {"{\"tcp_segment_bytes\": 65535}", "/tcp_segment_bytes"},
+        {"{\"tcp_segment_bytes\": 67108865}", "/tcp_segment_bytes"},
+        {"{\"tcp_segment_bytes\": \"512K\"}", "/tcp_segment_bytes"},
     };
     wex_transport_ctx *ctx = NULL;
 
@@ -761,7 +764,7 @@ START_TEST(options_are_checked)
     }
     ctx = must_open(WEX_SIDE_SOURCE, 0,
                     "{\"connect_timeout_ms\": 0, \"flush_timeout_ms\": 1, "
-                    "\"max_outstanding\": 1}");
+                    "\"max_outstanding\": 1, \"tcp_segment_bytes\": 65536}");
     ops->ctx_destroy(ctx);
     ctx = must_open(WEX_SIDE_SOURCE, 0, "{}");
     ops->ctx_destroy(ctx);
@@ -769,6 +772,71 @@ START_TEST(options_are_checked)
                      WEX_ERR_INVALID);
 }
 END_TEST
+
+/* What UCX logs (on stdout, unless UCX_LOG_FILE says otherwise) and
+ * writes on stderr while a source context opens with UCX_TLS set to tls
+ * and the options given. */
+static void output_of_open(const char *tls, const char *options, char *text,
+                           size_t cap)
+{
+    char path[] = "/tmp/wex-ucx-output-XXXXXX";
+    int fd = mkstemp(path), out = dup(1), err = dup(2);
+    wex_transport_ctx *ctx = NULL;
+    ssize_t n;
+
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_ge(out, 0);
+    ck_assert_int_ge(err, 0);
+    setenv("UCX_TLS", tls, 1);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    if (open_ctx(WEX_SIDE_SOURCE, 0, options, &ctx) == WEX_OK)
+        ops->ctx_destroy(ctx);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(out, 1);
+    dup2(err, 2);
+    close(out);
+    close(err);
+    n = pread(fd, text, cap - 1, 0);
+    text[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(path);
+}
+
+/* tcp_segment_bytes sets a parameter of UCX's tcp transport, which UCX
+ * warns of as unused where no tcp interface opens: it is set only where
+ * UCX_TLS lets tcp open. (UCX warns at the level this test case sets.) */
+START_TEST(tcp_segment_set_only_where_tcp_opens)
+{
+    static const char *const no_tcp[] = {"self,sm", "^tcp"};
+    char text[4096];
+
+    /* the capture works: UCX names a bad tcp segment in the environment */
+    setenv("UCX_TCP_RX_SEG_SIZE", "many", 1);
+    output_of_open("tcp", NULL, text, sizeof(text));
+    unsetenv("UCX_TCP_RX_SEG_SIZE");
+    ck_assert_msg(strstr(text, "RX_SEG_SIZE") != NULL, "%s", text);
+    for (size_t i = 0; i < sizeof(no_tcp) / sizeof(no_tcp[0]); i++) {
+        output_of_open(no_tcp[i], "{\"tcp_segment_bytes\": 1048576}", text,
+                       sizeof(text));
+        ck_assert_msg(strstr(text, "RX_SEG_SIZE") == NULL,
+                      "UCX_TLS=%s: %s", no_tcp[i], text);
+    }
+    output_of_open("tcp", "{\"tcp_segment_bytes\": 1048576}", text,
+                   sizeof(text));
+    ck_assert_msg(strstr(text, "RX_SEG_SIZE") == NULL, "%s", text);
+}
+END_TEST
+
+/* Where this test case needs UCX's warnings whatever the environment. */
+static void setup_warnings(void)
+{
+    setenv("UCX_LOG_LEVEL", "warn", 1);
+    setup();
+}
 
 START_TEST(bad_ucx_environment_is_explained)
 {
@@ -857,6 +925,7 @@ static Suite *ucx_suite(void)
     Suite *s = suite_create("ucx transport");
     TCase *tc = tcase_create("ucx");
     TCase *fail = tcase_create("ucx failures");
+    TCase *warn = tcase_create("ucx warnings");
 
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
@@ -870,6 +939,11 @@ static Suite *ucx_suite(void)
     tcase_add_test(tc, options_are_checked);
     tcase_add_test(tc, arguments_are_checked);
     suite_add_tcase(s, tc);
+
+    tcase_add_checked_fixture(warn, setup_warnings, teardown);
+    tcase_set_timeout(warn, 60);
+    tcase_add_test(warn, tcp_segment_set_only_where_tcp_opens);
+    suite_add_tcase(s, warn);
 
     tcase_add_checked_fixture(fail, setup_quiet, teardown);
     tcase_set_timeout(fail, 60);

@@ -135,7 +135,6 @@ static void progress_stop(wex_transport_ctx *ctx)
 /* ---- context ------------------------------------------------------- */
 
 /* "/error_handling": "peer" (the default) or "none". */
-/* "/error_handling": "peer" (the default) or "none". */
 static wex_status get_err_mode(const wex_host_services *h,
                                const wex_options *options,
                                ucp_err_handling_mode_t *mode)
@@ -146,6 +145,52 @@ static wex_status get_err_mode(const wex_host_services *h,
 
     *mode = v == 1 ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER;
     return st;
+}
+
+/* Whether UCX may open its tcp transport: UCX_TLS unset, or naming tcp
+ * (or "all"), or excluding others but not tcp. Setting a tcp parameter
+ * when no tcp interface opens makes UCX warn of an unused setting. */
+static int tcp_may_open(void)
+{
+    const char *tls = getenv("UCX_TLS");
+
+    if (tls == NULL || *tls == '\0')
+        return 1;
+    if (tls[0] == '^')
+        return strstr(tls, "tcp") == NULL;
+    return strstr(tls, "tcp") != NULL || strstr(tls, "all") != NULL;
+}
+
+/* UCX's configuration from the environment, with the tcp segment of
+ * option tcp_segment_bytes unless UCX_TCP_RX_SEG_SIZE is set there. Over
+ * tcp, each fragment of a rendezvous active message is one segment, and
+ * at UCX's 64 KiB the fragments' headers, system calls and handler calls
+ * cost a quarter of a sync's throughput on one host (tools/bench-ucx.sh).
+ * UCX applies a modified transport parameter by its name in the
+ * transport's table, without the "TCP_" prefix; tcp is the only UCX 1.13
+ * transport with an RX_SEG_SIZE. */
+static wex_status read_config(const wex_host_services *h, int64_t segment,
+                              ucp_config_t **config)
+{
+    ucs_status_t us = ucp_config_read(NULL, NULL, config);
+    char value[32];
+
+    if (us != UCS_OK) {
+        *config = NULL;
+        return FAIL(h, WEX_ERR_SYSTEM, "ucp_config_read: %s (check the UCX_* "
+                    "environment)", ucs_status_string(us));
+    }
+    if (getenv("UCX_TCP_RX_SEG_SIZE") != NULL || !tcp_may_open())
+        return WEX_OK;
+    snprintf(value, sizeof(value), "%lld", (long long)segment);
+    us = ucp_config_modify(*config, "RX_SEG_SIZE", value);
+    if (us != UCS_OK) {
+        ucp_config_release(*config);
+        *config = NULL;
+        return FAIL(h, WEX_ERR_SYSTEM, "ucp_config_modify RX_SEG_SIZE: %s",
+                    ucs_status_string(us));
+    }
+    return WEX_OK;
 }
 
 static void host_name(char *out)
@@ -172,11 +217,13 @@ static wex_status ucx_ctx_create(wex_plugin_state *state,
     int64_t flush_timeout = FLUSH_TIMEOUT_DEFAULT_MS;
     int64_t connect_timeout = CONNECT_TIMEOUT_DEFAULT_MS;
     int64_t max_outstanding = MAX_OUTSTANDING_DEFAULT;
+    int64_t tcp_segment = TCP_SEGMENT_DEFAULT;
     /* in UCX_PATH_* order */
     static const char *const data_paths[] = {"auto", "put", "am", NULL};
     ucp_err_handling_mode_t err_mode;
     int data_path = UCX_PATH_AUTO;
     ucp_worker_params_t wp;
+    ucp_config_t *config;
     ucp_params_t params;
     wex_transport_ctx *ctx;
     ucs_status_t us;
@@ -189,6 +236,9 @@ static wex_status ucx_ctx_create(wex_plugin_state *state,
                          TIMEOUT_MAX_MS, &connect_timeout)) != WEX_OK ||
         (st = wt_option_i64(h, args->options, "/max_outstanding", 1,
                          MAX_OUTSTANDING_MAX, &max_outstanding)) != WEX_OK ||
+        (st = wt_option_i64(h, args->options, "/tcp_segment_bytes",
+                            TCP_SEGMENT_MIN, TCP_SEGMENT_MAX,
+                            &tcp_segment)) != WEX_OK ||
         (st = get_err_mode(h, args->options, &err_mode)) != WEX_OK ||
         (st = wt_option_enum(h, args->options, "/data_path", data_paths,
                              &data_path)) != WEX_OK)
@@ -229,7 +279,10 @@ static wex_status ucx_ctx_create(wex_plugin_state *state,
                                               : args->source_ranks);
     if (params.estimated_num_eps == 0)
         params.estimated_num_eps = 1;
-    us = ucp_init(&params, NULL, &ctx->context);
+    if ((st = read_config(h, tcp_segment, &config)) != WEX_OK)
+        goto fail;
+    us = ucp_init(&params, config, &ctx->context);
+    ucp_config_release(config);
     if (us != UCS_OK) {
         ctx->context = NULL;
         st = FAIL(h, us == UCS_ERR_NO_MEMORY ? WEX_ERR_NOMEM : WEX_ERR_SYSTEM,

@@ -4,8 +4,13 @@
  * destination whose acknowledgement of an emulated put fails), a source
  * sends each put's bytes as an active message naming the destination
  * address, and the destination's handler places them: copied from an
- * eager message, or received by UCX's rendezvous protocol straight into
- * the buffer. A source's flush then asks each destination, by message,
+ * eager message, or received by UCX's rendezvous protocol into the
+ * buffer (over tcp on endpoints that handle peer failure, UCX 1.13
+ * receives the fragments into its own segments and copies them out,
+ * where without that handling it puts them straight into the buffer, as
+ * profiles of ucx_perftest -t ucp_am_bw with and without -e show; hence
+ * the larger segments of ucx.c's read_config). A
+ * source's flush then asks each destination, by message,
  * to confirm the bytes it has placed; the destination answers once every
  * byte the source sent before that request is in its buffer.
  *

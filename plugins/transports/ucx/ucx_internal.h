@@ -28,6 +28,11 @@
 #define TIMEOUT_MAX_MS 3600000
 #define MAX_OUTSTANDING_DEFAULT 1024
 #define MAX_OUTSTANDING_MAX 1048576
+/* UCX's tcp receive segment, which also caps each active-message
+ * fragment over tcp (UCX's own default is 64 KiB). */
+#define TCP_SEGMENT_DEFAULT (512 << 10)
+#define TCP_SEGMENT_MIN (64 << 10)
+#define TCP_SEGMENT_MAX (64 << 20)
 /* How long closing endpoints may take to flush and say goodbye before
  * they are abandoned to the worker's destruction. */
 #define CLOSE_TIMEOUT_MS 2000
