@@ -48,7 +48,6 @@ sed -e 's|"../models/|"'"$PWD"'/samples/models/|' \
     -e 's|"transport": "ucx"|"transport": {"name": "ucx", "options": {"error_handling": "none"}}|' \
     "$job" >"$tmp/nohandling.json"
 echo "mean operation size of the plan: $size bytes"
-gbps() { /usr/bin/python3 -c "print('%.3f' % (float('$1') / 1000))"; }
 for tls in tcp default; do
     if [ "$tls" = default ]; then unset UCX_TLS; j="$tmp/nohandling.json"; else export UCX_TLS=tcp; j=$job; fi
     read -r w steady memcpy < <(wexrun "$j")

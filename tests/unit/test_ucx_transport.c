@@ -854,6 +854,22 @@ START_TEST(bad_ucx_environment_is_explained)
 }
 END_TEST
 
+/* A UCP setting UCX cannot parse fails the context at once, reading
+ * UCX's configuration, and says where to look. */
+START_TEST(unreadable_ucx_setting_is_explained)
+{
+    wex_transport_ctx *ctx = NULL;
+
+    setenv("UCX_RNDV_THRESH", "many", 1);
+    ck_assert_int_eq(open_ctx(WEX_SIDE_SOURCE, 0, NULL, &ctx),
+                     WEX_ERR_SYSTEM);
+    ck_assert_ptr_null(ctx);
+    ck_assert_msg(strstr(wex__last_error(), "ucp_config_read") != NULL &&
+                      strstr(wex__last_error(), "UCX_* environment") != NULL,
+                  "%s", wex__last_error());
+}
+END_TEST
+
 START_TEST(arguments_are_checked)
 {
     wex_transport_ctx *dst = must_open(WEX_SIDE_DESTINATION, 0, NULL);
@@ -956,6 +972,7 @@ static Suite *ucx_suite(void)
     tcase_add_test(fail, destination_stopped);
     tcase_add_test(fail, source_killed_mid_message_tcp);
     tcase_add_test(fail, bad_ucx_environment_is_explained);
+    tcase_add_test(fail, unreadable_ucx_setting_is_explained);
     suite_add_tcase(s, fail);
     return s;
 }
