@@ -94,36 +94,6 @@ out:
     return rc;
 }
 
-/* Starts `wex store` and reads the address it listens on. */
-static pid_t start_store(const char *wex, char *address, size_t cap)
-{
-    int fds[2];
-    pid_t pid;
-    FILE *out;
-    char line[512];
-
-    if (pipe(fds) != 0)
-        return -1;
-    pid = fork();
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        close(fds[1]);
-        execl(wex, wex, "store", "--token", TOKEN, (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    out = fdopen(fds[0], "r");
-    address[0] = '\0';
-    if (out != NULL && fgets(line, sizeof(line), out) != NULL &&
-        sscanf(line, "listening on %255s", address) == 1 &&
-        strlen(address) < cap)
-        return pid; /* the pipe stays open: the store may print more */
-    kill(pid, SIGTERM);
-    waitpid(pid, NULL, 0);
-    return -1;
-}
-
 static void check_refusals(const char *job_text)
 {
     wex_job_options small = {8, 0, "127.0.0.1:1", TOKEN, NULL};
@@ -179,7 +149,7 @@ static void sync_three_ranks(const char *job_text, const char *wex,
         close(pipes[i][0]);
     }
     if (strcmp(serve, "cli") == 0) {
-        store = start_store(wex, address, sizeof(address));
+        store = start_store(wex, TOKEN, address, sizeof(address));
         EXPECT(store > 0, "wex store started");
     } else {
         EXPECT(wex_store_open("127.0.0.1:0", TOKEN, &in_process) == WEX_OK,

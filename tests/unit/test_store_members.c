@@ -93,6 +93,37 @@ START_TEST(barrier_waits_for_every_member)
 }
 END_TEST
 
+/* A source that comes back to a barrier everyone passed (a trainer
+ * syncing step 1 again after 1 and 2) is refused at once, so it never
+ * writes into destinations that have moved on; so is a second process
+ * under the same name arriving after the step went on. */
+START_TEST(passed_barrier_refuses_a_late_arrival)
+{
+    member m[2], again, other;
+    double t0;
+
+    start(&m[0], "source/0", "step/1/0/begin", 1, 1, 0);
+    start(&m[1], "destination/0", "step/1/0/begin", 1, 1, 0);
+    for (int i = 0; i < 2; i++) {
+        finish(&m[i]);
+        ck_assert_msg(m[i].st == WEX_OK, "%s: %s", m[i].who, m[i].error);
+        free(m[i].dead);
+    }
+    t0 = wex__now();
+    start_with(&again, "source/0", "step/1/0/begin", 1, 1, 0, 0, 5.0);
+    finish(&again);
+    ck_assert_int_ne(again.st, WEX_OK);
+    ck_assert_msg(strstr(again.error, "was passed without source/0") != NULL,
+                  "%s", again.error);
+    ck_assert_double_lt(wex__now() - t0, 2.0);
+    start_with(&other, "destination/0", "step/1/0/begin", 1, 1, 0, 0, 5.0);
+    finish(&other);
+    ck_assert_int_ne(other.st, WEX_OK);
+    ck_assert_msg(strstr(other.error, "replayed step") != NULL, "%s",
+                  other.error);
+}
+END_TEST
+
 /* Source 1 dies; the sources the job replicates may be left out, and
  * every member is told the same. */
 START_TEST(dead_optional_source_is_left_out_for_everyone)
@@ -161,10 +192,11 @@ START_TEST(dead_required_member_is_waited_for_until_it_rejoins)
         free(m[i].dead);
     }
     /* A connection that passed a barrier after the death waits on time
-     * alone; one that never passed one still fails on it. */
+     * alone; one that never passed one still fails on it. (A barrier of
+     * its own: one everyone passed refuses a late arrival.) */
     c = join("source/0");
-    ck_assert_int_eq(wex__store_arrive(c, "step/3/0/begin", 0, 1, 2, NULL,
-                                       1.0, &dead, &dead_count),
+    ck_assert_int_eq(wex__store_arrive(c, "step/4/0/begin", 0, 1, 0, NULL,
+                                       10.0, &dead, &dead_count),
                      WEX_OK);
     ck_assert_uint_eq(dead_count, 0);
     free(dead);
@@ -429,6 +461,7 @@ int main(void)
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_set_timeout(t, 60);
     tcase_add_test(t, barrier_waits_for_every_member);
+    tcase_add_test(t, passed_barrier_refuses_a_late_arrival);
     tcase_add_test(t, dead_optional_source_is_left_out_for_everyone);
     tcase_add_test(t, rejoined_optional_source_elsewhere_is_left_out);
     tcase_add_test(t, dead_required_member_is_waited_for_until_it_rejoins);

@@ -186,6 +186,7 @@ wex_status wex_job_open(const char *config, uint32_t side, uint64_t rank,
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
     job->side = side;
     job->rank = rank;
+    wex__job_lock_init(job);
     st = open_job(job, config, options);
     if (st != WEX_OK) {
         char msg[WEX__ERROR_MAX];
@@ -201,6 +202,7 @@ void wex_job_close(wex_job *job)
 {
     if (job == NULL)
         return;
+    wex__job_lock_close(job);
     for (size_t i = 0; i < job->attached_count; i++)
         job->tops->peer_detach(job->tctx, job->attached[i]);
     for (size_t i = 0; job->bind && i < job->layout->tensor_count; i++) {
@@ -343,8 +345,35 @@ static wex_status expose(wex_job *job, uint64_t index, void *address,
     return job->tops->mem_register(job->tctx, address, bytes, kind, &b->mem);
 }
 
-wex_status wex_job_bind_memory(wex_job *job, uint64_t index, void *address,
-                               uint64_t bytes, uint32_t memory_kind)
+/* Refuses memory that overlaps another local tensor's: two tensors
+ * sharing bytes would each be written with the other's values, and both
+ * checked after the last write, so a digest would miss it. */
+static wex_status check_overlap(const wex_job *job, uint64_t index,
+                                const void *address, uint64_t bytes,
+                                uint32_t kind)
+{
+    uintptr_t start = (uintptr_t)address, end = start + bytes;
+
+    for (uint64_t i = 0; i < job->layout->tensor_count; i++) {
+        const wex__binding *b = &job->bind[i];
+        uintptr_t other = (uintptr_t)b->address;
+        if (i == index || b->address == NULL || b->bytes == 0 ||
+            job->memory_kind[i] != kind || other >= end ||
+            start >= other + b->bytes)
+            continue;
+        return wex__error(WEX_ERR_INVALID, "local tensor %s: its memory "
+                          "[%p, +%llu) overlaps local tensor %s's [%p, "
+                          "+%llu): every tensor needs memory of its own",
+                          job->layout->tensors[index].name, address,
+                          (unsigned long long)bytes,
+                          job->layout->tensors[i].name, b->address,
+                          (unsigned long long)b->bytes);
+    }
+    return WEX_OK;
+}
+
+static wex_status bind_memory(wex_job *job, uint64_t index, void *address,
+                              uint64_t bytes, uint32_t memory_kind)
 {
     wex_status st = check_bindable(job, index);
     const wex__local_tensor *t;
@@ -368,7 +397,9 @@ wex_status wex_job_bind_memory(wex_job *job, uint64_t index, void *address,
                           "bytes of memory, got %llu at %p", t->name,
                           (unsigned long long)t->bytes,
                           (unsigned long long)bytes, address);
-    st = check_kind(job, index, memory_kind);
+    st = check_overlap(job, index, address, bytes, memory_kind);
+    if (st == WEX_OK)
+        st = check_kind(job, index, memory_kind);
     if (st == WEX_OK && memory_kind == WEX_MEMORY_CUDA) {
         st = wex__device_check(job->device, address, bytes);
         if (st != WEX_OK)
@@ -395,6 +426,18 @@ wex_status wex_job_bind_memory(wex_job *job, uint64_t index, void *address,
     return WEX_OK;
 }
 
+wex_status wex_job_bind_memory(wex_job *job, uint64_t index, void *address,
+                               uint64_t bytes, uint32_t memory_kind)
+{
+    wex_status st = wex__job_enter(job, "wex_job_bind");
+
+    if (st != WEX_OK)
+        return st;
+    st = bind_memory(job, index, address, bytes, memory_kind);
+    wex__job_leave(job);
+    return st;
+}
+
 wex_status wex_job_bind(wex_job *job, uint64_t index, void *address,
                         uint64_t bytes)
 {
@@ -414,8 +457,8 @@ static wex_status alloc_host(wex_job *job, uint64_t index, void **address_p)
     return WEX_OK;
 }
 
-wex_status wex_job_alloc_memory(wex_job *job, uint64_t index,
-                                uint32_t memory_kind, void **address_p)
+static wex_status alloc_memory(wex_job *job, uint64_t index,
+                               uint32_t memory_kind, void **address_p)
 {
     wex_status st = check_bindable(job, index);
     const char *name;
@@ -458,6 +501,18 @@ wex_status wex_job_alloc_memory(wex_job *job, uint64_t index,
     return WEX_OK;
 }
 
+wex_status wex_job_alloc_memory(wex_job *job, uint64_t index,
+                                uint32_t memory_kind, void **address_p)
+{
+    wex_status st = wex__job_enter(job, "wex_job_alloc");
+
+    if (st != WEX_OK)
+        return st;
+    st = alloc_memory(job, index, memory_kind, address_p);
+    wex__job_leave(job);
+    return st;
+}
+
 wex_status wex_job_alloc(wex_job *job, uint64_t index, void **address_p)
 {
     return wex_job_alloc_memory(job, index, WEX_MEMORY_HOST, address_p);
@@ -465,16 +520,29 @@ wex_status wex_job_alloc(wex_job *job, uint64_t index, void **address_p)
 
 wex_status wex_job_connect(wex_job *job)
 {
-    if (job == NULL)
-        return wex__error(WEX_ERR_INVALID, "wex_job_connect: no job");
-    return job->connected ? WEX_OK : wex__job_connect(job);
+    wex_status st = wex__job_enter(job, "wex_job_connect");
+
+    if (st != WEX_OK)
+        return st;
+    st = job->connected ? WEX_OK : wex__job_connect(job);
+    wex__job_leave(job);
+    return st;
 }
 
 wex_status wex_sync(wex_job *job, uint64_t step, wex_sync_report *report)
 {
-    if (job == NULL)
-        return wex__error(WEX_ERR_INVALID, "wex_sync: no job");
-    return wex__job_sync(job, step, report);
+    wex_status st = wex__job_enter(job, "wex_sync");
+
+    if (st != WEX_OK)
+        return st;
+    st = wex__job_sync(job, step, report);
+    wex__job_leave(job);
+    return st;
+}
+
+int wex_job_dirty(const wex_job *job)
+{
+    return job != NULL && job->dirty;
 }
 
 uint64_t wex_job_committed_step(const wex_job *job)

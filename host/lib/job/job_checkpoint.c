@@ -46,7 +46,7 @@ static int64_t whole_canonical(const wex_job *job, uint64_t i)
     return (int64_t)only->canonical;
 }
 
-wex_status wex_job_bind_checkpoint(wex_job *job, const char *dir)
+static wex_status bind_checkpoint(wex_job *job, const char *dir)
 {
     wex__checkpoint *ck;
     wex_status st;
@@ -218,7 +218,7 @@ static wex_status await(wex_job *job, const char *key, const char *who)
     return st;
 }
 
-wex_status wex_job_save(wex_job *job, const char *dir, uint64_t shard_bytes)
+static wex_status save(wex_job *job, const char *dir, uint64_t shard_bytes)
 {
     uint64_t ranks, n;
     wex__ckpt_plan plan;
@@ -228,6 +228,12 @@ wex_status wex_job_save(wex_job *job, const char *dir, uint64_t shard_bytes)
     if (job == NULL || dir == NULL || dir[0] == '\0')
         return wex__error(WEX_ERR_INVALID, "wex_job_save: no job or no "
                           "directory");
+    if (job->side == WEX_SIDE_DESTINATION && job->dirty)
+        return wex__error(WEX_ERR_INVALID, "save: destination rank %" PRIu64
+                          " is dirty: a failed step wrote part of its "
+                          "tensors, which may hold a mix of two steps (the "
+                          "last committed is %" PRIu64 "); save after the "
+                          "next committed step", job->rank, job->committed);
     if ((st = wex__job_complete_plan(job)) != WEX_OK)
         return st;
     ranks = job->mine->ranks;
@@ -287,5 +293,27 @@ wex_status wex_job_save(wex_job *job, const char *dir, uint64_t shard_bytes)
     }
     free(staging);
     wex__ckpt_plan_free(&plan);
+    return st;
+}
+
+wex_status wex_job_bind_checkpoint(wex_job *job, const char *dir)
+{
+    wex_status st = wex__job_enter(job, "wex_job_bind_checkpoint");
+
+    if (st != WEX_OK)
+        return st;
+    st = bind_checkpoint(job, dir);
+    wex__job_leave(job);
+    return st;
+}
+
+wex_status wex_job_save(wex_job *job, const char *dir, uint64_t shard_bytes)
+{
+    wex_status st = wex__job_enter(job, "wex_job_save");
+
+    if (st != WEX_OK)
+        return st;
+    st = save(job, dir, shard_bytes);
+    wex__job_leave(job);
     return st;
 }

@@ -33,6 +33,7 @@ typedef struct step_try {
     int verify;
     double timeout;
     double started;           /* when the first try's barrier passed */
+    int wrote;                /* a try passed its barrier: sources wrote */
     char why[WEX__ERROR_MAX]; /* why this rank could not take part */
 } step_try;
 
@@ -353,6 +354,7 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
     }
     if (t->number == 0)
         t->started = wex__now();
+    t->wrote = 1;
     /* Everyone has passed this barrier, so everyone is done with the
      * step before last: one rank drops its keys, or a long job's
      * rendezvous would grow by a step's keys every step. (The last step
@@ -407,16 +409,24 @@ static void fill_report(const wex_job *job, wex_sync_report *r, uint64_t step,
 wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
 {
     step_try t = {step, 0, job->plan.job->verify_digest,
-                  job->plan.job->step_seconds, wex__now(), ""};
+                  job->plan.job->step_seconds, wex__now(), 0, ""};
     char why[WEX__ERROR_MAX] = "", first[WEX__ERROR_MAX] = "";
     int result;
     wex_status st = WEX_OK;
 
-    if (step == 0 || step <= job->committed)
+    if (step == 0 || step >= WEX__STEP_LIMIT)
+        return wex__error(WEX_ERR_INVALID, "wex_sync: step %llu is outside "
+                          "[1, 2^63)", (unsigned long long)step);
+    /* Steps only go forward, on both sides: a replayed or repeated step
+     * would pass barriers its peers left behind. */
+    if (step <= job->committed || step <= job->earlier_steps[1])
         return wex__error(WEX_ERR_INVALID, "wex_sync: step %llu must be past "
-                          "the committed step %llu (steps start at 1)",
+                          "this rank's last step %llu (steps only go forward)",
                           (unsigned long long)step,
-                          (unsigned long long)job->committed);
+                          (unsigned long long)(job->committed >
+                                                       job->earlier_steps[1]
+                                                   ? job->committed
+                                                   : job->earlier_steps[1]));
     if (r != NULL && r->struct_size < WEX_SYNC_REPORT_SIZE_1_0)
         return wex__error(WEX_ERR_ABI, "wex_sync: report struct_size %u is "
                           "smaller than ABI 1.0's %u", r->struct_size,
@@ -433,8 +443,12 @@ wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
         if (result != STEP_RETRY || t.number >= job->plan.src.ranks)
             break;
     }
-    if (result == STEP_OK && job->side == WEX_SIDE_DESTINATION)
+    if (result == STEP_OK && job->side == WEX_SIDE_DESTINATION) {
         job->committed = step;
+        job->dirty = 0;
+    } else if (t.wrote && job->side == WEX_SIDE_DESTINATION) {
+        job->dirty = 1; /* sources may have written part of the step */
+    }
     job->earlier_steps[0] = job->earlier_steps[1];
     job->earlier_steps[1] = step;
     if (r != NULL)

@@ -6,6 +6,8 @@
 #ifndef WEX_HOST_RUNTIME_H
 #define WEX_HOST_RUNTIME_H
 
+#include <pthread.h>
+
 #include <wex/wex.h>
 #include <xxhash.h>
 
@@ -67,6 +69,12 @@ struct wex_job {
     uint64_t layout_digest;
     int connected;
     uint64_t committed;
+    /* A failed step may have written part of this destination's tensors:
+     * they hold a mix of steps until the next commit (wex_job_dirty). */
+    int dirty;
+    /* one thread at a time (job_lock.c) */
+    pthread_mutex_t busy;
+    int busy_ready, closing;
     /* failover and rejoin (job_members.c) */
     uint8_t *optional_sources; /* bit i: every region of source i has
                                   another holder, so a step may go on
@@ -122,6 +130,13 @@ wex_status wex__job_complete_plan(wex_job *job);
 void wex__job_checkpoint_close(wex_job *job);
 /* job_connect.c */
 wex_status wex__job_connect(wex_job *job);
+/* job_lock.c: a public call that changes the job runs between enter and
+ * leave; enter fails at once while another thread is inside. */
+void wex__job_lock_init(wex_job *job);
+wex_status wex__job_enter(wex_job *job, const char *call);
+void wex__job_leave(wex_job *job);
+/* Waits for a running call, then no call enters again. */
+void wex__job_lock_close(wex_job *job);
 /* job_members.c: which sources are replicated (at connect) */
 wex_status wex__job_find_replicas(wex_job *job);
 /* job_members.c: takes a builder's operations as this rank's (the job
@@ -143,6 +158,9 @@ wex_status wex__job_fit(wex_job *job, const uint64_t *dead,
  * to `timeout` seconds. */
 wex_status wex__transport_connect(wex_job *job, double timeout);
 /* job_sync.c */
+/* Steps are in [1, WEX__STEP_LIMIT): 2^63, what every language's signed
+ * 64-bit integer holds. */
+#define WEX__STEP_LIMIT (UINT64_C(1) << 63)
 wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r);
 /* executor.c: sources write every op (and digest it when `digests`,
  * telling each destination's landing board under `landing_tag`), pass by

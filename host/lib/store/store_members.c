@@ -233,6 +233,23 @@ static int look(wex__store_conn *c, const char *key, store_roll *r,
     return barrier_look(c, key, r, optional, fail_fast, missing, cap);
 }
 
+/* With s->mu held: whether barrier `key` was passed (its outcome is
+ * stored, and not a failure) without this connection among those that
+ * arrived. A barrier serves one step's try: a rank coming to it late
+ * would write into destinations that have moved on. */
+static int passed_without(const wex__store_conn *c, const char *key)
+{
+    char name[WEX__STORE_KEY_MAX + WEX__STORE_WHO_MAX + 2];
+    const wex__store_entry *done = wex__store_map_find(c->server, key), *mine;
+
+    if (done == NULL || done->len < 9 || done->value[0] != 1)
+        return 0;
+    snprintf(name, sizeof(name), "%s@%s", key, c->who);
+    mine = wex__store_map_find(c->server, name);
+    return mine == NULL || mine->len != 8 ||
+           wex__store_get_u64(mine->value) != c->serial;
+}
+
 int wex__store_on_arrive(wex__store_conn *c, const char *key, const char *shown,
                          const wex__store_request *req)
 {
@@ -250,6 +267,14 @@ int wex__store_on_arrive(wex__store_conn *c, const char *key, const char *shown,
     int why;
 
     pthread_mutex_lock(&s->mu);
+    if (passed_without(c, key)) {
+        pthread_mutex_unlock(&s->mu);
+        return wex__store_replyf(c, WEX__STORE_R_ERROR,
+                                 "rendezvous: barrier '%s' was passed "
+                                 "without %s: that step went on without it "
+                                 "(a replayed step, or a rank that joined "
+                                 "after it)", shown, c->who);
+    }
     if (wex__store_map_find(s, key) == NULL && mark_arrival(c, key) != WEX_OK) {
         pthread_mutex_unlock(&s->mu);
         return wex__store_replyf(c, WEX__STORE_R_ERROR, "out of memory");

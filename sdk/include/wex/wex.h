@@ -12,8 +12,10 @@
  *   wex_job_close(job);
  *
  * Every call returns a wex_status; wex_last_error() says why in one
- * line. A job is used by one thread at a time; different jobs may be
- * used from different threads.
+ * line. A job is used by one thread at a time: a call made while another
+ * thread is inside one on the same job fails at once (WEX_ERR_INVALID),
+ * and wex_job_close waits for a running call to return (no call may
+ * start after it). Different jobs may be used from different threads.
  */
 #ifndef WEX_WEX_H
 #define WEX_WEX_H
@@ -142,6 +144,12 @@ WEX_EXPORT wex_status wex_sync(wex_job *job, uint64_t step,
                             wex_sync_report *report);
 /* The last step this destination rank committed (0: none yet). */
 WEX_EXPORT uint64_t wex_job_committed_step(const wex_job *job);
+/* 1 when a step this destination took part in failed after sources
+ * began writing: its tensors may hold a mix of that step and the
+ * committed one, until the next committed step clears it (0 on a
+ * source). An engine should not serve a dirty rank's weights, and
+ * wex_job_save refuses it. */
+WEX_EXPORT int wex_job_dirty(const wex_job *job);
 /* How this source rank's bytes reach destination rank `destination_rank`
  * once connected: the transport's name for the way (ucx: "am", active
  * messages, or "put", one-sided puts), or the transport's own name when it
