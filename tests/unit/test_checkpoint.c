@@ -333,6 +333,7 @@ static int entries_with(const char *part)
 
 START_TEST(a_killed_save_s_staging_is_removed_by_the_next_save)
 {
+    char keep[300], link[340], kept[320];
     pid_t pid = fork();
     int status;
 
@@ -349,8 +350,17 @@ START_TEST(a_killed_save_s_staging_is_removed_by_the_next_save)
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     ck_assert_int_eq(WEXITSTATUS(status), 9);
     ck_assert_int_eq(entries_with("wex-saving-run4242-dead"), 1); /* it left that */
+    /* a link of a staging name is not the save's to follow */
+    snprintf(keep, sizeof(keep), "%s/keep", dir);
+    snprintf(link, sizeof(link), "%s.wex-saving-link", out);
+    ck_assert_int_eq(mkdir(keep, 0755), 0);
+    snprintf(kept, sizeof(kept), "%s/file", keep);
+    fclose(fopen(kept, "w"));
+    ck_assert_int_eq(symlink(keep, link), 0);
     save(0); /* another job's save into the same directory */
-    ck_assert_int_eq(entries_with("wex-saving"), 0);
+    ck_assert_int_eq(entries_with("wex-saving-run4242-dead"), 0);
+    ck_assert_int_eq(entries_with("wex-saving.lock"), 0);
+    ck_assert_int_eq(access(kept, F_OK), 0);
     read_back(1);
 }
 END_TEST

@@ -258,12 +258,19 @@ static wex_status remove_dead_staging(const char *dir)
         goto out;
     }
     while (st == WEX_OK && (e = readdir(d)) != NULL) {
+        struct stat sb;
         char *path;
         if (strncmp(e->d_name, base, base_len) != 0)
             continue;
         if ((path = wex__ckpt_path(parent, e->d_name)) == NULL) {
             st = wex__error(WEX_ERR_NOMEM, "checkpoint: out of memory");
             break;
+        }
+        /* a save makes a real directory: a link or a file of that name
+         * is someone else's, never followed or removed */
+        if (lstat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            free(path);
+            continue;
         }
         st = remove_staging(path);
         if (st == WEX_OK)
@@ -506,22 +513,26 @@ wex_status wex__ckpt_write(const wex__ckpt_plan *p, const char *staging,
     return WEX_OK;
 }
 
-/* fsync of a file or a directory wex made; non-blocking, so a FIFO put
- * there in the meantime is refused, not waited on. */
+/* fsync of a file or a directory wex made; opened non-blocking, so a
+ * FIFO put there in the meantime is refused, not waited on. */
 static wex_status sync_path(const char *path)
 {
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     struct stat sb;
-    int bad = fd < 0 || fstat(fd, &sb) != 0 ||
-              (!S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode) &&
-               (errno = EINVAL)) ||
-              fsync(fd) != 0;
+    wex_status st = WEX_OK;
 
+    if (fd < 0 || fstat(fd, &sb) != 0)
+        st = wex__error(WEX_ERR_SYSTEM, "%s: fsync: %s", path,
+                        strerror(errno));
+    else if (!S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode))
+        st = wex__error(WEX_ERR_SYSTEM, "%s: fsync: %s, not what the save "
+                        "made", path, wex__file_kind((unsigned)sb.st_mode));
+    else if (fsync(fd) != 0)
+        st = wex__error(WEX_ERR_SYSTEM, "%s: fsync: %s", path,
+                        strerror(errno));
     if (fd >= 0)
         close(fd);
-    return bad ? wex__error(WEX_ERR_SYSTEM, "%s: fsync: %s", path,
-                            strerror(errno))
-               : WEX_OK;
+    return st;
 }
 
 wex_status wex__ckpt_commit(wex__ckpt_plan *p, const char *dir,

@@ -1,7 +1,8 @@
 /*
  * Whole reads and writes on blocking file descriptors (pipes between a
- * process and the children it forks). The rendezvous's sockets have
- * their own, with deadlines (store.h).
+ * process and the children it forks), and opening a file wex is pointed
+ * at without ever blocking on it. The rendezvous's sockets have their
+ * own, with deadlines (store.h).
  */
 #ifndef WEX_HOST_FD_IO_H
 #define WEX_HOST_FD_IO_H
