@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <wex/bytes.h>
@@ -119,6 +120,11 @@ START_TEST(every_lie_of_a_header_is_refused)
     refused("{\"a\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[0,6]}}", 6,
             "tensor a: BF16 x 4 elements is not its data_offsets' 6 bytes");
     refused("{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]},"
+            "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[2,6]}}", 6,
+            "tensors a and b overlap");
+    /* an empty tensor sorted between two that overlap hides nothing */
+    refused("{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]},"
+            "\"e\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[1,1]},"
             "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[2,6]}}", 6,
             "tensors a and b overlap");
     refused("{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},"
@@ -311,11 +317,110 @@ START_TEST(an_abandoned_save_leaves_nothing)
 }
 END_TEST
 
+/* The entries of the test's directory whose names contain `part`. */
+static int entries_with(const char *part)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+
+    ck_assert_ptr_nonnull(d);
+    while ((e = readdir(d)) != NULL)
+        n += strstr(e->d_name, part) != NULL;
+    closedir(d);
+    return n;
+}
+
+START_TEST(a_killed_save_s_staging_is_removed_by_the_next_save)
+{
+    char keep[300], link[340], kept[320];
+    pid_t pid = fork();
+    int status;
+
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) { /* a save killed between create and commit */
+        wex__ckpt_plan p;
+        char *staging = wex__ckpt_staging_dir(out, "run4242-dead");
+        if (wex__ckpt_plan_make(model, 1000000, &p) != WEX_OK ||
+            wex__ckpt_create(&p, out, staging) != WEX_OK ||
+            wex__ckpt_write(&p, staging, 0, 0, "xy", 2) != WEX_OK)
+            _exit(1);
+        _exit(9);
+    }
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_int_eq(WEXITSTATUS(status), 9);
+    ck_assert_int_eq(entries_with("wex-saving-run4242-dead"), 1); /* it left that */
+    /* a link of a staging name is not the save's to follow */
+    snprintf(keep, sizeof(keep), "%s/keep", dir);
+    snprintf(link, sizeof(link), "%s.wex-saving-link", out);
+    ck_assert_int_eq(mkdir(keep, 0755), 0);
+    snprintf(kept, sizeof(kept), "%s/file", keep);
+    fclose(fopen(kept, "w"));
+    ck_assert_int_eq(symlink(keep, link), 0);
+    save(0); /* another job's save into the same directory */
+    ck_assert_int_eq(entries_with("wex-saving-run4242-dead"), 0);
+    ck_assert_int_eq(entries_with("wex-saving.lock"), 0);
+    ck_assert_int_eq(access(kept, F_OK), 0);
+    read_back(1);
+}
+END_TEST
+
+START_TEST(a_live_save_s_staging_is_left_alone)
+{
+    wex__ckpt_plan live, other;
+    char *live_staging = wex__ckpt_staging_dir(out, "live");
+    char *other_staging = wex__ckpt_staging_dir(out, "other");
+
+    ck_assert_int_eq(wex__ckpt_plan_make(model, 0, &live), WEX_OK);
+    ck_assert_int_eq(wex__ckpt_plan_make(model, 0, &other), WEX_OK);
+    ck_assert_int_eq(wex__ckpt_create(&live, out, live_staging), WEX_OK);
+    ck_assert_int_eq(wex__ckpt_create(&other, out, other_staging), WEX_ERR_INVALID);
+    ck_assert_msg(strstr(wex__last_error(), "another save into") != NULL, "got '%s'",
+                  wex__last_error());
+    wex__ckpt_abort(&other, other_staging); /* what a refused rank 0 does */
+    ck_assert_int_eq(access(live_staging, F_OK), 0);
+    for (uint64_t c = 0; c < model->count; c++) {
+        uint64_t n = model->tensors[c].bytes;
+        unsigned char *b = malloc(n + 1);
+        for (uint64_t i = 0; i < n; i++)
+            b[i] = pattern(c, i);
+        ck_assert_int_eq(wex__ckpt_write(&live, live_staging, c, 0, b, n), WEX_OK);
+        free(b);
+    }
+    ck_assert_int_eq(wex__ckpt_commit(&live, out, live_staging), WEX_OK);
+    ck_assert_int_eq(entries_with("wex-saving"), 0);
+    read_back(1);
+    free(live_staging);
+    free(other_staging);
+    wex__ckpt_plan_free(&live);
+    wex__ckpt_plan_free(&other);
+}
+END_TEST
+
+START_TEST(a_fifo_for_a_shard_is_refused_at_once)
+{
+    wex__checkpoint ck;
+    char *shard;
+
+    ck_assert_int_eq(mkdir(out, 0755), 0);
+    shard = wex__ckpt_path(out, "model.safetensors");
+    ck_assert_int_eq(mkfifo(shard, 0644), 0);
+    ck_assert_int_eq(wex__checkpoint_open(out, model, NULL, NULL, &ck), WEX_ERR_INVALID);
+    ck_assert_msg(strstr(wex__last_error(), "model.safetensors: not a regular file (a FIFO)") !=
+                      NULL,
+                  "got '%s'", wex__last_error());
+    unlink(shard);
+    free(shard);
+    rmdir(out);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("checkpoint");
     TCase *parser = tcase_create("safetensors");
     TCase *dirs = tcase_create("directories");
+    TCase *fifo = tcase_create("not regular files");
 
     tcase_add_test(parser, a_header_is_read);
     tcase_add_test(parser, every_lie_of_a_header_is_refused);
@@ -328,7 +433,13 @@ int main(void)
     tcase_add_test(dirs, no_checkpoint_at_all_is_refused);
     tcase_add_test(dirs, a_save_never_lands_on_another_checkpoint);
     tcase_add_test(dirs, an_abandoned_save_leaves_nothing);
+    tcase_add_test(dirs, a_killed_save_s_staging_is_removed_by_the_next_save);
+    tcase_add_test(dirs, a_live_save_s_staging_is_left_alone);
+    tcase_add_test(fifo, a_fifo_for_a_shard_is_refused_at_once);
     suite_add_tcase(s, parser);
     suite_add_tcase(s, dirs);
+    tcase_add_checked_fixture(fifo, setup, teardown);
+    tcase_set_timeout(fifo, 10); /* a FIFO waited on fails, not hangs */
+    suite_add_tcase(s, fifo);
     return wex_test_run(s);
 }

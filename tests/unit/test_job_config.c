@@ -5,10 +5,13 @@
 
 #include "check_run.h"
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "host_registry.h"
 #include "job_config.h"
+#include "json_file.h"
 
 static wex__registry *registry(void)
 {
@@ -143,6 +146,66 @@ START_TEST(missing_file_is_one_line)
 }
 END_TEST
 
+static void json_refused(const char *text, size_t len, const char *why)
+{
+    cJSON *doc = NULL;
+
+    if (len == 0)
+        len = strlen(text);
+    ck_assert_int_eq(wex__json_parse("job.json", text, len, &doc), WEX_ERR_INVALID);
+    ck_assert_ptr_null(doc);
+    ck_assert_msg(strstr(wex__last_error(), why) != NULL, "want '%s', got '%s'", why,
+                  wex__last_error());
+    ck_assert_ptr_null(strchr(wex__last_error(), '\n'));
+}
+
+START_TEST(json_means_one_thing_to_wex_and_python)
+{
+    const char nul[] = "{\"a\": 1}\0{\"a\": 2}";
+    cJSON *doc = NULL;
+
+    /* duplicate keys: cJSON keeps the first, Python the last */
+    json_refused("{\"model\": \"a\", \"model\": \"b\"}", 0,
+                 "job.json: the top-level object: key \"model\" appears more than once");
+    json_refused("{\"source\": {\"parallel\": {\"tp\": 2, \"pp\": 1, \"tp\": 4}}}", 0,
+                 "job.json: /source/parallel: key \"tp\" appears more than once");
+    json_refused("{\"a/b\": [0, {\"x~\": {\"k\": 1, \"k\": 2}}]}", 0,
+                 "job.json: /a~1b/1/x~0: key \"k\" appears more than once");
+    /* a NUL, and bytes after the value */
+    json_refused(nul, sizeof(nul) - 1, "job.json: a NUL byte at offset 8");
+    json_refused("{\"a\": 1} x", 0, "job.json:1:10: bytes after the JSON value, from offset 9");
+    json_refused("{\"a\": 1}\n{\"a\": 2}\n", 0,
+                 "job.json:2:1: bytes after the JSON value, from offset 9");
+    /* whitespace after the value, and equal keys in different objects, are fine */
+    ck_assert_int_eq(wex__json_parse("job.json", "{\"a\": {\"k\": 1}, \"b\": {\"k\": 1}}\n \t\r\n",
+                                     35, &doc),
+                     WEX_OK);
+    cJSON_Delete(doc);
+}
+END_TEST
+
+START_TEST(an_input_that_is_not_a_regular_file_is_refused_at_once)
+{
+    char path[128];
+    char *text = NULL;
+    size_t len = 0;
+
+    snprintf(path, sizeof(path), "/tmp/wex-test-job-config-fifo-%d", (int)getpid());
+    unlink(path);
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    /* no writer ever opens it: a blocking open would wait forever */
+    ck_assert_int_eq(wex__read_file(path, &text, &len), WEX_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(wex__last_error(), ": not a regular file (a FIFO)"));
+    ck_assert_ptr_nonnull(strstr(wex__last_error(), path));
+    unlink(path);
+    ck_assert_int_eq(wex__read_file("/dev/zero", &text, &len), WEX_ERR_INVALID);
+    ck_assert_str_eq(wex__last_error(), "/dev/zero: not a regular file (a character device)");
+    ck_assert_int_eq(wex__read_file("/tmp", &text, &len), WEX_ERR_INVALID);
+    ck_assert_str_eq(wex__last_error(), "/tmp: not a regular file (a directory)");
+    ck_assert_ptr_null(text);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("job_config");
@@ -155,6 +218,9 @@ int main(void)
     tcase_add_test(tc, default_policy_must_exist);
     tcase_add_test(tc, syntax_error_names_line_and_column);
     tcase_add_test(tc, missing_file_is_one_line);
+    tcase_add_test(tc, json_means_one_thing_to_wex_and_python);
+    tcase_add_test(tc, an_input_that_is_not_a_regular_file_is_refused_at_once);
+    tcase_set_timeout(tc, 20); /* a FIFO waited on fails, not hangs */
     suite_add_tcase(s, tc);
     return wex_test_run(s);
 }

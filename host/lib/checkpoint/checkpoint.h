@@ -76,13 +76,20 @@ typedef struct wex__ckpt_plan {
     uint32_t *file_of;       /* per canonical tensor */
     uint64_t *offset_of;     /* per canonical tensor: where in its file's data */
     int *fds;                /* per file: open for writing, or -1 */
+    int lock_fd;             /* the staging lock, held by the creator, or -1 */
+    char *lock_path;         /* its path, while held */
 } wex__ckpt_plan;
 
 wex_status wex__ckpt_plan_make(const wex_model *model, uint64_t shard_bytes,
                                wex__ckpt_plan *p);
 void wex__ckpt_plan_free(wex__ckpt_plan *p);
 
-/* The directory a save fills before it is renamed to `dir`. */
+/* The directory a save fills before it is renamed to `dir`:
+ * "DIR.wex-saving-TAG", TAG what every rank of the save agrees on (the
+ * job's id). Its creator holds "DIR.wex-saving.lock" (flock) from create
+ * to commit or abort; the next save into `dir` takes that lock and so
+ * knows every "DIR.wex-saving-*" it finds is a dead save's, and removes
+ * it. */
 char *wex__ckpt_staging_dir(const char *dir, const char *tag);
 
 /* A tensor held as `held` can be saved in the checkpoint's `stored`: the
@@ -93,20 +100,23 @@ int wex__ckpt_savable(uint32_t held, uint32_t stored);
 /* `dir` may be saved to: it does not exist, or is an empty directory. */
 wex_status wex__ckpt_target_free(const char *dir);
 
-/* Creates the staging directory and every file at its full size, with
- * its header (and the index, when sharded), and the model's config.json. `dir` must not exist, or be
- * an empty directory. */
-wex_status wex__ckpt_create(const wex__ckpt_plan *p, const char *dir,
+/* Takes the staging lock, removes a staging directory a dead save left
+ * (refusing while a live one holds the lock), and creates the staging
+ * directory and every file at its full size, with its header (and the
+ * index, when sharded), and the model's config.json. `dir` must not
+ * exist, or be an empty directory. */
+wex_status wex__ckpt_create(wex__ckpt_plan *p, const char *dir,
                             const char *staging);
 /* Writes `n` bytes of canonical tensor `c`, from its byte `at` (any
  * process may, once the files are created). */
 wex_status wex__ckpt_write(const wex__ckpt_plan *p, const char *staging,
                            uint64_t c, uint64_t at, const void *bytes,
                            uint64_t n);
-/* Flushes every file and renames the staging directory to `dir`. */
-wex_status wex__ckpt_commit(const wex__ckpt_plan *p, const char *dir,
+/* Flushes every file, renames the staging directory to `dir` and drops
+ * the lock. */
+wex_status wex__ckpt_commit(wex__ckpt_plan *p, const char *dir,
                             const char *staging);
-/* Removes what a save that did not finish left. */
-void wex__ckpt_abort(const wex__ckpt_plan *p, const char *staging);
+/* Removes what a save that did not finish left, and drops the lock. */
+void wex__ckpt_abort(wex__ckpt_plan *p, const char *staging);
 
 #endif /* WEX_HOST_CHECKPOINT_H */

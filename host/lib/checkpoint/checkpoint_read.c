@@ -15,6 +15,7 @@
 
 #include "checkpoint.h"
 #include "error.h"
+#include "fd_io.h"
 #include "json_file.h"
 #include "log.h"
 
@@ -31,14 +32,16 @@ char *wex__ckpt_path(const char *dir, const char *name)
 static wex_status map_file(wex__ckpt_file *f)
 {
     struct stat sb;
-    int fd = open(f->path, O_RDONLY | O_CLOEXEC);
-    wex_status st;
+    int fd;
+    wex_status st = wex__open_regular(f->path, O_RDONLY, &fd);
 
-    if (fd < 0)
-        return wex__error(WEX_ERR_SYSTEM, "%s: %s", f->path, strerror(errno));
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    if (st != WEX_OK)
+        return st;
+    if (fstat(fd, &sb) != 0) {
+        st = wex__error(WEX_ERR_SYSTEM, "%s: fstat: %s", f->path,
+                        strerror(errno));
         close(fd);
-        return wex__error(WEX_ERR_SYSTEM, "%s: not a regular file", f->path);
+        return st;
     }
     f->size = (uint64_t)sb.st_size;
     if (f->size > 0) {

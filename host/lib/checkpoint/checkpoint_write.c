@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +18,8 @@
 
 #include "checkpoint.h"
 #include "error.h"
+#include "fd_io.h"
+#include "log.h"
 
 void wex__ckpt_plan_free(wex__ckpt_plan *p)
 {
@@ -35,7 +38,11 @@ void wex__ckpt_plan_free(wex__ckpt_plan *p)
     free(p->file_of);
     free(p->offset_of);
     free(p->fds);
+    if (p->lock_fd >= 0)
+        close(p->lock_fd);
+    free(p->lock_path);
     memset(p, 0, sizeof(*p));
+    p->lock_fd = -1;
 }
 
 /* The JSON header of file f, padded with spaces so the data starts at a
@@ -103,6 +110,7 @@ wex_status wex__ckpt_plan_make(const wex_model *model, uint64_t shard_bytes,
     wex_status st = WEX_OK;
 
     memset(p, 0, sizeof(*p));
+    p->lock_fd = -1;
     p->model = model;
     p->file_of = malloc((n + 1) * sizeof(*p->file_of));
     p->offset_of = malloc((n + 1) * sizeof(*p->offset_of));
@@ -161,17 +169,176 @@ wex_status wex__ckpt_plan_make(const wex_model *model, uint64_t shard_bytes,
     return st;
 }
 
-char *wex__ckpt_staging_dir(const char *dir, const char *tag)
+/* `dir` without trailing slashes, then `suffix`. */
+static char *beside(const char *dir, const char *suffix)
 {
-    size_t n = strlen(dir) + strlen(tag) + 32;
+    size_t len = strlen(dir), n = len + strlen(suffix) + 1;
     char *s = malloc(n);
-    size_t len = strlen(dir);
 
     while (len > 1 && dir[len - 1] == '/')
         len--;
     if (s != NULL)
-        snprintf(s, n, "%.*s.wex-saving-%s", (int)len, dir, tag);
+        snprintf(s, n, "%.*s%s", (int)len, dir, suffix);
     return s;
+}
+
+char *wex__ckpt_staging_dir(const char *dir, const char *tag)
+{
+    size_t n = strlen(tag) + 16;
+    char *suffix = malloc(n), *s;
+
+    if (suffix == NULL)
+        return NULL;
+    snprintf(suffix, n, ".wex-saving-%s", tag);
+    s = beside(dir, suffix);
+    free(suffix);
+    return s;
+}
+
+/* Removes staging directory `path` and the files in it (a save creates
+ * only files there). */
+static wex_status remove_staging(const char *path)
+{
+    DIR *d = opendir(path);
+    struct dirent *e;
+    wex_status st = WEX_OK;
+
+    if (d == NULL)
+        return errno == ENOENT ? WEX_OK
+                               : wex__error(WEX_ERR_SYSTEM, "%s: %s", path,
+                                            strerror(errno));
+    while ((e = readdir(d)) != NULL) {
+        char *f;
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if ((f = wex__ckpt_path(path, e->d_name)) == NULL) {
+            st = wex__error(WEX_ERR_NOMEM, "checkpoint: out of memory");
+            break;
+        }
+        if (unlink(f) != 0 && errno != ENOENT)
+            st = wex__error(WEX_ERR_SYSTEM, "removing %s, left by a save "
+                            "that died: %s", f, strerror(errno));
+        free(f);
+        if (st != WEX_OK)
+            break;
+    }
+    closedir(d);
+    if (st == WEX_OK && rmdir(path) != 0 && errno != ENOENT)
+        st = wex__error(WEX_ERR_SYSTEM, "removing %s, left by a save that "
+                        "died: %s", path, strerror(errno));
+    return st;
+}
+
+/* Every "DIR.wex-saving-*" beside `dir`: with the lock held, each is what
+ * a save into `dir` that died left (sparse full-size shards). */
+static wex_status remove_dead_staging(const char *dir)
+{
+    char *prefix = beside(dir, ".wex-saving-"), *parent, *slash;
+    const char *base;
+    size_t base_len;
+    DIR *d;
+    struct dirent *e;
+    wex_status st = WEX_OK;
+
+    if (prefix == NULL || (parent = strdup(prefix)) == NULL) {
+        free(prefix);
+        return wex__error(WEX_ERR_NOMEM, "checkpoint: out of memory");
+    }
+    slash = strrchr(parent, '/');
+    if (slash == NULL) {
+        base = prefix;
+        strcpy(parent, ".");
+    } else {
+        base = prefix + (slash - parent) + 1;
+        slash[slash == parent] = '\0';
+    }
+    base_len = strlen(base);
+    if ((d = opendir(parent)) == NULL) {
+        st = wex__error(WEX_ERR_SYSTEM, "%s: %s", parent, strerror(errno));
+        goto out;
+    }
+    while (st == WEX_OK && (e = readdir(d)) != NULL) {
+        struct stat sb;
+        char *path;
+        if (strncmp(e->d_name, base, base_len) != 0)
+            continue;
+        if ((path = wex__ckpt_path(parent, e->d_name)) == NULL) {
+            st = wex__error(WEX_ERR_NOMEM, "checkpoint: out of memory");
+            break;
+        }
+        /* a save makes a real directory: a link or a file of that name
+         * is someone else's, never followed or removed */
+        if (lstat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            free(path);
+            continue;
+        }
+        st = remove_staging(path);
+        if (st == WEX_OK)
+            WEX__INFO("%s: removed, what a save into %s that died left",
+                      path, dir);
+        free(path);
+    }
+    closedir(d);
+out:
+    free(parent);
+    free(prefix);
+    return st;
+}
+
+/* Takes "DIR.wex-saving.lock" for this save, refusing while another
+ * process holds it. A finishing save unlinks the file while it holds it,
+ * so a lock taken on a file no longer at the path is retried. */
+static wex_status take_lock(wex__ckpt_plan *p, const char *dir)
+{
+    char *lock = beside(dir, ".wex-saving.lock");
+    wex_status st = WEX_OK;
+
+    if (lock == NULL)
+        return wex__error(WEX_ERR_NOMEM, "checkpoint: out of memory");
+    for (int tries = 0; p->lock_fd < 0; tries++) {
+        struct stat held, named;
+        int fd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK |
+                                O_CLOEXEC, 0644);
+        if (fd < 0) {
+            st = wex__error(WEX_ERR_SYSTEM, "%s: %s", lock, strerror(errno));
+            break;
+        }
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            st = errno == EWOULDBLOCK
+                     ? wex__error(WEX_ERR_INVALID, "%s: another save into %s "
+                                  "is running (it holds %s)", dir, dir, lock)
+                     : wex__error(WEX_ERR_SYSTEM, "%s: flock: %s", lock,
+                                  strerror(errno));
+            close(fd);
+            break;
+        }
+        if (fstat(fd, &held) == 0 && S_ISREG(held.st_mode) &&
+            stat(lock, &named) == 0 && held.st_dev == named.st_dev &&
+            held.st_ino == named.st_ino) {
+            p->lock_fd = fd;
+            p->lock_path = lock;
+            return WEX_OK;
+        }
+        close(fd);
+        if (tries == 100) {
+            st = wex__error(WEX_ERR_SYSTEM, "%s: cannot take the lock", lock);
+            break;
+        }
+    }
+    free(lock);
+    return st;
+}
+
+/* Unlinks the lock while holding it, then lets go. */
+static void drop_lock(wex__ckpt_plan *p)
+{
+    if (p->lock_fd < 0)
+        return;
+    unlink(p->lock_path);
+    free(p->lock_path);
+    p->lock_path = NULL;
+    close(p->lock_fd);
+    p->lock_fd = -1;
 }
 
 /* `text` and a newline as file `name` of the staging directory, flushed
@@ -268,16 +435,21 @@ wex_status wex__ckpt_target_free(const char *dir)
                               "never over another", dir);
 }
 
-wex_status wex__ckpt_create(const wex__ckpt_plan *p, const char *dir,
+wex_status wex__ckpt_create(wex__ckpt_plan *p, const char *dir,
                             const char *staging)
 {
     wex_status st = wex__ckpt_target_free(dir);
 
-    if (st != WEX_OK)
+    if (st == WEX_OK)
+        st = take_lock(p, dir);
+    if (st == WEX_OK)
+        st = remove_dead_staging(dir);
+    if (st == WEX_OK && mkdir(staging, 0755) != 0)
+        st = wex__error(WEX_ERR_SYSTEM, "%s: %s", staging, strerror(errno));
+    if (st != WEX_OK) {
+        drop_lock(p);
         return st;
-    wex__ckpt_abort(p, staging); /* a save of the same name that died */
-    if (mkdir(staging, 0755) != 0)
-        return wex__error(WEX_ERR_SYSTEM, "%s: %s", staging, strerror(errno));
+    }
     for (size_t f = 0; st == WEX_OK && f < p->nfiles; f++) {
         char *path = wex__ckpt_path(staging, p->names[f]);
         unsigned char len[8];
@@ -341,19 +513,29 @@ wex_status wex__ckpt_write(const wex__ckpt_plan *p, const char *staging,
     return WEX_OK;
 }
 
+/* fsync of a file or a directory wex made; opened non-blocking, so a
+ * FIFO put there in the meantime is refused, not waited on. */
 static wex_status sync_path(const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    int bad = fd < 0 || fsync(fd) != 0;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat sb;
+    wex_status st = WEX_OK;
 
+    if (fd < 0 || fstat(fd, &sb) != 0)
+        st = wex__error(WEX_ERR_SYSTEM, "%s: fsync: %s", path,
+                        strerror(errno));
+    else if (!S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode))
+        st = wex__error(WEX_ERR_SYSTEM, "%s: fsync: %s, not what the save "
+                        "made", path, wex__file_kind((unsigned)sb.st_mode));
+    else if (fsync(fd) != 0)
+        st = wex__error(WEX_ERR_SYSTEM, "%s: fsync: %s", path,
+                        strerror(errno));
     if (fd >= 0)
         close(fd);
-    return bad ? wex__error(WEX_ERR_SYSTEM, "%s: fsync: %s", path,
-                            strerror(errno))
-               : WEX_OK;
+    return st;
 }
 
-wex_status wex__ckpt_commit(const wex__ckpt_plan *p, const char *dir,
+wex_status wex__ckpt_commit(wex__ckpt_plan *p, const char *dir,
                             const char *staging)
 {
     wex_status st = WEX_OK;
@@ -383,19 +565,16 @@ wex_status wex__ckpt_commit(const wex__ckpt_plan *p, const char *dir,
     free(parent);
     if (st != WEX_OK)
         wex__ckpt_abort(p, staging);
+    drop_lock(p);
     return st;
 }
 
-void wex__ckpt_abort(const wex__ckpt_plan *p, const char *staging)
+void wex__ckpt_abort(wex__ckpt_plan *p, const char *staging)
 {
-    for (size_t f = 0; f < p->nfiles + 2; f++) {
-        const char *name = f < p->nfiles    ? p->names[f]
-                           : f == p->nfiles ? WEX__CKPT_INDEX
-                                            : WEX__CKPT_CONFIG;
-        char *path = wex__ckpt_path(staging, name);
-        if (path != NULL)
-            unlink(path);
-        free(path);
-    }
-    rmdir(staging);
+    /* only the save holding the lock owns the staging directory: one that
+     * could not take it must leave a live save's alone */
+    if (p->lock_fd < 0)
+        return;
+    (void)remove_staging(staging);
+    drop_lock(p);
 }

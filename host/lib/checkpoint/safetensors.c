@@ -169,17 +169,28 @@ wex_status wex__st_parse(const char *path, const unsigned char *bytes,
             goto out;
         out->count++;
     }
+    /* Sorted by start, each non-empty tensor against the furthest end of
+     * those before it: comparing neighbours alone misses an overlap that
+     * an empty tensor (or a short one) sorts between. */
     qsort(out->tensors, out->count, sizeof(*out->tensors), by_begin);
-    for (size_t i = 1; i < out->count; i++)
-        if (out->tensors[i].begin < out->tensors[i - 1].end &&
-            out->tensors[i].begin != out->tensors[i].end) {
-            st = wex__error(WEX_ERR_INVALID, "%s: tensors %s and %s overlap "
-                            "(data bytes %" PRIu64 " to %" PRIu64 ")",
-                            path, out->tensors[i - 1].name,
-                            out->tensors[i].name, out->tensors[i].begin,
-                            out->tensors[i - 1].end);
-            goto out;
+    {
+        const wex__st_tensor *furthest = NULL;
+        for (size_t i = 0; i < out->count; i++) {
+            const wex__st_tensor *t = &out->tensors[i];
+            if (t->begin == t->end)
+                continue;
+            if (furthest != NULL && t->begin < furthest->end) {
+                st = wex__error(WEX_ERR_INVALID, "%s: tensors %s and %s "
+                                "overlap (data bytes %" PRIu64 " to %" PRIu64
+                                ")", path, furthest->name, t->name, t->begin,
+                                t->end < furthest->end ? t->end
+                                                       : furthest->end);
+                goto out;
+            }
+            if (furthest == NULL || t->end > furthest->end)
+                furthest = t;
         }
+    }
     /* duplicate names: cJSON keeps both; the format allows one */
     {
         const wex__st_tensor **sorted = malloc((out->count + 1) *

@@ -10,11 +10,15 @@
  * and a bound keeps a wrong path (a checkpoint, /dev/zero) harmless. */
 #define WEX__JSON_FILE_MAX (16u << 20)
 
-/* Reads a whole regular file into a NUL-terminated buffer. */
+/* Reads a whole regular file into a NUL-terminated buffer; anything else
+ * (a FIFO, a device, a directory) is refused without blocking. */
 wex_status wex__read_file(const char *path, char **data_p, size_t *len_p);
 
 /* Parses `text` (NUL-terminated, `len` bytes before the NUL); on a syntax error the message reads
- * "NAME:LINE:COLUMN: invalid JSON near '...'". */
+ * "NAME:LINE:COLUMN: invalid JSON near '...'". Also refused, so a file means to wex what it
+ * means to Python's json: a NUL byte in the `len` bytes and anything but whitespace after the
+ * value (each with its byte offset), and an object naming a key twice (with the object's JSON
+ * Pointer and the key). */
 wex_status wex__json_parse(const char *name, const char *text, size_t len,
                            cJSON **doc_p);
 

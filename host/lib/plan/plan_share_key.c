@@ -1,13 +1,16 @@
 /* The key naming a plan share: an XXH3-128 over everything a rank's
  * part of the plan is a function of (plan_share.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "error.h"
+#include "fd_io.h"
 #include "plan_share.h"
 #include "plan_share_format.h"
 #include "source_id.h"
@@ -49,10 +52,16 @@ static wex_status hash_file(XXH3_state_t *h, const char *path)
 {
     char buf[65536];
     size_t n;
-    FILE *f = fopen(path, "rb");
+    FILE *f;
+    int fd;
+    wex_status st = wex__open_regular(path, O_RDONLY, &fd);
 
-    if (f == NULL)
+    if (st != WEX_OK)
+        return st;
+    if ((f = fdopen(fd, "rb")) == NULL) {
+        close(fd);
         return wex__error(WEX_ERR_SYSTEM, "%s: %s", path, strerror(errno));
+    }
     while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
         XXH3_128bits_update(h, buf, n);
     n = (size_t)ferror(f);

@@ -1,13 +1,16 @@
 /* Opening a planner from a rank's plan share (plan_share.h), in the
  * order plan_share_write.c wrote it. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "error.h"
+#include "fd_io.h"
 #include "log.h"
 #include "plan_share.h"
 #include "plan_share_format.h"
@@ -188,13 +191,20 @@ static void get_cells(wex__in_buf *in, wex__kept_cells *s)
 
 static void *read_whole(const char *path, size_t *len_p, int *missing)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = NULL;
     struct stat st;
     void *data = NULL;
+    int fd;
 
-    *missing = f == NULL && errno == ENOENT;
-    if (f == NULL)
+    /* a FIFO or a device where a share should be is no share: refused at
+     * once, never waited on */
+    *missing = access(path, F_OK) != 0 && errno == ENOENT;
+    if (*missing || wex__open_regular(path, O_RDONLY, &fd) != WEX_OK)
         return NULL;
+    if ((f = fdopen(fd, "rb")) == NULL) {
+        close(fd);
+        return NULL;
+    }
     if (fstat(fileno(f), &st) == 0 && st.st_size > 0 &&
         (data = malloc((size_t)st.st_size)) != NULL &&
         fread(data, (size_t)st.st_size, 1, f) != 1) {
