@@ -121,6 +121,9 @@ typedef struct wex__cfg {
  * far below it, and the bound keeps products of two or three config values
  * far from 64-bit overflow. */
 #define WEX__CFG_INT_MAX 0x7fffffffu
+/* The most canonical tensors a model config may describe, estimated
+ * from it before building (docs/limits.md). Kimi-K2 has 71,000. */
+#define WEX__MODEL_TENSORS_MAX (1u << 20)
 
 /* The value at `pointer` (RFC 6901, json_pointer.h), NULL when absent. */
 const cJSON *wex__cfg_get(const wex__cfg *cfg, const char *pointer);
