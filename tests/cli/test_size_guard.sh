@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The size guard (issue 30, item 8; docs/limits.md): a job of dp=65536, or
 # a model config of 200,000 layers, is refused from the config before
-# anything is laid out, by wex validate and wex plan alike, in well under
+# anything is laid out, by wex validate, wex plan and wex_job_open alike, in well under
 # 10 s and 1 GB of address space, naming the file, the field and the limit.
-#   test_size_guard.sh WEX SAMPLES_DIR
+#   test_size_guard.sh WEX SAMPLES_DIR LIBWEX
 set -u
-wex=$1 samples=$2
+wex=$1 samples=$(cd "$2" && pwd) libwex=$3
 pass=0 fail=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -39,13 +39,30 @@ guarded() {
     local rc=$?
     [ "$rc" -eq 2 ]; check "$1 $2 refused at once with exit 2 (got $rc)" $?
     [ "$(wc -l <"$tmp/err")" -eq 1 ]; check "$1 $2: one line" $?
-    grep -qF -- "$tmp/$2.json: $3" "$tmp/err"; check "$1 $2 says: $3" $?
-    [ $? -eq 0 ] || cat "$tmp/err"
+    grep -qF -- "$tmp/$2.json: $3" "$tmp/err" || { cat "$tmp/err"; false; }
+    check "$1 $2 says: $3" $?
 }
 
 for cmd in validate plan; do
     guarded "$cmd" dp65536 "/destination/parallel: expected at most 32768 ranks a side (docs/limits.md), got 65536"
     guarded "$cmd" layers200000 "/model: $tmp/layers200000.config.json: /num_hidden_layers: expected at most 65536 layers of 0 experts (a catalog of at most 1048576 tensors, docs/limits.md), got 200000"
+done
+
+# wex_job_open (the C API every rank calls) hits the same guard.
+for name in dp65536 layers200000; do
+    ( ulimit -v 1048576; exec timeout 10 /usr/bin/python3 - "$libwex" "$tmp/$name.json" ) \
+        >"$tmp/err" 2>&1 <<'PY'
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+lib.wex_last_error.restype = ctypes.c_char_p
+job = ctypes.c_void_p()
+st = lib.wex_job_open(sys.argv[2].encode(), 1, ctypes.c_uint64(0), None, ctypes.byref(job))
+print(st, lib.wex_last_error().decode())
+sys.exit(0 if st < 0 else 1)
+PY
+    check "wex_job_open $name refused at once" $?
+    grep -qF "docs/limits.md" "$tmp/err" || { cat "$tmp/err"; false; }
+    check "wex_job_open $name names the limit" $?
 done
 
 # The real models of samples/ stay well inside the bounds.

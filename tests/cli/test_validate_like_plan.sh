@@ -5,7 +5,7 @@
 # and what was expected.
 #   test_validate_like_plan.sh WEX SAMPLES_DIR
 set -u
-wex=$1 samples=$2
+wex=$1 samples=$(cd "$2" && pwd)
 pass=0 fail=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -35,8 +35,8 @@ refused() {
     [ "$rc" -eq 2 ]; check "validate $1 exits 2 (got $rc)" $?
     [ ! -s "$tmp/out" ]; check "validate $1 does not say valid" $?
     [ "$(wc -l <"$tmp/err")" -eq 1 ]; check "validate $1: one line" $?
-    grep -qF -- "$tmp/$1.json: $2" "$tmp/err"; check "validate $1 says: $2" $?
-    [ $? -eq 0 ] || cat "$tmp/err"
+    grep -qF -- "$tmp/$1.json: $2" "$tmp/err" || { cat "$tmp/err"; false; }
+    check "validate $1 says: $2" $?
     "$wex" plan "$tmp/$1.json" >/dev/null 2>&1; [ $? -ne 0 ]; check "plan refuses $1 too" $?
 }
 
