@@ -45,7 +45,7 @@ guarded() {
 
 for cmd in validate plan; do
     guarded "$cmd" dp65536 "/destination/parallel: expected at most 32768 ranks a side (docs/limits.md), got 65536"
-    guarded "$cmd" layers200000 "/model: $tmp/layers200000.config.json: /num_hidden_layers: expected at most 65536 layers of 0 experts (a catalog of at most 1048576 tensors, docs/limits.md), got 200000"
+    guarded "$cmd" layers200000 "/model: $tmp/layers200000.config.json: /num_hidden_layers: expected at most 32768 layers of 0 experts (a catalog of at most 1048576 tensors, docs/limits.md), got 200000"
 done
 
 # wex_job_open (the C API every rank calls) hits the same guard.

@@ -12,7 +12,7 @@
 /* The size guard (docs/limits.md): the most ranks, and pieces over all
  * ranks, one side may have, checked before laying every rank out. */
 #define WEX__SIDE_RANKS_MAX 32768u
-#define WEX__SIDE_PIECES_MAX (1u << 26)
+#define WEX__SIDE_PIECES_MAX (1u << 28)
 
 typedef struct wex__piece_ref {
     uint32_t rank;

@@ -189,7 +189,8 @@ static uint64_t count_field(const wex__cfg *cfg, const char *pointer)
 /* The size guard (docs/limits.md): from the config alone, before one
  * tensor is allocated, an upper estimate of the catalog's tensors, so a
  * config of 200,000 layers is refused at once instead of after
- * gigabytes. A layer holds at most 16 tensors besides its experts' 3. */
+ * gigabytes. A layer holds at most 16 tensors besides its experts' 3,
+ * and an fp8 checkpoint doubles them with their scales. */
 static wex_status check_size(const wex__cfg *cfg)
 {
     static const char *const experts_at[] = {
@@ -200,7 +201,7 @@ static wex_status check_size(const wex__cfg *cfg)
         uint64_t n = count_field(cfg, experts_at[i]);
         experts = n > experts ? n : experts;
     }
-    per_layer = 16 + 3 * experts;
+    per_layer = 2 * (16 + 3 * experts);
     layers = count_field(cfg, "/num_hidden_layers") +
              count_field(cfg, "/num_nextn_predict_layers");
     if (layers <= WEX__MODEL_TENSORS_MAX / per_layer)

@@ -122,7 +122,8 @@ typedef struct wex__cfg {
  * far from 64-bit overflow. */
 #define WEX__CFG_INT_MAX 0x7fffffffu
 /* The most canonical tensors a model config may describe, estimated
- * from it before building (docs/limits.md). Kimi-K2 has 71,000. */
+ * from it before building (docs/limits.md). Kimi-K2 in fp8 has
+ * 139,583. */
 #define WEX__MODEL_TENSORS_MAX (1u << 20)
 
 /* The value at `pointer` (RFC 6901, json_pointer.h), NULL when absent. */
