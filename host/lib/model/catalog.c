@@ -204,15 +204,16 @@ static wex_status check_size(const wex__cfg *cfg)
     per_layer = 2 * (16 + 3 * experts);
     layers = count_field(cfg, "/num_hidden_layers") +
              count_field(cfg, "/num_nextn_predict_layers");
-    if (layers <= WEX__MODEL_TENSORS_MAX / per_layer)
+    if (layers <= WEX__CATALOG_MAX_TENSORS / per_layer)
         return WEX_OK;
     return wex__error(WEX_ERR_INVALID,
                       "%s: /num_hidden_layers: expected at most %llu layers "
                       "of %llu experts (a catalog of at most %u tensors, "
                       "docs/limits.md), got %llu",
                       cfg->source,
-                      (unsigned long long)(WEX__MODEL_TENSORS_MAX / per_layer),
-                      (unsigned long long)experts, WEX__MODEL_TENSORS_MAX,
+                      (unsigned long long)(WEX__CATALOG_MAX_TENSORS / per_layer),
+                      (unsigned long long)experts,
+                      (unsigned)WEX__CATALOG_MAX_TENSORS,
                       (unsigned long long)layers);
 }
 

@@ -44,7 +44,9 @@
 
 /* The most tensors one catalog holds: far above any real model, low
  * enough that a hostile config cannot make wex allocate without bound. */
-#define WEX__CATALOG_MAX_TENSORS (UINT64_C(1) << 22)
+/* Also estimated from the config before building (docs/limits.md);
+ * Kimi-K2 in fp8 has 139,583. */
+#define WEX__CATALOG_MAX_TENSORS (UINT64_C(1) << 20)
 
 typedef struct wex__tensor {
     char *name;     /* points into the model's name arena */
@@ -121,10 +123,6 @@ typedef struct wex__cfg {
  * far below it, and the bound keeps products of two or three config values
  * far from 64-bit overflow. */
 #define WEX__CFG_INT_MAX 0x7fffffffu
-/* The most canonical tensors a model config may describe, estimated
- * from it before building (docs/limits.md). Kimi-K2 in fp8 has
- * 139,583. */
-#define WEX__MODEL_TENSORS_MAX (1u << 20)
 
 /* The value at `pointer` (RFC 6901, json_pointer.h), NULL when absent. */
 const cJSON *wex__cfg_get(const wex__cfg *cfg, const char *pointer);
