@@ -8,6 +8,7 @@
 #include "error.h"
 #include "job_config.h"
 #include "host_registry.h"
+#include "planner.h"
 #include "registry.h"
 
 static void usage(FILE *out)
@@ -17,8 +18,11 @@ static void usage(FILE *out)
             "\n"
             "Checks each job config against the job schema "
             "(schemas/job.schema.json),\nchecks that the engines, policy "
-            "and transport it names exist, and\nvalidates each one's "
-            "options against the schema in that plugin's\nmanifest. "
+            "and transport it names exist, validates each one's\noptions "
+            "against the schema in that plugin's manifest, then loads the\n"
+            "model config and lays out both sides with their engines and "
+            "places\nthem on hosts, as 'wex plan' does (without planning), "
+            "within the\nsize limits of docs/limits.md. "
             "Prints 'FILE: valid', or one line per problem:\n"
             "  FILE: JSON-POINTER: what was expected\n"
             "\n"
@@ -66,11 +70,13 @@ int cmd_validate(int argc, char **argv)
     }
     for (int i = 0; i < count; i++) {
         wex__job_config *config = NULL;
+        wex__planner checked;
         char *all = NULL;
 
-        if (wex__job_config_load(files[i], r, 0, &config, &all) == WEX_OK) {
+        if (wex__job_config_load(files[i], r, 0, &config, &all) == WEX_OK &&
+            wex__planner_check_job(&checked, r, config) == WEX_OK) {
             printf("%s: valid\n", files[i]);
-            wex__job_config_free(config);
+            wex__planner_close(&checked);
         } else {
             fputs(all ? all : wex__last_error(), stderr);
             if (all == NULL)

@@ -957,8 +957,9 @@ START_TEST(test_error_absurd_layer_count)
 
     set_number(doc, "num_hidden_layers", 2147483647.0);
     expect_error(doc, WEX_ERR_INVALID,
-                 "test.json: /num_hidden_layers: 2147483647 layers is more "
-                 "than a catalog of at most 4194304 tensors holds",
+                 "test.json: /num_hidden_layers: expected at most 1310 layers "
+                 "of 128 experts (a catalog of at most 1048576 tensors, "
+                 "docs/limits.md), got 2147483647",
                  1);
     cJSON_Delete(doc);
 }
@@ -1176,7 +1177,9 @@ START_TEST(test_error_limits)
     set_number(doc, "num_hidden_layers", 100000);
     set_number(doc, "num_local_experts", 100000);
     expect_error(doc, WEX_ERR_INVALID,
-                 "test.json: the config describes more than 4194304 tensors",
+                 "test.json: /num_hidden_layers: expected at most 1 layers "
+                 "of 100000 experts (a catalog of at most 1048576 tensors, "
+                 "docs/limits.md), got 100000",
                  1);
     cJSON_Delete(doc);
 }

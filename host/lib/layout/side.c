@@ -64,9 +64,13 @@ wex_status wex__side_open(wex__side *s, const char *what,
     if (st != WEX_OK)
         return wex__error_prefix(st, "%s", what);
     s->ranks = s->engine->ranks;
-    if (s->ranks > UINT32_MAX)
-        return wex__error(WEX_ERR_INVALID, "%s: %llu ranks is more than wex "
-                          "plans for", what, (unsigned long long)s->ranks);
+    /* The size guard (docs/limits.md), before laying out every rank:
+     * "parallel:" so the planner names the job's field. */
+    if (s->ranks > WEX__SIDE_RANKS_MAX)
+        return wex__error(WEX_ERR_INVALID, "%s: parallel: expected at most "
+                          "%u ranks a side (docs/limits.md), got %llu",
+                          what, WEX__SIDE_RANKS_MAX,
+                          (unsigned long long)s->ranks);
     s->layouts = calloc(s->ranks, sizeof(*s->layouts));
     s->hosts = calloc(s->ranks, sizeof(*s->hosts));
     if (s->layouts == NULL || s->hosts == NULL)
@@ -75,6 +79,18 @@ wex_status wex__side_open(wex__side *s, const char *what,
         st = wex__engine_describe(s->engine, r, &s->layouts[r]);
         if (st != WEX_OK)
             return wex__error_prefix(st, "%s", what);
+        /* Ranks are alike enough that rank 0's pieces, times the ranks,
+         * estimate the side's. */
+        if (r == 0 && s->layouts[0].piece_count >
+                          WEX__SIDE_PIECES_MAX / s->ranks)
+            return wex__error(WEX_ERR_INVALID, "%s: parallel: expected at "
+                              "most %u pieces a side (docs/limits.md), got "
+                              "about %llu (%llu ranks of %llu)", what,
+                              WEX__SIDE_PIECES_MAX,
+                              (unsigned long long)(s->ranks *
+                                                   s->layouts[0].piece_count),
+                              (unsigned long long)s->ranks,
+                              (unsigned long long)s->layouts[0].piece_count);
     }
     return index_pieces(s);
 }

@@ -9,6 +9,11 @@
 
 #include "engine.h"
 
+/* The size guard (docs/limits.md): the most ranks, and pieces over all
+ * ranks, one side may have, checked before laying every rank out. */
+#define WEX__SIDE_RANKS_MAX 32768u
+#define WEX__SIDE_PIECES_MAX (1u << 28)
+
 typedef struct wex__piece_ref {
     uint32_t rank;
     uint32_t piece; /* index into that rank's pieces */

@@ -174,6 +174,49 @@ static wex_status find_family(const wex__cfg *cfg, const char **arch_p,
                       wex__catalog_architectures());
 }
 
+/* A number field, 0 when it is absent or not a count (the family's own
+ * reader then says what is wrong with it). */
+static uint64_t count_field(const wex__cfg *cfg, const char *pointer)
+{
+    const cJSON *item = wex__cfg_get(cfg, pointer);
+
+    if (!cJSON_IsNumber(item) || item->valuedouble < 0 ||
+        item->valuedouble > (double)WEX__CFG_INT_MAX)
+        return 0;
+    return (uint64_t)item->valuedouble;
+}
+
+/* The size guard (docs/limits.md): from the config alone, before one
+ * tensor is allocated, an upper estimate of the catalog's tensors, so a
+ * config of 200,000 layers is refused at once instead of after
+ * gigabytes. A layer holds at most 16 tensors besides its experts' 3,
+ * and an fp8 checkpoint doubles them with their scales. */
+static wex_status check_size(const wex__cfg *cfg)
+{
+    static const char *const experts_at[] = {
+        "/n_routed_experts", "/num_local_experts", "/num_experts"};
+    uint64_t experts = 0, per_layer, layers;
+
+    for (size_t i = 0; i < sizeof(experts_at) / sizeof(experts_at[0]); i++) {
+        uint64_t n = count_field(cfg, experts_at[i]);
+        experts = n > experts ? n : experts;
+    }
+    per_layer = 2 * (16 + 3 * experts);
+    layers = count_field(cfg, "/num_hidden_layers") +
+             count_field(cfg, "/num_nextn_predict_layers");
+    if (layers <= WEX__CATALOG_MAX_TENSORS / per_layer)
+        return WEX_OK;
+    return wex__error(WEX_ERR_INVALID,
+                      "%s: /num_hidden_layers: expected at most %llu layers "
+                      "of %llu experts (a catalog of at most %u tensors, "
+                      "docs/limits.md), got %llu",
+                      cfg->source,
+                      (unsigned long long)(WEX__CATALOG_MAX_TENSORS / per_layer),
+                      (unsigned long long)experts,
+                      (unsigned)WEX__CATALOG_MAX_TENSORS,
+                      (unsigned long long)layers);
+}
+
 /* Builds the model of `config`, taking ownership of it either way. */
 static wex_status build_model(cJSON *config, const char *source,
                               wex_model **model_p)
@@ -192,6 +235,8 @@ static wex_status build_model(cJSON *config, const char *source,
         goto out;
     }
     st = find_family(&cfg, &arch, &build);
+    if (st == WEX_OK)
+        st = check_size(&cfg);
     if (st != WEX_OK)
         goto out;
     model = calloc(1, sizeof(*model));

@@ -64,14 +64,31 @@ static wex_status name_the_field(wex_status st, const char *file,
     snprintf(msg, sizeof(msg), "%s", wex__last_error());
     at = strstr(msg, "parallel/");
     if (at == NULL)
+        at = strstr(msg, "parallel:");
+    if (at == NULL)
         return st;
     return wex__error(st, "%s: /%s/%s (engine %s)", file, side, at, engine);
+}
+
+/* A model config that cannot be read or built, said with the job field
+ * that named it: FILE: /model: CONFIG: ... */
+static wex_status load_model(const wex__job_config *j, const char *path,
+                             const char *side, wex_model **model_p)
+{
+    wex_status st = wex__model_load(path, model_p);
+
+    if (st == WEX_OK)
+        return WEX_OK;
+    if (j->model_path == NULL || strcmp(path, j->model_path) == 0)
+        return wex__error_prefix(st, "%s: /model", j->path);
+    return wex__error_prefix(st, "%s: /%s/model", j->path, side);
 }
 
 static wex_status load_models(wex__planner *p)
 {
     wex__job_config *j = p->job;
-    wex_status st = wex__model_load(j->source_model_path, &p->src_model);
+    wex_status st = load_model(j, j->source_model_path, "source",
+                               &p->src_model);
 
     if (st != WEX_OK)
         return st;
@@ -79,7 +96,8 @@ static wex_status load_models(wex__planner *p)
         p->dst_model = p->src_model;
         return WEX_OK;
     }
-    st = wex__model_load(j->destination_model_path, &p->dst_model);
+    st = load_model(j, j->destination_model_path, "destination",
+                    &p->dst_model);
     if (st != WEX_OK)
         return st;
     return wex__models_match(p->src_model, j->source_model_path, p->dst_model,
@@ -166,7 +184,7 @@ wex_status wex__planner_open(wex__planner *p, wex__registry *registry,
 
 /* Everything after reading the job: models, both sides' layouts, the
  * topology and the policy. */
-static wex_status lay_out(wex__planner *p)
+static wex_status lay_out(wex__planner *p, int with_policy)
 {
     wex__job_config *j = p->job;
     wex_status st = load_models(p);
@@ -192,23 +210,35 @@ static wex_status lay_out(wex__planner *p)
         st = wex__quantize_classify(p);
     if (st == WEX_OK)
         st = sources_cover(p);
-    if (st == WEX_OK)
+    if (st == WEX_OK && with_policy)
         st = open_policy(p, p->registry);
     return st;
 }
 
-wex_status wex__planner_open_job(wex__planner *p, wex__registry *registry,
-                                 wex__job_config *job)
+static wex_status open_job(wex__planner *p, wex__registry *registry,
+                           wex__job_config *job, int with_policy)
 {
     wex_status st;
 
     memset(p, 0, sizeof(*p));
     p->job = job;
     p->registry = registry;
-    st = lay_out(p);
+    st = lay_out(p, with_policy);
     if (st != WEX_OK)
         wex__planner_close(p);
     return st;
+}
+
+wex_status wex__planner_open_job(wex__planner *p, wex__registry *registry,
+                                 wex__job_config *job)
+{
+    return open_job(p, registry, job, 1);
+}
+
+wex_status wex__planner_check_job(wex__planner *p, wex__registry *registry,
+                                  wex__job_config *job)
+{
+    return open_job(p, registry, job, 0);
 }
 
 wex_status wex__planner_load_models(wex__planner *p)
@@ -236,7 +266,7 @@ wex_status wex__planner_complete(wex__planner *p, uint32_t side,
     memset(&full, 0, sizeof(full));
     full.job = p->job;
     full.registry = p->registry;
-    st = lay_out(&full);
+    st = lay_out(&full, 1);
     kept = side == WEX_SIDE_SOURCE ? &p->src : &p->dst;
     fresh = side == WEX_SIDE_SOURCE ? &full.src : &full.dst;
     if (st == WEX_OK && (rank >= fresh->ranks || fresh->ranks != kept->ranks))

@@ -43,6 +43,11 @@ wex_status wex__planner_open(wex__planner *p, wex__registry *registry,
  * even on failure. */
 wex_status wex__planner_open_job(wex__planner *p, wex__registry *registry,
                                  wex__job_config *job);
+/* What `wex validate` checks: the same, laying out both sides and
+ * placing them on hosts, but with no policy opened (no rank can be
+ * planned); close it as any planner. */
+wex_status wex__planner_check_job(wex__planner *p, wex__registry *registry,
+                                  wex__job_config *job);
 void wex__planner_close(wex__planner *p);
 /* A planner opened from a share: lays out both sides, opens the policy,
  * and drops the share. The sides' ranks, local tensors and pieces keep
