@@ -198,8 +198,10 @@ def dirty_source(config, address, steps):
         for step in (int(s) for s in steps.split(",")):
             fill(tensors, step)
             print("SYNCING %d" % step, flush=True)
-            src.sync(step)
-            print("SYNCED %d" % step, flush=True)
+            start = time.monotonic()
+            report = src.sync(step)
+            print("SYNCED %d %.6f %.6f" % (step, time.monotonic() - start,
+                                           report.seconds), flush=True)
     print("RESULT {}", flush=True)
 
 

@@ -121,7 +121,8 @@ def _big_llama(directory):
     config = transformers.LlamaConfig(
         vocab_size=32000, hidden_size=1024, intermediate_size=2048,
         num_hidden_layers=4, num_attention_heads=16, num_key_value_heads=8,
-        tie_word_embeddings=False, torch_dtype="bfloat16")
+        tie_word_embeddings=False, torch_dtype="bfloat16",
+        architectures=["LlamaForCausalLM"])
     config.save_pretrained(directory)
     return os.path.join(directory, "config.json")
 
@@ -157,8 +158,11 @@ def test_failed_step_marks_destination_dirty(tmp_path):
         src = _rank("dirty-source", config, store.address, "1,2")
         try:
             _wait_for(dst, "COMMITTED 1")
-            _wait_for(src, "SYNCING 2")
-            time.sleep(0.05)  # into step 2's writes
+            seen = _wait_for(src, "SYNCING 2")
+            # step 1's barrier-to-commit time, half of it into step 2
+            _, _, wall, seconds = [ln for ln in seen
+                                   if ln.startswith("SYNCED 1")][0].split()
+            time.sleep(float(wall) - float(seconds) / 2)
             src.send_signal(signal.SIGKILL)
             src.wait(30)
             _wait_for(dst, "FAILED 2")
