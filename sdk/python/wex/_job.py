@@ -4,6 +4,7 @@ import collections
 import ctypes
 import json
 import os
+import threading
 from collections.abc import Mapping
 
 from . import _dtypes, _lib
@@ -58,6 +59,25 @@ class Job(Closing):
     read-only (the job's source engine must be hf holding the checkpoint's
     dtypes), and a mismatch with the model is a WexError naming the file,
     the tensor, what was expected and what was found.
+
+    A Job may be shared between threads: every call into libwex (``sync``,
+    ``connect``, ``bind``, ``allocate``, ``save``, ``committed_step``,
+    ``peer_path``, ``dirty``, ``close``) takes the job's lock, so concurrent
+    calls wait their turn (one sync at a time, in the order the lock is
+    taken), and ``close()`` waits for a running ``sync`` to finish before
+    closing; any call after close raises "the job is closed".
+
+    A step is an integer in [1, 2**63); ``sync`` refuses anything else. At
+    every ``sync`` and ``save`` each tensor handed to ``bind`` must still
+    have the data pointer, size and contiguity it had when bound (no
+    ``resize_``, no ``set_``); otherwise the call raises without reaching
+    libwex.
+
+    ``dirty`` (a destination) is True after a failed step may have left
+    this rank's tensors holding a mix of two steps, until the next committed
+    step; an engine whose job is dirty should stop serving until then (or
+    serve knowingly stale, mixed weights at its own risk); ``save`` refuses
+    a dirty destination.
     """
 
     def __init__(self, config, side, rank, *, rendezvous=None, token=None,
@@ -73,6 +93,8 @@ class Job(Closing):
         self._handle = ctypes.c_void_p()
         self._bound = {}    # name -> the tensor whose memory wex holds
         self._allocated = None
+        self._guards = []   # (name, tensor, data_ptr, nbytes) of bind()
+        self._lock = threading.RLock()
         options = _lib.JobOptions(ctypes.sizeof(_lib.JobOptions), 0,
                                   _encode(rendezvous), _encode(token),
                                   _encode(job_id))
@@ -136,6 +158,10 @@ class Job(Closing):
         """
         import torch
 
+        with self._lock:
+            self._bind(tensors, strict, torch)
+
+    def _bind(self, tensors, strict, torch):
         handle = self._live()
         if self._bound or self._allocated is not None:
             raise invalid("bind: this job's tensors are already bound")
@@ -180,6 +206,26 @@ class Job(Closing):
                 handle, index, ctypes.c_void_p(tensor.data_ptr()), nbytes,
                 kind))
             self._bound[name] = tensor
+            self._guards.append((name, tensor, tensor.data_ptr(),
+                                 tensor.numel() * tensor.element_size()))
+
+    def _check_bound(self, call):
+        """Refuses a call when a bound tensor's storage moved or changed
+        size since bind (libwex holds the old pointer)."""
+        for name, tensor, ptr, nbytes in self._guards:
+            now_ptr = tensor.data_ptr()
+            now_bytes = tensor.numel() * tensor.element_size()
+            if now_ptr != ptr or now_bytes != nbytes:
+                raise invalid(
+                    "%s: tensor %s was resized or moved since bind (data_ptr "
+                    "0x%x -> 0x%x, %d -> %d bytes): bind tensors whose "
+                    "storage stays put" % (call, name, ptr, now_ptr, nbytes,
+                                           now_bytes))
+            if not tensor.is_contiguous():
+                raise invalid(
+                    "%s: tensor %s is no longer contiguous since bind "
+                    "(strides %s): bind tensors whose storage stays put"
+                    % (call, name, list(tensor.stride())))
 
     def allocate(self):
         """Lets wex allocate every local tensor in memory its transport
@@ -187,6 +233,10 @@ class Job(Closing):
         dict name -> torch.Tensor (cpu), zeroed. They live until close()."""
         import torch
 
+        with self._lock:
+            return self._allocate(torch)
+
+    def _allocate(self, torch):
         handle = self._live()
         if self._bound or self._allocated is not None:
             raise invalid("allocate: this job's tensors are already bound")
@@ -206,15 +256,20 @@ class Job(Closing):
     def connect(self):
         """Meets every other rank (layouts agreed, memory exchanged).
         Optional: sync() connects on first use."""
-        check(_lib.lib().wex_job_connect(self._live()))
+        with self._lock:
+            check(_lib.lib().wex_job_connect(self._live()))
 
     def sync(self, step):
         """One step on this rank: sources write, destinations commit `step`
         only when everything landed (and matched). Returns a SyncReport;
         raises WexError naming the peers at fault otherwise."""
+        _check_step(step)
         report = _lib.SyncReport()
         report.struct_size = ctypes.sizeof(report)
-        check(_lib.lib().wex_sync(self._live(), step, ctypes.byref(report)))
+        with self._lock:
+            handle = self._live()
+            self._check_bound("sync")
+            check(_lib.lib().wex_sync(handle, step, ctypes.byref(report)))
         return SyncReport(report.step, report.committed_step,
                           report.operations, report.bytes, report.peers,
                           report.seconds, bool(report.verified),
@@ -231,14 +286,30 @@ class Job(Closing):
         if not isinstance(shard_bytes, int) or shard_bytes < 0:
             raise invalid("save: shard_bytes must be a non-negative integer, "
                           "not %r" % (shard_bytes,))
-        check(_lib.lib().wex_job_save(self._live(),
-                                      _encode(os.fspath(directory)),
-                                      shard_bytes))
+        with self._lock:
+            handle = self._live()
+            self._check_bound("save")
+            check(_lib.lib().wex_job_save(handle,
+                                          _encode(os.fspath(directory)),
+                                          shard_bytes))
 
     @property
     def committed_step(self):
         """The last step this destination committed (0: none yet)."""
-        return _lib.lib().wex_job_committed_step(self._live())
+        with self._lock:
+            return _lib.lib().wex_job_committed_step(self._live())
+
+    @property
+    def dirty(self):
+        """True when a failed step may have left this destination's tensors
+        holding a mix of two steps; cleared by the next committed step
+        (always False on a source). An engine whose job is dirty should stop
+        serving until the next committed step (or serve knowingly stale,
+        mixed weights at its own risk); save() refuses a dirty destination.
+        """
+        fn = _lib.job_dirty()
+        with self._lock:
+            return bool(fn(self._live()))
 
     def peer_path(self, destination_rank):
         """How this source's bytes reach `destination_rank` once connected:
@@ -249,23 +320,45 @@ class Job(Closing):
         if not isinstance(destination_rank, int) or destination_rank < 0:
             raise invalid("peer_path: destination_rank must be a "
                           "non-negative integer, not %r" % (destination_rank,))
-        path = _lib.lib().wex_job_peer_path(self._live(), destination_rank)
+        with self._lock:
+            path = _lib.lib().wex_job_peer_path(self._live(),
+                                                destination_rank)
         return path.decode() if path is not None else None
 
     # ---- the end ------------------------------------------------------------
 
     def close(self):
-        """Leaves the job and frees what wex allocated. Idempotent."""
-        if self._handle:
-            _lib.lib().wex_job_close(self._handle)
-            self._handle = ctypes.c_void_p()
-        self._bound = {}
-        self._allocated = None
+        """Leaves the job and frees what wex allocated. Idempotent; waits
+        for a sync running in another thread to finish first."""
+        lock = getattr(self, "_lock", None)
+        if lock is None:  # __init__ failed before the lock existed
+            return
+        with lock:
+            if self._handle:
+                _lib.lib().wex_job_close(self._handle)
+                self._handle = ctypes.c_void_p()
+            self._bound = {}
+            self._allocated = None
+            self._guards = []
 
     def __repr__(self):
         return "<wex.Job %s rank %d, %d tensors%s>" % (
             self.side, self.rank, len(self._specs),
             "" if self._handle else ", closed")
+
+
+_STEP_END = 2 ** 63
+
+
+def _check_step(step):
+    """Steps are integers in [1, 2**63): refused before libwex's uint64
+    would wrap them."""
+    if isinstance(step, bool) or not isinstance(step, int):
+        raise invalid("sync: step must be an integer in [1, 2**63), not %r "
+                      "(%s)" % (step, type(step).__name__))
+    if not 1 <= step < _STEP_END:
+        raise invalid("sync: step must be an integer in [1, 2**63), not %d"
+                      % step)
 
 
 def _named_tensors(tensors, torch):

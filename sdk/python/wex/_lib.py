@@ -107,6 +107,29 @@ def _prototypes(lib):
 
 
 _lib = None
+_job_dirty = None
+
+
+def job_dirty():
+    """wex_job_dirty, looked up on first use so that the package still
+    loads an older libwex without it; a clear ImportError when missing."""
+    global _job_dirty
+    if _job_dirty is None:
+        try:
+            fn = lib().wex_job_dirty
+        except AttributeError:
+            raise ImportError(
+                "wex: this libwex (%s) has no wex_job_dirty: Job.dirty needs "
+                "a newer libwex" % library_path()) from None
+        fn.restype = ctypes.c_int
+        fn.argtypes = [ctypes.c_void_p]
+        _job_dirty = fn
+    return _job_dirty
+
+
+def has_job_dirty():
+    """Whether the loaded libwex exports wex_job_dirty."""
+    return hasattr(lib(), "wex_job_dirty")
 
 
 def lib():
