@@ -231,6 +231,26 @@ static wex_status call_i64(wex__store_client *c, uint8_t op,
 
 /* ---- the API ---------------------------------------------------------- */
 
+/* One HELLO exchange on `fd`: WEX_ERR_PEER when the server closed or
+ * reset the connection instead of answering. */
+static wex_status say_hello(wex__store_client *c, int fd,
+                            const uint8_t *hello, size_t hello_len)
+{
+    wex__store_response resp;
+    uint8_t *msg;
+    wex_status st;
+
+    st = wex__store_write_full(fd, hello, hello_len,
+                               wex__now() + WEX__STORE_IO_S);
+    if (st == WEX_OK)
+        st = read_reply(fd, WEX__STORE_IO_S, &msg, &resp);
+    if (st != WEX_OK)
+        return wex__error_prefix(st, "rendezvous %s: HELLO", c->address);
+    st = reply_status(c, &resp);
+    free(msg);
+    return st;
+}
+
 wex_status wex__store_connect(const char *address, const char *token,
                               const char *who, double timeout_s,
                               wex__store_client **client_p)
@@ -238,8 +258,7 @@ wex_status wex__store_connect(const char *address, const char *token,
     char host[256], port[8];
     double start = wex__now(), deadline, backoff = 0.05;
     wex__store_client *c;
-    wex__store_response resp;
-    uint8_t *hello, *msg;
+    uint8_t *hello;
     size_t hello_len;
     wex_status st;
     int fd = -1;
@@ -279,24 +298,33 @@ wex_status wex__store_connect(const char *address, const char *token,
         close(fd);
         return wex__error(WEX_ERR_NOMEM, "out of memory");
     }
-    c->fd = fd;
     snprintf(c->address, sizeof(c->address), "%s", address);
-    st = wex__store_write_full(fd, hello, hello_len,
-                               wex__now() + WEX__STORE_IO_S);
-    free(hello);
-    if (st == WEX_OK)
-        st = read_reply(fd, WEX__STORE_IO_S, &msg, &resp);
-    if (st != WEX_OK) {
-        st = wex__error_prefix(st, "rendezvous %s: HELLO", address);
-    } else {
-        st = reply_status(c, &resp);
-        free(msg);
-    }
-    if (st != WEX_OK) {
+    /* A server that closes before answering HELLO had no room for us
+     * (or dropped us from its pending pool): try again until the
+     * deadline. Its word, such as a wrong token, is final. */
+    for (;;) {
+        st = say_hello(c, fd, hello, hello_len);
+        if (st != WEX_ERR_PEER || wex__now() >= deadline)
+            break;
         close(fd);
+        fd = -1;
+        sleep_for(backoff);
+        backoff = backoff * 2 > 0.5 ? 0.5 : backoff * 2;
+        if (connect_once(host, port, deadline, &fd) != WEX_OK) {
+            fd = -1;
+            st = wex__error(WEX_ERR_TIMEOUT, "rendezvous %s: no room after "
+                            "%.1f s", address, wex__now() - start);
+            break;
+        }
+    }
+    free(hello);
+    if (st != WEX_OK) {
+        if (fd >= 0)
+            close(fd);
         free(c);
         return st;
     }
+    c->fd = fd;
     *client_p = c;
     return WEX_OK;
 }

@@ -60,6 +60,16 @@ static int on_hello(wex__store_conn *c, const char *who,
      * dead rank, rejoining. Under the lock: the barrier reads who is
      * alive from the connections. */
     pthread_mutex_lock(&c->server->mu);
+    /* Dropped from the pending pool, or no room: closing without a reply
+     * makes the client retry within its connect_seconds. */
+    if (!c->pending || c->server->hello_count >= WEX__STORE_MAX_CONNS) {
+        pthread_mutex_unlock(&c->server->mu);
+        wex__log(WEX_LOG_WARN, "rendezvous", "no room for %s; closing", name);
+        return 0;
+    }
+    c->pending = 0;
+    c->server->pending_count--;
+    c->server->hello_count++;
     memcpy(c->who, name, sizeof(name));
     c->acked = c->server->dead_count;
     c->step_acked = c->acked;
@@ -333,6 +343,11 @@ static void *conn_main(void *arg)
     pthread_mutex_lock(&s->mu);
     if (c->hello && !c->bye && !s->stopping)
         wex__store_record_death(s, c->who);
+    if (c->hello)
+        s->hello_count--;
+    if (c->pending)
+        s->pending_count--;
+    c->pending = 0;
     c->done = 1;
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -364,19 +379,29 @@ static void reap(wex__store_server *s)
     }
 }
 
+/* With s->mu held: drops the oldest connection still waiting to say
+ * HELLO. The list is newest first, so that is the last pending one. Its
+ * thread sees the shutdown and ends; it leaves the pool now. */
+static void drop_oldest_pending(wex__store_server *s)
+{
+    wex__store_conn *oldest = NULL;
+
+    for (wex__store_conn *c = s->conns; c != NULL; c = c->next)
+        if (c->pending)
+            oldest = c;
+    if (oldest == NULL)
+        return;
+    oldest->pending = 0;
+    s->pending_count--;
+    shutdown(oldest->fd, SHUT_RDWR);
+}
+
 static void start_conn(wex__store_server *s, int fd)
 {
-    wex__store_conn *c;
+    wex__store_conn *c = calloc(1, sizeof(*c));
     pthread_attr_t attr;
     int one = 1, rc;
 
-    if (s->conn_count >= WEX__STORE_MAX_CONNS) {
-        wex__log(WEX_LOG_WARN, "rendezvous", "%d connections already; "
-                 "refusing another", WEX__STORE_MAX_CONNS);
-        close(fd);
-        return;
-    }
-    c = calloc(1, sizeof(*c));
     if (c == NULL) {
         close(fd);
         return;
@@ -384,23 +409,30 @@ static void start_conn(wex__store_server *s, int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     c->server = s;
     c->fd = fd;
+    c->pending = 1;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, WEX__STORE_STACK);
+    /* Under the lock, so the new thread cannot reach HELLO before it is
+     * counted in the pending pool. */
+    pthread_mutex_lock(&s->mu);
+    if (s->pending_count >= WEX__STORE_MAX_PENDING)
+        drop_oldest_pending(s);
     rc = pthread_create(&c->thread, &attr, conn_main, c);
+    if (rc == 0) {
+        c->serial = ++s->next_serial;
+        s->pending_count++;
+        c->next = s->conns;
+        s->conns = c;
+        s->conn_count++;
+    }
+    pthread_mutex_unlock(&s->mu);
     pthread_attr_destroy(&attr);
     if (rc != 0) {
         wex__log(WEX_LOG_WARN, "rendezvous", "cannot start a thread for a "
                  "connection: %s", strerror(rc));
         close(fd);
         free(c);
-        return;
     }
-    pthread_mutex_lock(&s->mu);
-    c->serial = ++s->next_serial;
-    c->next = s->conns;
-    s->conns = c;
-    s->conn_count++;
-    pthread_mutex_unlock(&s->mu);
 }
 
 static void *accept_main(void *arg)

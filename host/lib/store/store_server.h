@@ -24,15 +24,21 @@
 #include "error.h"
 #include "store_proto.h"
 
-/* A new connection must say HELLO this soon; a message, once started,
- * must arrive whole this soon. */
-#define WEX__STORE_HELLO_S 10.0
+/* A new connection must say HELLO this soon (short, so idle sockets that
+ * never authenticate cannot pile up); a message, once started, must
+ * arrive whole this soon. */
+#define WEX__STORE_HELLO_S 2.0
 #define WEX__STORE_MESSAGE_S 30.0
 /* How often a waiting connection checks its own client is still there:
  * a rank killed in the middle of a barrier must be reported as dead to
  * the others waiting in it. */
 #define WEX__STORE_SLICE_S 0.1
+/* Clients that said HELLO with the right token. */
 #define WEX__STORE_MAX_CONNS 4096
+/* Connections not yet past HELLO have their own pool, so unauthenticated
+ * sockets never take a client's place: when it is full the oldest
+ * pending connection is dropped for the new one. */
+#define WEX__STORE_MAX_PENDING 256
 /* A flapping client cannot grow the record of deaths forever. */
 #define WEX__STORE_MAX_DEATHS 65536
 #define WEX__STORE_WHO_MAX 128
@@ -52,6 +58,7 @@ typedef struct wex__store_conn {
     int fd;
     int done;       /* the thread has finished (under server->mu) */
     int hello;      /* said HELLO with the right token */
+    int pending;    /* counted in pending_count (under server->mu) */
     int bye;        /* said BYE */
     uint64_t serial; /* this connection, never reused in a server's life */
     size_t acked;   /* deaths this connection has acknowledged */
@@ -75,7 +82,9 @@ struct wex__store_server {
     char **dead; /* every death, in order: a name may die more than once */
     size_t dead_count;
     wex__store_conn *conns;
-    size_t conn_count;
+    size_t conn_count;    /* every connection in `conns` */
+    size_t pending_count; /* ... not yet past HELLO */
+    size_t hello_count;   /* ... past HELLO and still open */
     uint64_t next_serial;
 };
 
