@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The size guard (issue 30, item 8; docs/limits.md): a job of dp=65536, or
+# The size guard (docs/limits.md): a job of dp=65536, or
 # a model config of 200,000 layers, is refused from the config before
 # anything is laid out, by wex validate, wex plan and wex_job_open alike, in well under
 # 10 s and 1 GB of address space, naming the file, the field and the limit.

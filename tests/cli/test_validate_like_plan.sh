@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# wex validate refuses what wex plan refuses (issue 30, item 12): it loads
+# wex validate refuses what wex plan refuses: it loads
 # the model config, lays out both sides with their engines and places the
 # ranks on hosts, and says so in one line naming the file, the JSON path
 # and what was expected.
