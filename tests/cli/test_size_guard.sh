@@ -10,6 +10,12 @@ pass=0 fail=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 unset WEX_PLUGIN_MANIFESTS
+# A sanitized build reserves terabytes of shadow address space, so the
+# 1 GB address-space bound applies to plain builds only (the 10 s bound
+# holds for both), and Python cannot load a sanitized libwex unpreloaded.
+sanitized=0
+grep -q __asan_init "$wex" && sanitized=1
+as_limit() { [ "$sanitized" -eq 1 ] || ulimit -v 1048576; }
 
 check() { # name, condition already evaluated as $?
     if [ "$2" -eq 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $1"; fi
@@ -35,7 +41,7 @@ PY
 
 # guarded COMMAND NAME MESSAGE
 guarded() {
-    ( ulimit -v 1048576; exec timeout 10 "$wex" "$1" "$tmp/$2.json" ) >/dev/null 2>"$tmp/err"
+    ( as_limit; exec timeout 10 "$wex" "$1" "$tmp/$2.json" ) >/dev/null 2>"$tmp/err"
     local rc=$?
     [ "$rc" -eq 2 ]; check "$1 $2 refused at once with exit 2 (got $rc)" $?
     [ "$(wc -l <"$tmp/err")" -eq 1 ]; check "$1 $2: one line" $?
@@ -50,7 +56,8 @@ done
 
 # wex_job_open (the C API every rank calls) hits the same guard.
 for name in dp65536 layers200000; do
-    ( ulimit -v 1048576; exec timeout 10 /usr/bin/python3 - "$libwex" "$tmp/$name.json" ) \
+    [ "$sanitized" -eq 0 ] || { echo "wex_job_open $name: not through Python in a sanitized build (the CLI above ran the same guard)"; continue; }
+    ( as_limit; exec timeout 10 /usr/bin/python3 - "$libwex" "$tmp/$name.json" ) \
         >"$tmp/err" 2>&1 <<'PY'
 import ctypes, sys
 lib = ctypes.CDLL(sys.argv[1])
