@@ -133,6 +133,17 @@ int wex__store_end_wait(wex__store_conn *c, int why, const char *timeout_text);
 /* now + the 8-byte little-endian milliseconds at `ms`. */
 double wex__store_deadline(const uint8_t *ms);
 
+/* store_keys.c */
+int wex__store_on_set(wex__store_conn *c, const char *key,
+                      const wex__store_request *req);
+int wex__store_on_get(wex__store_conn *c, const char *key, const char *shown,
+                      const wex__store_request *req);
+int wex__store_on_add(wex__store_conn *c, const char *key, const char *shown,
+                      const wex__store_request *req);
+int wex__store_on_wait_ge(wex__store_conn *c, const char *key,
+                          const char *shown, const wex__store_request *req);
+int wex__store_on_drop(wex__store_conn *c, const char *prefix);
+
 /* store_members.c */
 int wex__store_on_arrive(wex__store_conn *c, const char *key, const char *shown,
                          const wex__store_request *req);
