@@ -29,6 +29,7 @@ typedef struct member {
     wex_status st;
     char error[512];
     uint64_t *dead, dead_count;
+    int missed; /* wex__store_missed after the arrival */
 } member;
 
 static void *arrive_main(void *arg)
@@ -43,6 +44,8 @@ static void *arrive_main(void *arg)
         m->st = wex__store_arrive(c, m->key, m->fail_fast, m->sources,
                                   m->destinations, m->optional, m->timeout,
                                   &m->dead, &m->dead_count);
+    if (c != NULL)
+        m->missed = wex__store_missed(c);
     snprintf(m->error, sizeof(m->error), "%s", wex__last_error());
     wex__store_close(c);
     return NULL;
@@ -107,12 +110,14 @@ START_TEST(passed_barrier_refuses_a_late_arrival)
     for (int i = 0; i < 2; i++) {
         finish(&m[i]);
         ck_assert_msg(m[i].st == WEX_OK, "%s: %s", m[i].who, m[i].error);
+        ck_assert_int_eq(m[i].missed, 0);
         free(m[i].dead);
     }
     t0 = wex__now();
     start_with(&again, "source/0", "step/1/0/begin", 1, 1, 0, 0, 5.0);
     finish(&again);
-    ck_assert_int_ne(again.st, WEX_OK);
+    ck_assert_int_eq(again.st, WEX_ERR_PEER);
+    ck_assert_int_eq(again.missed, 1);
     ck_assert_msg(strstr(again.error, "was passed without source/0") != NULL,
                   "%s", again.error);
     ck_assert_double_lt(wex__now() - t0, 2.0);

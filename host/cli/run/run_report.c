@@ -67,7 +67,8 @@ static int fold_one(launch *l, const run_args *a, size_t i, int counts,
     cJSON_ArrayForEach(one, list) {
         uint64_t s = (uint64_t)number(one, "step");
         const cJSON *why = cJSON_GetObjectItemCaseSensitive(one, "error");
-        if (s == 0 || s > a->steps)
+        if (s == 0 || s > a->steps ||
+            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(one, "missed")))
             continue;
         if (cJSON_IsString(why)) {
             add_error(errors, who, why->valuestring);

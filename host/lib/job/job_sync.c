@@ -34,6 +34,7 @@ typedef struct step_try {
     double timeout;
     double started;           /* when the first try's barrier passed */
     int wrote;                /* a try passed its barrier: sources wrote */
+    int missed;               /* the step began without this rank */
     char why[WEX__ERROR_MAX]; /* why this rank could not take part */
 } step_try;
 
@@ -343,6 +344,16 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
                            job->plan.src.ranks, job->plan.dst.ranks,
                            job->optional_sources, t->timeout, &dead,
                            &dead_count);
+    if (st != WEX_OK && t->number == 0 && wex__store_missed(job->store)) {
+        /* Nothing of the step was touched: the rank takes part from a
+         * later one. */
+        t->missed = 1;
+        snprintf(why, cap, "the step went on without this rank, which came "
+                 "after its barrier (a rank that rejoined while it ran, or a "
+                 "replayed step); nothing was written: sync a later step "
+                 "(%s)", wex__last_error());
+        return STEP_FAILED;
+    }
     if (st != WEX_OK) {
         snprintf(why, cap, "%s: %s",
                  t->number > 0 ? "cannot go on without the dead (only "
@@ -355,6 +366,8 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
     if (t->number == 0)
         t->started = wex__now();
     t->wrote = 1;
+    if (job->after_barrier != NULL)
+        job->after_barrier(job, t->step);
     /* Everyone has passed this barrier, so everyone is done with the
      * step before last: one rank drops its keys, or a long job's
      * rendezvous would grow by a step's keys every step. (The last step
@@ -386,21 +399,23 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
     return outcome(job, t, why, cap);
 }
 
-static void fill_report(const wex_job *job, wex_sync_report *r, uint64_t step,
-                        int ok, uint64_t tries, double seconds)
+static void fill_report(const wex_job *job, wex_sync_report *r,
+                        const step_try *t, int ok)
 {
+    uint64_t tries = t->number + 1;
     wex_sync_report full;
 
     memset(&full, 0, sizeof(full));
     full.verified = ok && job->plan.job->verify_digest;
-    full.step = step;
+    full.step = t->step;
     full.committed_step = job->committed;
     full.operations = job->op_count;
     for (size_t i = 0; i < job->op_count; i++)
         full.bytes += job->ops[i].bytes;
     full.peers = job->peer_count;
-    full.seconds = seconds;
+    full.seconds = wex__now() - t->started;
     full.attempts = (uint32_t)tries;
+    full.missed = (uint32_t)t->missed;
     full.failed_over = ok ? job->dead_count : 0;
     full.puts = job->side == WEX_SIDE_SOURCE ? job->puts : 0;
     wex__abi_out(r, &full, sizeof(full));
@@ -408,8 +423,10 @@ static void fill_report(const wex_job *job, wex_sync_report *r, uint64_t step,
 
 wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
 {
-    step_try t = {step, 0, job->plan.job->verify_digest,
-                  job->plan.job->step_seconds, wex__now(), 0, ""};
+    step_try t = {.step = step,
+                  .verify = job->plan.job->verify_digest,
+                  .timeout = job->plan.job->step_seconds,
+                  .started = wex__now()};
     char why[WEX__ERROR_MAX] = "", first[WEX__ERROR_MAX] = "";
     int result;
     wex_status st = WEX_OK;
@@ -452,8 +469,7 @@ wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
     job->earlier_steps[0] = job->earlier_steps[1];
     job->earlier_steps[1] = step;
     if (r != NULL)
-        fill_report(job, r, step, result == STEP_OK, t.number + 1,
-                    wex__now() - t.started);
+        fill_report(job, r, &t, result == STEP_OK);
     if (result == STEP_OK)
         return WEX_OK;
     if (t.number > 0)

@@ -84,6 +84,10 @@ struct wex_job {
     int64_t joins_seen;        /* sources: "joins" when last looked at */
     uint64_t earlier_steps[2]; /* the steps of the last two wex_sync
                                   calls, older first (0: none) */
+    /* Called once a try's barrier has passed, before this rank moves a
+     * byte: where `wex run`'s fault injection kills a rank inside a
+     * step, at a moment that cannot race the step's end. NULL: none. */
+    void (*after_barrier)(struct wex_job *job, uint64_t step);
     /* Per-job scratch, so a step allocates nothing: */
     uint64_t *digests;      /* per op */
     uint64_t *pair_digests; /* one peer's ops, as posted */

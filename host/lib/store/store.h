@@ -92,6 +92,10 @@ wex_status wex__store_arrive(wex__store_client *c, const char *key,
                              uint64_t destinations, const uint8_t *optional,
                              double timeout_s, uint64_t **dead_p,
                              uint64_t *dead_count_p);
+/* Whether the last wex__store_arrive failed because its barrier had
+ * already passed without this client (WEX_ERR_PEER): a step that went on
+ * without it, which it may only skip. */
+int wex__store_missed(const wex__store_client *c);
 /* One value per owner: waits until, for each i < n, key PREFIX+i is set,
  * or the client named OWNER+i has died since this client's last
  * barrier (then .present = 0: it never will be). Deaths do not end the

@@ -31,6 +31,7 @@
 struct wex__store_client {
     int fd;
     int broken; /* an I/O failure left the stream out of step */
+    int missed; /* the last ARRIVE's barrier had passed without it */
     char address[300];
 };
 
@@ -195,6 +196,8 @@ static wex_status reply_status(const wex__store_client *c,
     case WEX__STORE_R_TIMEOUT:
         return wex__error(WEX_ERR_TIMEOUT, "%.*s", n, text);
     case WEX__STORE_R_PEER_DEAD:
+        return wex__error(WEX_ERR_PEER, "%.*s", n, text);
+    case WEX__STORE_R_PASSED:
         return wex__error(WEX_ERR_PEER, "%.*s", n, text);
     case WEX__STORE_R_REFUSED:
         return wex__error(WEX_ERR_INVALID, "rendezvous %s refused the token",
@@ -438,11 +441,13 @@ wex_status wex__store_arrive(wex__store_client *c, const char *key,
     wex__store_put_u64(arg + 24, destinations);
     if (optional != NULL && bitmap)
         memcpy(arg + 32, optional, bitmap);
+    c->missed = 0;
     st = call(c, WEX__STORE_ARRIVE, key, arg, 32 + bitmap,
                    (double)ms / 1000.0, &msg, &resp);
     free(arg);
     if (st != WEX_OK)
         return st;
+    c->missed = resp.status == WEX__STORE_R_PASSED;
     st = reply_status(c, &resp);
     if (st == WEX_OK) {
         n = resp.len >= 16 ? wex__store_get_u64(resp.payload + 8) : 0;
@@ -465,6 +470,11 @@ wex_status wex__store_arrive(wex__store_client *c, const char *key,
     *dead_p = dead;
     *dead_count_p = n;
     return WEX_OK;
+}
+
+int wex__store_missed(const wex__store_client *c)
+{
+    return c->missed;
 }
 
 wex_status wex__store_gather(wex__store_client *c, const char *prefix,

@@ -269,7 +269,7 @@ int wex__store_on_arrive(wex__store_conn *c, const char *key, const char *shown,
     pthread_mutex_lock(&s->mu);
     if (passed_without(c, key)) {
         pthread_mutex_unlock(&s->mu);
-        return wex__store_replyf(c, WEX__STORE_R_ERROR,
+        return wex__store_replyf(c, WEX__STORE_R_PASSED,
                                  "rendezvous: barrier '%s' was passed "
                                  "without %s: that step went on without it "
                                  "(a replayed step, or a rank that joined "

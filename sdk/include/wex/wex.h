@@ -64,7 +64,11 @@ typedef struct wex_sync_report {
     uint64_t peers;
     double seconds;         /* from the step's start barrier to commit */
     uint32_t attempts;      /* tries the step took: 1 unless a rank died */
-    uint32_t reserved0;
+    /* 1 when the step failed because it had begun without this rank (it
+     * rejoined while the step ran, or replayed it): nothing was written,
+     * and the rank takes part from a later step. The slot was reserved
+     * (always 0) before, so an older library reads as "not missed". */
+    uint32_t missed;
     uint64_t failed_over;   /* dead source ranks the step went without */
     /* ABI 1.2. Sources: the transport puts of the step's last try (short
      * strided runs packed into one put count once); 0 on a destination. */

@@ -5,10 +5,14 @@ from . import _lib
 class WexError(RuntimeError):
     """A libwex call failed. ``status`` names the error class (``"INVALID"``,
     ``"PEER_FAILURE"``, ``"TIMEOUT"``, ...; see sdk/include/wex/abi.h),
-    ``code`` is the C ``wex_status``, and the message is libwex's one line."""
+    ``code`` is the C ``wex_status``, and the message is libwex's one line.
+    ``missed`` is True when ``sync(step)`` failed because that step had
+    begun without this rank (it rejoined while the step ran): nothing was
+    written, and the rank goes on with a later step."""
 
-    def __init__(self, code, message):
+    def __init__(self, code, message, missed=False):
         self.code = int(code)
+        self.missed = bool(missed)
         self.status = _lib.STATUS_NAMES.get(self.code, "UNKNOWN")
         self.message = message
         super().__init__("%s: %s" % (self.status, message))
@@ -19,9 +23,10 @@ def invalid(message):
     return WexError(-1, message)
 
 
-def check(code):
+def check(code, missed=False):
     """Raises WexError with libwex's last error unless `code` is WEX_OK."""
     if code != 0:
         text = _lib.lib().wex_last_error()
-        raise WexError(code, text.decode("utf-8", "replace") if text else "")
+        raise WexError(code, text.decode("utf-8", "replace") if text else "",
+                       missed)
     return code

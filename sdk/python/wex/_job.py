@@ -262,14 +262,16 @@ class Job(Closing):
     def sync(self, step):
         """One step on this rank: sources write, destinations commit `step`
         only when everything landed (and matched). Returns a SyncReport;
-        raises WexError naming the peers at fault otherwise."""
+        raises WexError naming the peers at fault otherwise (its
+        ``missed`` is True when the step began without this rank)."""
         _check_step(step)
         report = _lib.SyncReport()
         report.struct_size = ctypes.sizeof(report)
         with self._lock:
             handle = self._live()
             self._check_bound("sync")
-            check(_lib.lib().wex_sync(handle, step, ctypes.byref(report)))
+            code = _lib.lib().wex_sync(handle, step, ctypes.byref(report))
+            check(code, missed=report.missed != 0)
         return SyncReport(report.step, report.committed_step,
                           report.operations, report.bytes, report.peers,
                           report.seconds, bool(report.verified),

@@ -52,7 +52,7 @@ class SyncReport(ctypes.Structure):
                 ("step", ctypes.c_uint64), ("committed_step", ctypes.c_uint64),
                 ("operations", ctypes.c_uint64), ("bytes", ctypes.c_uint64),
                 ("peers", ctypes.c_uint64), ("seconds", ctypes.c_double),
-                ("attempts", ctypes.c_uint32), ("reserved0", ctypes.c_uint32),
+                ("attempts", ctypes.c_uint32), ("missed", ctypes.c_uint32),
                 ("failed_over", ctypes.c_uint64), ("puts", ctypes.c_uint64)]
 
 
