@@ -8,6 +8,9 @@
  *     holding a mix of two steps: the destination is dirty, save refuses
  *     it, and the next committed step (from a replacement source) clears
  *     it;
+ *   - a source replica started again after a step went on without it
+ *     is told it missed that step (wex_sync_report.missed), writing
+ *     nothing;
  * and, in one process: a job's calls are one thread's at a time (close
  * waits for a running sync), bindings may not share memory, and steps
  * lie in [1, 2^63).
@@ -366,6 +369,179 @@ static void failed_step_marks_destination_dirty(const char *wex,
            transport);
 }
 
+/* ---- a rejoined replica misses the step that went on without it --------- */
+
+/* Two source replicas (dp 2): source 1 may be left out of a step. */
+static void replica_job_text(char *out, size_t cap, const char *model,
+                             const char *transport)
+{
+    snprintf(out, cap,
+             "{\"model\": \"%s\", \"source\": {\"engine\": \"hf\","
+             " \"parallel\": {\"dp\": 2}},"
+             " \"destination\": {\"engine\": \"hf\"},"
+             " \"transport\": \"%s\", \"verify\": \"digest\","
+             " \"timeouts\": {\"connect_seconds\": 30,"
+             " \"step_seconds\": 20}}",
+             model, transport);
+}
+
+static rank_job open_source(const char *text, uint64_t rank,
+                            const char *address)
+{
+    wex_job_options opts = {sizeof(opts), 0, address, TOKEN, NULL};
+    rank_job r = {NULL, NULL, 0};
+
+    if (wex_job_open(text, WEX_SIDE_SOURCE, rank, &opts, &r.job) != WEX_OK) {
+        fprintf(stderr, "open source %llu: %s\n", (unsigned long long)rank,
+                wex_last_error());
+        _exit(10);
+    }
+    r.count = wex_job_tensor_count(r.job);
+    r.mem = calloc(r.count ? r.count : 1, sizeof(*r.mem));
+    for (uint64_t i = 0; i < r.count; i++)
+        if (wex_job_alloc(r.job, i, (void **)&r.mem[i]) != WEX_OK)
+            _exit(11);
+    return r;
+}
+
+/* Source 1 takes part in step 1, then dies without a goodbye (what a
+ * crash looks like), so step 2 goes on without it. It dies after a step,
+ * not straight after connecting: UCX 1.13 aborts the destination on an
+ * assertion when a peer dies while the destination's side of the wireup
+ * is still pending (openucx/ucx#8175, fixed in later releases). */
+static int vanishing_replica(const char *text, const char *address, int in,
+                             int out)
+{
+    rank_job r = open_source(text, 1, address);
+
+    (void)in;
+    (void)out;
+    fill(&r, 1);
+    if (sync_step(&r, 1) != WEX_OK) {
+        fprintf(stderr, "source 1: step 1: %s\n", wex_last_error());
+        return 50;
+    }
+    _exit(0);
+}
+
+/* Source 1 started again once step 2 committed: its sync(2) is told it
+ * missed the step, at once and writing nothing. It then leaves with a
+ * goodbye (a rank dying straight after connecting trips the UCX
+ * assertion above). */
+static int late_replica(const char *text, const char *address, int in,
+                        int out)
+{
+    rank_job r = open_source(text, 1, address);
+    wex_sync_report report;
+    double t0;
+    wex_status st;
+
+    (void)in;
+    (void)out;
+    fill(&r, 9); /* written anywhere, it would show */
+    memset(&report, 0, sizeof(report));
+    report.struct_size = sizeof(report);
+    t0 = (double)time(NULL);
+    st = wex_sync(r.job, 2, &report);
+    EXPECT(st == WEX_ERR_PEER && report.missed == 1,
+           "the late replica's sync(2) fails as missed (status %d, missed "
+           "%u): %s", st, report.missed, wex_last_error());
+    EXPECT(strstr(wex_last_error(), "went on without this rank") != NULL,
+           "the error says the step went on without it: %s",
+           wex_last_error());
+    EXPECT((double)time(NULL) - t0 < 10, "refused at once, not at a "
+           "timeout");
+    wex_job_close(r.job); /* leaves: step 3 goes on without it */
+    _exit(failures);
+}
+
+/* Steps 1 to 3; steps 2 and 3 wait for a byte on `in`. */
+static int replicated_source(const char *text, const char *address, int in,
+                             int out)
+{
+    rank_job r = open_source(text, 0, address);
+    char go;
+
+    (void)out;
+    for (uint64_t step = 1; step <= 3; step++) {
+        if (step > 1 && read(in, &go, 1) != 1)
+            return 60;
+        fill(&r, step);
+        EXPECT(sync_step(&r, step) == WEX_OK, "source 0: step %llu: %s",
+               (unsigned long long)step, wex_last_error());
+    }
+    wex_job_close(r.job);
+    return failures;
+}
+
+/* Steps 1 to 3, each whole and clean; says on `out` when steps 1 and 2
+ * committed, and waits on `in` before steps 2 and 3. */
+static int replicated_destination(const char *text, const char *address,
+                                  int in, int out)
+{
+    rank_job r = open_rank(text, WEX_SIDE_DESTINATION, address);
+    uint64_t all = total_bytes(&r);
+    char go;
+
+    for (uint64_t step = 1; step <= 3; step++) {
+        if (step > 1 && read(in, &go, 1) != 1)
+            return 70;
+        EXPECT(sync_step(&r, step) == WEX_OK, "destination: step %llu: %s",
+               (unsigned long long)step, wex_last_error());
+        EXPECT(holding(&r, step) == all && !wex_job_dirty(r.job),
+               "destination: step %llu whole and clean (%llu of %llu)",
+               (unsigned long long)step,
+               (unsigned long long)holding(&r, step),
+               (unsigned long long)all);
+        if (step < 3 && write(out, "1", 1) != 1)
+            return 71;
+    }
+    wex_job_close(r.job);
+    return failures;
+}
+
+static void rejoined_replica_misses_a_step(const char *wex,
+                                           const char *transport,
+                                           const char *model)
+{
+    char address[300], text[1024], c;
+    pid_t store = start_store(wex, TOKEN, address, sizeof(address));
+    int to_src[2], to_dst[2], from_dst[2];
+    pid_t src, dst, gone, late;
+
+    if (store <= 0 || pipe(to_src) || pipe(to_dst) || pipe(from_dst)) {
+        EXPECT(0, "store and pipes");
+        return;
+    }
+    replica_job_text(text, sizeof(text), model, transport);
+    dst = spawn(replicated_destination, text, address, to_dst[0],
+                from_dst[1]);
+    src = spawn(replicated_source, text, address, to_src[0], -1);
+    gone = spawn(vanishing_replica, text, address, -1, -1);
+    EXPECT(exit_code(gone) == 0, "%s: source 1 took part in step 1, then "
+           "vanished", transport);
+    EXPECT(read(from_dst[0], &c, 1) == 1, "%s: step 1 committed",
+           transport);
+    EXPECT(write(to_src[1], "2", 1) == 1 && write(to_dst[1], "2", 1) == 1,
+           "step 2 go");
+    EXPECT(read(from_dst[0], &c, 1) == 1, "%s: step 2 committed without "
+           "source 1", transport);
+    late = spawn(late_replica, text, address, -1, -1);
+    EXPECT(exit_code(late) == 0, "%s: the rejoined source 1 was told it "
+           "missed step 2", transport);
+    EXPECT(write(to_src[1], "3", 1) == 1 && write(to_dst[1], "3", 1) == 1,
+           "step 3 go");
+    EXPECT(exit_code(src) == 0 && exit_code(dst) == 0,
+           "%s: step 3 commits whole after the late source left", transport);
+    for (int i = 0; i < 2; i++) {
+        close(to_src[i]);
+        close(to_dst[i]);
+        close(from_dst[i]);
+    }
+    kill(store, SIGTERM);
+    waitpid(store, NULL, 0);
+}
+
 /* ---- one thread's, its own memory, steps in range ------------------------- */
 
 typedef struct syncing {
@@ -470,6 +646,7 @@ int main(int argc, char **argv)
     for (int t = 0; t < 2; t++) {
         replayed_step_changes_nothing(argv[1], transports[t], small);
         failed_step_marks_destination_dirty(argv[1], transports[t], large);
+        rejoined_replica_misses_a_step(argv[1], transports[t], small);
     }
     store = start_store(argv[1], TOKEN, address, sizeof(address));
     job_text(text, sizeof(text), small, "shm", 2);
@@ -480,7 +657,8 @@ int main(int argc, char **argv)
     unlink(small);
     unlink(large);
     if (failures == 0)
-        printf("step integrity: replays refused, failed steps dirty, over "
+        printf("step integrity: replays refused, failed steps dirty, late "
+               "replicas told they missed a step, over "
                "shm and ucx; one thread at a time; overlapping bindings and "
                "steps outside [1, 2^63) refused\n");
     return failures ? 1 : 0;
