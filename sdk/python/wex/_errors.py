@@ -5,7 +5,8 @@ from . import _lib
 class WexError(RuntimeError):
     """A libwex call failed. ``status`` names the error class (``"INVALID"``,
     ``"PEER_FAILURE"``, ``"TIMEOUT"``, ...; see sdk/include/wex/abi.h),
-    ``code`` is the C ``wex_status``, and the message is libwex's one line.
+    ``code`` is the C ``wex_status`` and ``name`` its C macro
+    (``"WEX_ERR_PEER"``), and the message is libwex's one line.
     ``missed`` is True when ``sync(step)`` failed because that step had
     begun without this rank (it rejoined while the step ran): nothing was
     written, and the rank goes on with a later step."""
@@ -14,6 +15,7 @@ class WexError(RuntimeError):
         self.code = int(code)
         self.missed = bool(missed)
         self.status = _lib.STATUS_NAMES.get(self.code, "UNKNOWN")
+        self.name = _lib.STATUS_MACROS.get(self.code, "UNKNOWN")
         self.message = message
         super().__init__("%s: %s" % (self.status, message))
 

@@ -11,7 +11,8 @@ import os
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
-# sdk/include/wex/abi.h and wex.h, as fixed-size integers.
+# sdk/include/wex/abi.h, host.h and transport.h, as fixed-size integers
+# (tests/python/test_mirrors.py compares them with the C headers).
 SIDE_SOURCE = 0
 SIDE_DESTINATION = 1
 MEMORY_HOST = 0
@@ -28,6 +29,20 @@ STATUS_NAMES = {
     -6: "PEER_FAILURE",
     -7: "INTERNAL",
     -8: "ABI_MISMATCH",
+}
+
+# The same codes by their C macro names (WexError.name).
+STATUS_MACROS = {
+    0: "WEX_OK",
+    1: "WEX_INPROGRESS",
+    -1: "WEX_ERR_INVALID",
+    -2: "WEX_ERR_UNSUPPORTED",
+    -3: "WEX_ERR_NOMEM",
+    -4: "WEX_ERR_SYSTEM",
+    -5: "WEX_ERR_TIMEOUT",
+    -6: "WEX_ERR_PEER",
+    -7: "WEX_ERR_INTERNAL",
+    -8: "WEX_ERR_ABI",
 }
 
 
@@ -71,11 +86,13 @@ def library_path():
         "libwex.so" % _HERE)
 
 
-def _prototypes(lib):
+def prototypes():
+    """Every C function the package calls: name -> (restype, argtypes).
+    tests/python/test_mirrors.py checks it against sdk/include/wex/wex.h."""
     p = ctypes.POINTER
     vp, cp, st = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int32
     u32, u64, i64 = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int64
-    table = {
+    return {
         "wex_job_open": (st, [cp, u32, u64, p(JobOptions), p(vp)]),
         "wex_job_close": (None, [vp]),
         "wex_job_tensor_count": (u64, [vp]),
@@ -99,7 +116,16 @@ def _prototypes(lib):
         "wex_plan_json": (st, [cp, u32, i64, p(vp)]),
         "wex_free": (None, [vp]),
     }
-    for name, (restype, argtypes) in table.items():
+
+
+def optional_prototypes():
+    """Functions looked up on first use, so the package still loads an
+    older libwex without them."""
+    return {"wex_job_dirty": (ctypes.c_int, [ctypes.c_void_p])}
+
+
+def _prototypes(lib):
+    for name, (restype, argtypes) in prototypes().items():
         fn = getattr(lib, name)
         fn.restype = restype
         fn.argtypes = argtypes
@@ -121,8 +147,7 @@ def job_dirty():
             raise ImportError(
                 "wex: this libwex (%s) has no wex_job_dirty: Job.dirty needs "
                 "a newer libwex" % library_path()) from None
-        fn.restype = ctypes.c_int
-        fn.argtypes = [ctypes.c_void_p]
+        fn.restype, fn.argtypes = optional_prototypes()["wex_job_dirty"]
         _job_dirty = fn
     return _job_dirty
 
