@@ -135,11 +135,9 @@ static void source_try(wex_job *job, step_try *t)
 
 /* ---- destinations ------------------------------------------------------- */
 
-enum { PEER_OK, PEER_DIED, PEER_FAILED };
-
 /* Checks source `peer`'s operations against its digests; says how it
  * went, with the reason in `why`. */
-static int check_peer(wex_job *job, const step_try *t, uint64_t peer,
+static wex__peer_outcome check_peer(wex_job *job, const step_try *t, uint64_t peer,
                       char *why, size_t cap)
 {
     char key[128];
@@ -153,19 +151,19 @@ static int check_peer(wex_job *job, const step_try *t, uint64_t peer,
     st = wex__store_get(job->store, key, t->timeout, (void **)&theirs, &len);
     if (st == WEX_ERR_PEER) { /* the message names who died */
         snprintf(why, cap, "%s", wex__last_error());
-        return PEER_DIED;
+        return WEX__PEER_DIED;
     }
     if (st != WEX_OK) {
         snprintf(why, cap, "source rank %llu did not finish: %s",
                  (unsigned long long)peer, wex__last_error());
-        return PEER_FAILED;
+        return WEX__PEER_FAILED;
     }
     failed = wex__step_failure_reason(theirs, len, sizeof(uint64_t));
     if (failed != NULL) {
         snprintf(why, cap, "source rank %llu failed: %s",
                  (unsigned long long)peer, failed);
         free(theirs);
-        return PEER_FAILED;
+        return WEX__PEER_FAILED;
     }
     for (size_t i = 0; i < job->op_count; i++) {
         if (job->ops[i].src_rank != peer)
@@ -184,11 +182,11 @@ static int check_peer(wex_job *job, const step_try *t, uint64_t peer,
     bad += n * sizeof(uint64_t) != len;
     free(theirs);
     if (bad == 0)
-        return PEER_OK;
+        return WEX__PEER_OK;
     snprintf(why, cap, "source rank %llu sent bytes that landed differently "
              "(%llu tensors affected)", (unsigned long long)peer,
              (unsigned long long)tensors_touched(job, peer));
-    return PEER_FAILED;
+    return WEX__PEER_FAILED;
 }
 
 /* "ok", or "retry:" / "fail:" and the reasons. */
@@ -196,32 +194,33 @@ static wex_status destination_try(wex_job *job, const step_try *t)
 {
     char verdict[WEX__ERROR_MAX] = "ok", key[96];
     size_t used = 0;
-    int worst = PEER_OK;
+    wex__peer_outcome worst = WEX__PEER_OK;
 
     if (t->why[0] != '\0') {
         snprintf(verdict, sizeof(verdict), "fail:%.1000s", t->why);
-        worst = PEER_FAILED;
+        worst = WEX__PEER_FAILED;
     } else if (wex__post_receives(job) != WEX_OK) {
         snprintf(verdict, sizeof(verdict), "fail:%.1000s", wex__last_error());
-        worst = PEER_FAILED;
+        worst = WEX__PEER_FAILED;
     }
-    if (worst == PEER_OK && t->verify)
+    if (worst == WEX__PEER_OK && t->verify)
         wex__landing_watch(job, wex__landing_tag(t->step, t->number));
     { /* every pass of the window but the last */
         char prefix[96];
         try_key(prefix, sizeof(prefix), t, "");
-        if (worst != PEER_OK) {
+        if (worst != WEX__PEER_OK) {
             wex__window_refuse(job, prefix, verdict);
         } else {
             worst = wex__window_drain(job, prefix, t->verify, t->timeout,
                                       verdict, sizeof(verdict));
-            used = worst != PEER_OK ? strlen(verdict) : 0;
+            used = worst != WEX__PEER_OK ? strlen(verdict) : 0;
         }
     }
-    for (size_t p = 0; p < job->peer_count && worst == PEER_OK; p++) {
+    for (size_t p = 0; p < job->peer_count && worst == WEX__PEER_OK; p++) {
         char why[WEX__ERROR_MAX];
-        int how = check_peer(job, t, job->peers[p], why, sizeof(why));
-        if (how == PEER_OK)
+        wex__peer_outcome how =
+            check_peer(job, t, job->peers[p], why, sizeof(why));
+        if (how == WEX__PEER_OK)
             continue;
         if (how > worst)
             worst = how;
@@ -232,18 +231,18 @@ static wex_status destination_try(wex_job *job, const step_try *t)
     }
     /* Checked: what landed in host copies of CUDA tensors goes to the
      * device before this destination says so. */
-    if (worst == PEER_OK && t->why[0] == '\0' &&
+    if (worst == WEX__PEER_OK && t->why[0] == '\0' &&
         wex__window_copy_in(job, job->passes > 1 ? job->passes - 1
                                                  : UINT32_MAX) != WEX_OK) {
         snprintf(verdict, sizeof(verdict), "%.1000s", wex__last_error());
-        worst = PEER_FAILED;
+        worst = WEX__PEER_FAILED;
     }
-    if (worst != PEER_OK && t->why[0] == '\0') {
+    if (worst != WEX__PEER_OK && t->why[0] == '\0') {
         /* The reasons, after the class. */
         char reasons[WEX__ERROR_MAX];
         snprintf(reasons, sizeof(reasons), "%s", verdict);
         snprintf(verdict, sizeof(verdict), "%s:%.1000s",
-                 worst == PEER_DIED ? "retry" : "fail", reasons);
+                 worst == WEX__PEER_DIED ? "retry" : "fail", reasons);
     }
     try_key(key, sizeof(key), t, "verdict/");
     snprintf(key + strlen(key), sizeof(key) - strlen(key), "%llu",

@@ -105,9 +105,9 @@ static void give_up(wex_job *job, const char *prefix, uint32_t from,
     }
 }
 
-/* Waits for every source to say it put pass `pass`; 0, or how it failed
- * (1 died, 2 failed, as job_sync.c counts). */
-static int wait_sources(wex_job *job, const char *prefix, uint32_t pass,
+/* Waits for every source to say it put pass `pass`; WEX__PEER_OK, or how
+ * it failed. */
+static wex__peer_outcome wait_sources(wex_job *job, const char *prefix, uint32_t pass,
                         double timeout, char *why, size_t cap)
 {
     char key[160];
@@ -122,36 +122,36 @@ static int wait_sources(wex_job *job, const char *prefix, uint32_t pass,
         st = wex__store_get(job->store, key, timeout, (void **)&said, &len);
         if (st == WEX_ERR_PEER) { /* the message names who died */
             snprintf(why, cap, "%s", wex__last_error());
-            return 1;
+            return WEX__PEER_DIED;
         }
         if (st != WEX_OK) {
             snprintf(why, cap, "source rank %llu did not finish pass %u of "
                      "the staging window: %s",
                      (unsigned long long)job->peers[q], pass,
                      wex__last_error());
-            return 2;
+            return WEX__PEER_FAILED;
         }
         if (len > 0 && said[0] == '!') {
             snprintf(why, cap, "source rank %llu failed: %.*s",
                      (unsigned long long)job->peers[q], (int)(len - 1),
                      said + 1);
             free(said);
-            return 2;
+            return WEX__PEER_FAILED;
         }
         free(said);
     }
-    return 0;
+    return WEX__PEER_OK;
 }
 
-int wex__window_drain(wex_job *job, const char *prefix, int verify,
+wex__peer_outcome wex__window_drain(wex_job *job, const char *prefix, int verify,
                       double timeout, char *why, size_t cap)
 {
     char key[160];
 
     for (uint32_t p = 0; p + 1 < job->passes; p++) {
-        int how = wait_sources(job, prefix, p, timeout, why, cap);
+        wex__peer_outcome how = wait_sources(job, prefix, p, timeout, why, cap);
         wex_status st = WEX_OK;
-        if (how == 0) {
+        if (how == WEX__PEER_OK) {
             /* digested now, before the next pass overwrites the window */
             for (size_t i = 0; verify && i < job->op_count; i++)
                 if (job->bind[job->ops[i].dst_tensor].pass == p) {
@@ -162,10 +162,10 @@ int wex__window_drain(wex_job *job, const char *prefix, int verify,
             st = wex__window_copy_in(job, p);
             if (st != WEX_OK) {
                 snprintf(why, cap, "%s", wex__last_error());
-                how = 2;
+                how = WEX__PEER_FAILED;
             }
         }
-        if (how != 0) {
+        if (how != WEX__PEER_OK) {
             give_up(job, prefix, p, why);
             return how;
         }
@@ -175,8 +175,8 @@ int wex__window_drain(wex_job *job, const char *prefix, int verify,
         if (st != WEX_OK) {
             snprintf(why, cap, "%s", wex__last_error());
             give_up(job, prefix, p, why);
-            return 2;
+            return WEX__PEER_FAILED;
         }
     }
-    return 0;
+    return WEX__PEER_OK;
 }

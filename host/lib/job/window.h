@@ -25,6 +25,7 @@
 #ifndef WEX_HOST_WINDOW_H
 #define WEX_HOST_WINDOW_H
 
+#include "peer_outcome.h"
 #include "runtime.h"
 
 /* Destinations: where the transport should write CUDA tensor `index`
@@ -39,10 +40,9 @@ void wex__window_free(wex_job *job);
  * ("step/S/T/"): every pass but the last, waited for, digested into
  * job->digests (job->early set) when `verify`, copied to the device and
  * said drained.
- * Returns 0, or how it failed (job_sync.c's PEER_DIED / PEER_FAILED)
- * with the reason in `why`; a failed destination tells its sources so
- * they stop waiting. */
-int wex__window_drain(wex_job *job, const char *prefix, int verify,
+ * Returns WEX__PEER_OK, or how it failed with the reason in `why`; a
+ * failed destination tells its sources so they stop waiting. */
+wex__peer_outcome wex__window_drain(wex_job *job, const char *prefix, int verify,
                       double timeout, char *why, size_t cap);
 /* Destinations that fail a try before draining: tells the sources, so
  * none waits for a pass that will not drain (`why`: the reason). */
