@@ -49,7 +49,8 @@ extern "C" {
  * by JSON Pointer (RFC 6901): "" is the root, "/tp", "/layers/3". */
 typedef struct wex_options wex_options;
 
-/* A model catalog: the canonical tensors of one model (model.h). */
+/* A model catalog: the canonical tensors of one model, read through the
+ * model_* services below (defined by the host, host/lib/model/catalog.h). */
 typedef struct wex_model wex_model;
 
 /* Receives one rank's local tensors and pieces from an engine (engine.h). */
