@@ -123,7 +123,7 @@
     FIELD(wex_transport_args, job_id, 40)                                  \
     FIELD(wex_transport_args, peer_ranks, 48)                              \
     FIELD(wex_transport_args, peer_count, 56)                              \
-    SIZE(wex_transport_ops, 120)                                           \
+    SIZE(wex_transport_ops, 128)                                           \
     FIELD(wex_transport_ops, caps, 8)                                      \
     FIELD(wex_transport_ops, ctx_create, 16)                               \
     FIELD(wex_transport_ops, ctx_destroy, 24)                              \
@@ -138,6 +138,13 @@
     FIELD(wex_transport_ops, recv, 96)                                     \
     FIELD(wex_transport_ops, peer_path, 104)                               \
     FIELD(wex_transport_ops, connect, 112)                                 \
+    FIELD(wex_transport_ops, fence, 120)                                   \
+    SIZE(wex_transport_fence, 32)                                          \
+    FIELD(wex_transport_fence, op, 4)                                      \
+    FIELD(wex_transport_fence, epoch, 8)                                   \
+    FIELD(wex_transport_fence, abandoned, 16)                              \
+    FIELD(wex_transport_fence, grace_ms, 20)                               \
+    FIELD(wex_transport_fence, rekeyed, 24)                                \
     SIZE(wex_transport_exchange, 32)                                       \
     FIELD(wex_transport_exchange, ctx, 8)                                  \
     FIELD(wex_transport_exchange, publish, 16)                             \
@@ -186,6 +193,8 @@
     CONST(WEX_TRANSPORT_OPS_SIZE_1_2, 112)                                 \
     CONST(WEX_TRANSPORT_OPS_SIZE_1_3, 120)                                 \
     CONST(WEX_TRANSPORT_EXCHANGE_SIZE_1_3, 32)                             \
+    CONST(WEX_TRANSPORT_OPS_SIZE_1_4, 128)                                 \
+    CONST(WEX_TRANSPORT_FENCE_SIZE_1_4, 32)                                \
     CONST(WEX_JOB_OPTIONS_SIZE_1_0, 32)                                    \
     CONST(WEX_TENSOR_SIZE_1_0, 40)                                         \
     CONST(WEX_SYNC_REPORT_SIZE_1_0, 72)                                    \

@@ -72,6 +72,10 @@ START_TEST(constants_are_pinned)
     ck_assert_uint_eq(WEX_ABI_1_0, 0x10000u);
     ck_assert_uint_eq(WEX_ABI_1_2, 0x10002u);
     ck_assert_uint_eq(WEX_ABI_1_3, 0x10003u);
+    ck_assert_uint_eq(WEX_ABI_1_4, 0x10004u);
+    ck_assert_uint_eq(WEX_FENCE_OPEN, 1);
+    ck_assert_uint_eq(WEX_FENCE_CLOSE, 2);
+    ck_assert_uint_eq(WEX_FENCE_WRITE, 3);
     ck_assert_uint_eq(WEX_KIND_ENGINE, 1);
     ck_assert_uint_eq(WEX_KIND_TRANSPORT, 3);
     ck_assert_uint_eq(WEX_TRANSPORT_CAP_TWO_SIDED, 1ull << 6);

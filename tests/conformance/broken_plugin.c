@@ -603,6 +603,7 @@ static const wex_transport_ops broken_ops = {
     NULL, /* recv: one-sided */
     NULL, /* peer_path: one way */
     t_connect, /* NULL unless CONNECT */
+    NULL,      /* fence: cannot fence */
 };
 #endif
 

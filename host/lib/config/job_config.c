@@ -166,6 +166,7 @@ static wex_status bind_fields(wex__job_config *c, const char *base_dir,
     c->connect_seconds = number_at(doc, "timeouts", "connect_seconds");
     c->step_seconds = number_at(doc, "timeouts", "step_seconds");
     c->peer_seconds = number_at(doc, "timeouts", "peer_seconds");
+    c->fence_seconds = number_at(doc, "timeouts", "fence_seconds");
 
     status = resolve(c, registry, &c->source, WEX_KIND_ENGINE,
                      "/source/engine", "/source/options", all);

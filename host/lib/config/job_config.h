@@ -35,7 +35,7 @@ typedef struct wex__job_config {
     int verify_digest;  /* verify == "digest" */
     uint64_t staging_bytes; /* a source's packing staging, at most */
     uint64_t device_staging_bytes; /* a destination's pinned window */
-    double connect_seconds, step_seconds, peer_seconds;
+    double connect_seconds, step_seconds, peer_seconds, fence_seconds;
 } wex__job_config;
 
 /* Flags: a job read only to plan need not name an installed transport. */

@@ -79,7 +79,7 @@ static wex_status agree_on_layouts(wex_job *job, double timeout)
 }
 
 /* Each key is prefixed with this rank's incarnation (job_members.c). */
-static wex_status publish_memory(wex_job *job)
+wex_status wex__job_publish_memory(wex_job *job)
 {
     unsigned char blob[WEX__MEM_HEADER + WEX_TRANSPORT_KEY_MAX];
     uint32_t passes = job->passes ? job->passes : 1;
@@ -156,7 +156,7 @@ wex_status wex__job_connect(wex_job *job)
     if (st == WEX_OK)
         st = wex__transport_connect(job, timeout);
     if (st == WEX_OK && job->side == WEX_SIDE_DESTINATION)
-        st = publish_memory(job);
+        st = wex__job_publish_memory(job);
     if (st == WEX_OK && job->side == WEX_SIDE_SOURCE)
         st = wex__job_attach(job, timeout);
     if (st == WEX_OK)
@@ -168,5 +168,6 @@ wex_status wex__job_connect(wex_job *job)
     if (st != WEX_OK)
         return wex__error_prefix(st, "%s: connecting", who);
     job->connected = 1;
+    wex__fence_announce(job);
     return WEX_OK;
 }

@@ -24,6 +24,7 @@
 #include "error.h"
 #include "clock.h"
 #include "landing.h"
+#include "log.h"
 #include "window.h"
 #include "runtime.h"
 #include "step_failure.h"
@@ -122,7 +123,9 @@ static void source_try(wex_job *job, step_try *t)
         return;
     }
     try_key(prefix, sizeof(prefix), t, "");
-    st = wex__execute_ops(job, t->verify ? job->digests : NULL,
+    st = wex__fence_write(job, wex__fence_epoch(t->step, t->number));
+    if (st == WEX_OK)
+        st = wex__execute_ops(job, t->verify ? job->digests : NULL,
                           wex__landing_tag(t->step, t->number), prefix,
                           t->timeout);
     if (st == WEX_OK)
@@ -333,9 +336,14 @@ static int outcome(wex_job *job, const step_try *t, char *why, size_t cap)
 static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
 {
     uint64_t *dead = NULL, dead_count = 0;
-    char key[96];
+    char key[96], unopened[WEX__ERROR_MAX] = "";
     wex_status st;
 
+    /* Open before arriving: no source of this try writes before the
+     * barrier passes, so none finds the destination not yet open. */
+    if (job->side == WEX_SIDE_DESTINATION &&
+        wex__fence_open(job, wex__fence_epoch(t->step, t->number)) != WEX_OK)
+        snprintf(unopened, sizeof(unopened), "%s", wex__last_error());
     try_key(key, sizeof(key), t, "begin");
     /* A retry must not wait for a destination that died: only a source
      * can be failed over. */
@@ -388,6 +396,8 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
                  wex__last_error());
     else if (st != WEX_OK)
         snprintf(t->why, sizeof(t->why), "%s", wex__last_error());
+    if (t->why[0] == '\0' && unopened[0] != '\0')
+        snprintf(t->why, sizeof(t->why), "%s", unopened);
     free(dead);
     if (job->side == WEX_SIDE_SOURCE)
         source_try(job, t);
@@ -396,6 +406,25 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
         return STEP_FAILED;
     }
     return outcome(job, t, why, cap);
+}
+
+/* Closes the destination to the try; a writer the transport could not
+ * stop is told beside the try's outcome (the destination stays dirty,
+ * and the transport refuses to open again while that writer lives). */
+static void close_try(wex_job *job, int abandoned, char *why, size_t cap)
+{
+    size_t used = strlen(why);
+
+    if (wex__fence_close(job, abandoned) == WEX_OK)
+        return;
+    if (!abandoned) {
+        WEX__WARN("destination rank %llu: closing a committed try: %s",
+                  (unsigned long long)job->rank, wex__last_error());
+        return;
+    }
+    if (used < cap)
+        snprintf(why + used, cap - used, "%sclosing this destination to "
+                 "the step: %s", used ? "; " : "", wex__last_error());
 }
 
 static void fill_report(const wex_job *job, wex_sync_report *r,
@@ -454,6 +483,8 @@ wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
     /* Each retry leaves out at least one more dead source. */
     for (;; t.number++) {
         result = run_try(job, &t, why, sizeof(why));
+        if (job->side == WEX_SIDE_DESTINATION)
+            close_try(job, result != STEP_OK, why, sizeof(why));
         if (t.number == 0)
             snprintf(first, sizeof(first), "%s", why);
         if (result != STEP_RETRY || t.number >= job->plan.src.ranks)

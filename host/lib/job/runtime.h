@@ -134,6 +134,20 @@ wex_status wex__job_complete_plan(wex_job *job);
 void wex__job_checkpoint_close(wex_job *job);
 /* job_connect.c */
 wex_status wex__job_connect(wex_job *job);
+/* job_connect.c: a destination publishes a memory key for every local
+ * tensor (and its landing board) under a new incarnation, which sources
+ * follow at their next try (wex__job_follow_rejoins). */
+wex_status wex__job_publish_memory(wex_job *job);
+/* fence.c: the epoch of try `number` of `step` (never 0); a destination
+ * opens its memory to it before the try's barrier and closes it after
+ * (`abandoned`: the try did not commit), republishing its keys when the
+ * transport revoked them; a source names it before its first put. No-ops
+ * where the transport cannot fence, which announce says once per job. */
+uint64_t wex__fence_epoch(uint64_t step, uint64_t number);
+void wex__fence_announce(const wex_job *job);
+wex_status wex__fence_open(wex_job *job, uint64_t epoch);
+wex_status wex__fence_close(wex_job *job, int abandoned);
+wex_status wex__fence_write(wex_job *job, uint64_t epoch);
 /* job_lock.c: a public call that changes the job runs between enter and
  * leave; enter fails at once while another thread is inside. */
 void wex__job_lock_init(wex_job *job);

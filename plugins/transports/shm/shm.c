@@ -102,13 +102,17 @@ static void make_name(wex_transport_ctx *ctx, const char *job_id)
     ctx->name_len = strlen(ctx->name);
 }
 
-/* The server thread's view of the buffer table. */
-static uint32_t lookup(void *arg, const shm_request *req, uint64_t *size_p,
+/* The server thread's view of the buffer table and the fence page. */
+static uint32_t lookup(void *arg, shm_asked *asked, shm_reply *reply,
                        int *fd_p)
 {
     wex_transport_ctx *ctx = arg;
+    const shm_request *req = asked->request;
+    uint64_t *size_p = &reply->size;
     uint32_t status = SHM_REPLY_UNKNOWN;
 
+    if (req->kind == SHM_KIND_FENCE)
+        return shm_fence_serve(ctx, asked, reply, fd_p);
     pthread_mutex_lock(&ctx->lock);
     for (wt_link *l = ctx->mems; l != NULL; l = l->next) {
         wex_transport_mem *m = WT_MEM_OF(l);
@@ -157,11 +161,14 @@ static wex_status shm_ctx_create(wex_plugin_state *state,
     ctx->side = args->side;
     ctx->rank = args->rank;
     ctx->connect_timeout_ms = (int)timeout;
+    ctx->fence_fd = -1;
     pthread_mutex_init(&ctx->lock, NULL);
     if (ctx->side == WEX_SIDE_DESTINATION) {
         make_name(ctx, args->job_id);
-        st = shm_server_start(h, ctx->name, ctx->name_len, lookup, ctx,
-                              &ctx->server);
+        st = shm_fence_setup(ctx);
+        if (st == WEX_OK)
+            st = shm_server_start(h, ctx->name, ctx->name_len, lookup, ctx,
+                                  &ctx->server);
         if (st != WEX_OK) {
             shm_ctx_destroy(ctx);
             return st;
@@ -179,10 +186,11 @@ static void shm_ctx_destroy(wex_transport_ctx *ctx)
         return;
     /* First the server, so no thread reads the table any more. */
     shm_server_stop(ctx->server);
+    shm_fence_teardown(ctx);
     while (ctx->peers != NULL) {
         wex_transport_peer *p = WT_PEER_OF(ctx->peers);
         wt_list_unlink(&ctx->peers, &p->link);
-        shm_peer_free(p);
+        shm_peer_free(ctx, p);
     }
     while (ctx->mems != NULL) {
         wex_transport_mem *m = WT_MEM_OF(ctx->mems);
@@ -211,11 +219,12 @@ static const wex_transport_ops shm_ops = {
     .put = shm_put,
     .flush = shm_flush,
     .recv = NULL, /* one-sided */
+    .fence = shm_fence,
 };
 
 static const wex_plugin_desc shm_desc = {
     .struct_size = sizeof(wex_plugin_desc),
-    .abi_version = WEX_ABI_1_0,
+    .abi_version = WEX_ABI_1_4,
     .kind = WEX_KIND_TRANSPORT,
     .flags = WEX_PLUGIN_THREAD_PER_CTX,
     .name = "shm",
@@ -225,4 +234,4 @@ static const wex_plugin_desc shm_desc = {
     .ops = &shm_ops,
 };
 
-WEX_PLUGIN_DEFINE_ENTRY(WEX_ABI_1_0, shm_desc)
+WEX_PLUGIN_DEFINE_ENTRY(WEX_ABI_1_4, shm_desc)

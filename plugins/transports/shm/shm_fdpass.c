@@ -170,45 +170,52 @@ static int same_user(uid_t uid)
 
 /* ---- server ------------------------------------------------------- */
 
-static void serve_one(shm_server *s, int client)
+/* Serves one connection; nonzero when the lookup kept it open. */
+static int serve_one(shm_server *s, int client)
 {
     const wex_host_services *h = s->host;
     struct ucred cred;
     socklen_t cred_len = sizeof(cred);
     shm_request req;
     shm_reply reply;
+    shm_asked asked;
     int fd = -1;
 
     if (getsockopt(client, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0) {
         WEX_WARN(h, "@%s: SO_PEERCRED: %s; dropping the connection",
                  s->name, strerror(errno));
-        return;
+        return 0;
     }
     if (!same_user(cred.uid)) {
         WEX_WARN(h, "@%s: refusing pid %ld of uid %ld: only uid %ld and root "
                  "may attach this rank's buffers",
                  s->name, (long)cred.pid, (long)cred.uid, (long)geteuid());
-        return;
+        return 0;
     }
     if (read_full(client, &req, sizeof(req), now_ms() + SERVER_IO_MS,
                   s->wake[0], NULL) != 0) {
         if (errno != ECANCELED)
             WEX_WARN(h, "@%s: no request from pid %ld: %s", s->name,
                      (long)cred.pid, strerror(errno));
-        return;
+        return 0;
     }
     memset(&reply, 0, sizeof(reply));
     reply.magic = SHM_WIRE_MAGIC;
+    asked.request = &req;
+    asked.pid = cred.pid;
+    asked.client = client;
+    asked.keep_client = 0;
     if (req.magic != SHM_WIRE_MAGIC)
         reply.status = SHM_REPLY_FAILED;
     else
-        reply.status = s->lookup(s->arg, &req, &reply.size, &fd);
+        reply.status = s->lookup(s->arg, &asked, &reply, &fd);
     if (send_full(client, &reply, sizeof(reply),
                   reply.status == SHM_REPLY_OK ? fd : -1) != 0)
         WEX_WARN(h, "@%s: reply to pid %ld: %s", s->name, (long)cred.pid,
                  strerror(errno));
     if (fd >= 0)
         close(fd);
+    return asked.keep_client;
 }
 
 static void *server_main(void *arg)
@@ -232,8 +239,8 @@ static void *server_main(void *arg)
         client = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
         if (client < 0)
             continue; /* EAGAIN, ECONNABORTED, EINTR, a transient EMFILE */
-        serve_one(s, client);
-        close(client);
+        if (!serve_one(s, client))
+            close(client);
     }
     return NULL;
 }
@@ -403,7 +410,7 @@ static wex_status check_server(const wex_host_services *h,
     if (cred.pid == f->pid)
         return WEX_OK;
     if (cred.pid == 0) { /* the server is in a pid namespace we cannot see */
-        if (f->request.kind == SHM_KIND_MEMFD)
+        if (f->request.kind != SHM_KIND_PRIVATE)
             return WEX_OK;
         h->set_error(h->ctx, WEX_ERR_UNSUPPORTED,
                      "%s runs in another pid namespace: process_vm_writev "
@@ -419,8 +426,11 @@ static wex_status check_server(const wex_host_services *h,
     return WEX_ERR_PEER;
 }
 
-wex_status shm_fetch_buffer(const wex_host_services *h, const shm_fetch *f,
-                            int *fd_p)
+/* One request and its reply; the descriptor that came with an accepted
+ * one in *fd_p, and the connection in *sock_p when sock_p is not NULL
+ * (closed otherwise). */
+static wex_status exchange(const wex_host_services *h, const shm_fetch *f,
+                           int *fd_p, shm_reply *reply_p, int *sock_p)
 {
     int64_t start = now_ms();
     int64_t deadline = start + (f->timeout_ms > 0 ? f->timeout_ms : 0);
@@ -429,6 +439,7 @@ wex_status shm_fetch_buffer(const wex_host_services *h, const shm_fetch *f,
     int sock, fd = -1;
 
     *fd_p = -1;
+    memset(&reply, 0, sizeof(reply));
     sock = connect_retrying(h, f, deadline, &st);
     if (sock < 0)
         return st;
@@ -483,22 +494,47 @@ wex_status shm_fetch_buffer(const wex_host_services *h, const shm_fetch *f,
                      reply.status);
         goto out;
     }
-    if (f->request.kind == SHM_KIND_MEMFD && fd < 0) {
+    if (f->request.kind != SHM_KIND_PRIVATE && fd < 0) {
         st = WEX_ERR_PEER;
         h->set_error(h->ctx, st,
                      "%s accepted buffer %llu but passed no descriptor",
                      f->who, (unsigned long long)f->request.buffer_id);
         goto out;
     }
-    if (f->request.kind != SHM_KIND_MEMFD && fd >= 0) {
+    if (f->request.kind == SHM_KIND_PRIVATE && fd >= 0) {
         close(fd);
         fd = -1;
     }
     *fd_p = fd;
+    *reply_p = reply;
     fd = -1;
+    if (sock_p != NULL) {
+        *sock_p = sock;
+        sock = -1;
+    }
 out:
     if (fd >= 0)
         close(fd);
-    close(sock);
+    if (sock >= 0)
+        close(sock);
+    return st;
+}
+
+wex_status shm_fetch_buffer(const wex_host_services *h, const shm_fetch *f,
+                            int *fd_p)
+{
+    shm_reply reply;
+
+    return exchange(h, f, fd_p, &reply, NULL);
+}
+
+wex_status shm_fetch_fence(const wex_host_services *h, const shm_fetch *f,
+                           int *fd_p, uint32_t *slot_p, int *sock_p)
+{
+    shm_reply reply;
+    wex_status st = exchange(h, f, fd_p, &reply, sock_p);
+
+    if (st == WEX_OK)
+        *slot_p = reply.slot;
     return st;
 }

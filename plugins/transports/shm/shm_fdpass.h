@@ -30,11 +30,13 @@ typedef struct shm_request {
 } shm_request;
 
 /* Destination to source; an SCM_RIGHTS descriptor rides along for an
- * accepted memfd request. */
+ * accepted memfd or fence request. */
 typedef struct shm_reply {
     uint32_t magic;
     uint32_t status; /* SHM_REPLY_* */
     uint64_t size;   /* the buffer's size, when known */
+    uint32_t slot;   /* a fence request: the source's slot (shm_fence.c) */
+    uint32_t reserved;
 } shm_reply;
 
 #define SHM_REPLY_OK 0u
@@ -42,11 +44,24 @@ typedef struct shm_reply {
 #define SHM_REPLY_MISMATCH 2u /* the buffer has another kind/size/address */
 #define SHM_REPLY_FAILED 3u   /* malformed request, or a failure there */
 
-/* Answers one request with SHM_REPLY_*, filling *size_p; for an accepted
- * memfd request *fd_p receives a descriptor the server closes after
- * sending. Called on the server's thread. */
-typedef uint32_t (*shm_lookup_fn)(void *arg, const shm_request *request,
-                                  uint64_t *size_p, int *fd_p);
+/* One request as the server's thread hands it to the lookup: who sent
+ * it (SO_PEERCRED; pid 0 when the source lives in a pid namespace this
+ * process cannot see) and on which connection. */
+typedef struct shm_asked {
+    const shm_request *request;
+    pid_t pid;
+    int client;
+    /* Set by the lookup to keep `client` open (it then owns it): a
+     * fence slot lives as long as its source's connection. */
+    int keep_client;
+} shm_asked;
+
+/* Answers one request with SHM_REPLY_*, filling the reply's size and
+ * slot; for an accepted memfd or fence request *fd_p receives a
+ * descriptor the server closes after sending. Called on the server's
+ * thread. */
+typedef uint32_t (*shm_lookup_fn)(void *arg, shm_asked *asked,
+                                  shm_reply *reply, int *fd_p);
 
 typedef struct shm_server shm_server;
 
@@ -73,5 +88,13 @@ typedef struct shm_fetch {
  * private one sets *fd_p to -1. */
 wex_status shm_fetch_buffer(const wex_host_services *host,
                             const shm_fetch *fetch, int *fd_p);
+
+/* The same for a fence request (SHM_KIND_FENCE): the fence page's memfd
+ * in *fd_p, the slot the destination gave this source in *slot_p, and
+ * the connection in *sock_p, which the source keeps open for as long as
+ * it holds the slot (closing it gives the slot back). */
+wex_status shm_fetch_fence(const wex_host_services *host,
+                           const shm_fetch *fetch, int *fd_p,
+                           uint32_t *slot_p, int *sock_p);
 
 #endif /* WEX_SHM_FDPASS_H */

@@ -26,6 +26,9 @@
 /* Buffer kinds. */
 #define SHM_KIND_MEMFD 1u   /* a memfd the source maps (mem_alloc) */
 #define SHM_KIND_PRIVATE 2u /* caller memory, process_vm_writev */
+/* Requests only, never in a key: a destination's fence page and a slot
+ * in it (shm_fence.c). */
+#define SHM_KIND_FENCE 3u
 
 /* An abstract Unix socket name: sun_path minus the leading NUL. */
 #define SHM_NAME_MAX 107u

@@ -22,8 +22,9 @@
 
 /* ---- peers --------------------------------------------------------- */
 
-void shm_peer_free(wex_transport_peer *p)
+void shm_peer_free(wex_transport_ctx *ctx, wex_transport_peer *p)
 {
+    shm_fence_release(ctx, p);
     if (p->map != NULL)
         munmap(p->map, p->bytes);
     if (p->pidfd >= 0)
@@ -209,8 +210,10 @@ wex_status shm_peer_attach(wex_transport_ctx *ctx, uint64_t peer_rank,
     } else if (st == WEX_OK) {
         st = probe_private(ctx, p);
     }
+    if (st == WEX_OK)
+        st = shm_fence_attach(ctx, p, &fetch);
     if (st != WEX_OK) {
-        shm_peer_free(p);
+        shm_peer_free(ctx, p);
         return st;
     }
     wt_list_push(&ctx->peers, &p->link);
@@ -223,10 +226,42 @@ void shm_peer_detach(wex_transport_ctx *ctx, wex_transport_peer *p)
     if (p == NULL)
         return;
     wt_list_unlink(&ctx->peers, &p->link);
-    shm_peer_free(p);
+    shm_peer_free(ctx, p);
 }
 
 /* ---- data path ----------------------------------------------------- */
+
+/* process_vm_writev into a registered buffer, a chunk at a time, looking
+ * at the fence before each. */
+static wex_status private_put(wex_transport_ctx *ctx, wex_transport_peer *p,
+                              uint64_t offset, const void *src,
+                              uint64_t bytes)
+{
+    uint64_t chunk = ctx->epoch != 0 ? SHM_FENCE_CHUNK : VM_CHUNK;
+    uint64_t done = 0;
+    wex_status st;
+
+    if (pidfd_exited(p->pidfd))
+        return vm_error(ctx, p, ESRCH, offset, bytes);
+    while (done < bytes) {
+        uint64_t n = bytes - done < chunk ? bytes - done : chunk;
+        struct iovec local = {(char *)(uintptr_t)src + done, (size_t)n};
+        struct iovec remote = {
+            (void *)(uintptr_t)(p->address + offset + done), (size_t)n};
+        ssize_t r;
+
+        if (done > 0 && (st = shm_fence_still_open(ctx, p)) != WEX_OK)
+            return st;
+        r = process_vm_writev(p->pid, &local, 1, &remote, 1, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) /* 0: nothing moved, the first page faulted */
+            return vm_error(ctx, p, r < 0 ? errno : EFAULT, offset + done,
+                            n);
+        done += (uint64_t)r; /* partial: resume where it stopped */
+    }
+    return WEX_OK;
+}
 
 wex_status shm_put(wex_transport_ctx *ctx, wex_transport_peer *p,
                    uint64_t offset, const void *src, uint64_t bytes)
@@ -239,28 +274,23 @@ wex_status shm_put(wex_transport_ctx *ctx, wex_transport_peer *p,
         return st;
     if (bytes == 0)
         return WEX_OK;
+    if ((st = shm_fence_enter(ctx, p)) != WEX_OK)
+        return st;
     if (p->kind == SHM_KIND_MEMFD) {
         /* A dead destination's pages live on in our mapping: harmless. */
-        memcpy(p->map + offset, src, bytes);
+        for (; done < bytes; done += SHM_FENCE_CHUNK) {
+            uint64_t n = bytes - done < SHM_FENCE_CHUNK ? bytes - done
+                                                        : SHM_FENCE_CHUNK;
+            if (done > 0 && (st = shm_fence_still_open(ctx, p)) != WEX_OK)
+                return st;
+            memcpy(p->map + offset + done, (const char *)src + done, n);
+        }
+        shm_fence_leave(ctx, p);
         return WEX_OK;
     }
-    if (pidfd_exited(p->pidfd))
-        return vm_error(ctx, p, ESRCH, offset, bytes);
-    while (done < bytes) {
-        uint64_t n = bytes - done < VM_CHUNK ? bytes - done : VM_CHUNK;
-        struct iovec local = {(char *)(uintptr_t)src + done, (size_t)n};
-        struct iovec remote = {
-            (void *)(uintptr_t)(p->address + offset + done), (size_t)n};
-        ssize_t r = process_vm_writev(p->pid, &local, 1, &remote, 1, 0);
-
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) /* 0: nothing moved, the first page faulted */
-            return vm_error(ctx, p, r < 0 ? errno : EFAULT, offset + done,
-                            n);
-        done += (uint64_t)r; /* partial: resume where it stopped */
-    }
-    return WEX_OK;
+    st = private_put(ctx, p, offset, src, bytes);
+    shm_fence_leave(ctx, p);
+    return st;
 }
 
 wex_status shm_flush(wex_transport_ctx *ctx)

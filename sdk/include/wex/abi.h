@@ -44,7 +44,10 @@ extern "C" {
 /* 1.3: wex_transport_ops.connect and wex_transport_exchange
  * (transport.h) appended. */
 #define WEX_ABI_1_3 WEX_MAKE_VERSION(1, 3)
-#define WEX_ABI_CURRENT WEX_ABI_1_3
+/* 1.4: wex_transport_ops.fence and wex_transport_fence (transport.h)
+ * appended. */
+#define WEX_ABI_1_4 WEX_MAKE_VERSION(1, 4)
+#define WEX_ABI_CURRENT WEX_ABI_1_4
 
 /* True when a struct whose struct_size is `size` contains `member`. */
 #define WEX_HAS_MEMBER(type, member, size)                                \

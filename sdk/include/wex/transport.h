@@ -80,6 +80,36 @@ typedef struct wex_transport_exchange {
 #define WEX_TRANSPORT_EXCHANGE_SIZE_1_3                                   \
     WEX_SIZE_THROUGH(wex_transport_exchange, fetch)
 
+/* ABI 1.4. Fencing: a destination takes the writes of one epoch at a
+ * time (an epoch is one try of one step, the same number on every rank;
+ * never 0), so a source it gave up on can never write into it again for
+ * that try (docs/plugins.md, "Fencing"). */
+#define WEX_FENCE_OPEN 1u  /* destination: take writes of `epoch` only */
+#define WEX_FENCE_CLOSE 2u /* destination: take none; returns once no
+                              write of an earlier epoch can land */
+#define WEX_FENCE_WRITE 3u /* source: the puts that follow are `epoch`'s */
+
+typedef struct wex_transport_fence {
+    uint32_t struct_size;
+    uint32_t op;    /* WEX_FENCE_* */
+    uint64_t epoch; /* OPEN and WRITE */
+    /* CLOSE: the epoch did not commit, so writers may still be inside
+     * it (a source that stalled or was left behind); 0 after a commit,
+     * when every source has flushed. */
+    uint32_t abandoned;
+    /* CLOSE: how long a writer caught inside a write may take to leave
+     * it before the transport stops it by force (kills a same-host
+     * process, closes an endpoint). */
+    uint32_t grace_ms;
+    /* CLOSE, out: the transport revoked its memory keys and made new
+     * ones (RDMA); the host publishes them again and sources attach
+     * them before the next try. */
+    uint32_t rekeyed;
+    uint32_t reserved0;
+} wex_transport_fence;
+#define WEX_TRANSPORT_FENCE_SIZE_1_4                                      \
+    WEX_SIZE_THROUGH(wex_transport_fence, reserved0)
+
 typedef struct wex_transport_args {
     uint32_t struct_size;
     uint32_t side;               /* WEX_SIDE_* */
@@ -161,12 +191,24 @@ typedef struct wex_transport_ops {
      * fails the rank's connect with the transport's message. */
     wex_status (*connect)(wex_transport_ctx *ctx,
                           const wex_transport_exchange *exchange);
+
+    /* ABI 1.4; may be NULL: the transport cannot fence, and the host
+     * says so once per job. A destination is opened for each try before
+     * its barrier (OPEN) and closed after it (CLOSE); a source says
+     * which try its puts are for (WRITE) before making them. A put or
+     * flush into a destination not open to the source's epoch fails
+     * with WEX_ERR_PEER and a message saying the source was fenced; a
+     * CLOSE that cannot stop a writer fails naming it (and the host
+     * keeps the destination dirty). */
+    wex_status (*fence)(wex_transport_ctx *ctx, wex_transport_fence *fence);
 } wex_transport_ops;
 #define WEX_TRANSPORT_OPS_SIZE_1_0 WEX_SIZE_THROUGH(wex_transport_ops, recv)
 #define WEX_TRANSPORT_OPS_SIZE_1_2                                        \
     WEX_SIZE_THROUGH(wex_transport_ops, peer_path)
 #define WEX_TRANSPORT_OPS_SIZE_1_3                                        \
     WEX_SIZE_THROUGH(wex_transport_ops, connect)
+#define WEX_TRANSPORT_OPS_SIZE_1_4                                        \
+    WEX_SIZE_THROUGH(wex_transport_ops, fence)
 
 #ifdef __cplusplus
 }
