@@ -384,11 +384,12 @@ static const wex_transport_ops ucx_ops = {
     .flush = ucx_flush,
     .recv = NULL, /* one-sided */
     .peer_path = ucx_peer_path,
+    .fence = ucx_fence,
 };
 
 static const wex_plugin_desc ucx_desc = {
     .struct_size = sizeof(wex_plugin_desc),
-    .abi_version = WEX_ABI_1_2,
+    .abi_version = WEX_ABI_1_4,
     .kind = WEX_KIND_TRANSPORT,
     .flags = WEX_PLUGIN_THREAD_PER_CTX,
     .name = "ucx",
@@ -398,4 +399,4 @@ static const wex_plugin_desc ucx_desc = {
     .ops = &ucx_ops,
 };
 
-WEX_PLUGIN_DEFINE_ENTRY(WEX_ABI_1_2, ucx_desc)
+WEX_PLUGIN_DEFINE_ENTRY(WEX_ABI_1_4, ucx_desc)

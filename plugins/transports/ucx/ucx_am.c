@@ -15,15 +15,19 @@
  * byte the source sent before that request is in its buffer.
  *
  * Messages (little-endian hosts; headers only, except DATA's payload):
- *   DATA   source -> destination  {nonce, source rank, address}  + bytes
+ *   DATA   source -> destination  {nonce, source rank, address, epoch}
+ *                                 + bytes
  *   FLUSH  source -> destination  {nonce, source rank, token, seq, sent}
- *   ACK    destination -> source  {token, seq, placed, refused}
+ *   ACK    destination -> source  {token, seq, placed, refused, fenced}
  * `nonce` tells one source context from another (a restarted source
  * starts counting afresh), `sent` and `placed` count every byte since
  * that context's first, `token` names the source's endpoint and `seq`
  * its flush. Bytes aimed outside every buffer the destination has
  * mapped are refused (counted, never written), as are bytes a receive
- * failed to place, and the source's flush fails naming them. A source that dies leaves its bytes half placed,
+ * failed to place, and the source's flush fails naming them. Bytes of
+ * another try than the one the destination takes (`epoch`, ucx_fence.c)
+ * are dropped and counted as fenced: the source's flush fails saying it
+ * was fenced. A source that dies leaves its bytes half placed,
  * which is what a half-finished put leaves too: the host fails the try,
  * commits nothing, and the next try overwrites them.
  */
@@ -39,7 +43,7 @@
 enum { AM_DATA = 0x5758, AM_FLUSH = 0x5759, AM_ACK = 0x575a };
 
 typedef struct {
-    uint64_t nonce, rank, address;
+    uint64_t nonce, rank, address, epoch;
 } data_header;
 
 typedef struct {
@@ -47,7 +51,7 @@ typedef struct {
 } flush_header;
 
 typedef struct {
-    uint64_t token, seq, placed, refused;
+    uint64_t token, seq, placed, refused, fenced;
 } ack_header;
 
 /* A send in flight, with the header UCX may still read. */
@@ -66,6 +70,7 @@ struct ucx_am_source {
     uint64_t rank;
     uint64_t placed;
     uint64_t refused;
+    uint64_t fenced;    /* dropped: sent for another try */
     uint32_t receiving; /* rendezvous receives in flight */
     int failed;         /* a receive failed: the source is gone */
     /* the flush waiting for its answer */
@@ -74,12 +79,16 @@ struct ucx_am_source {
     ucp_ep_h reply_ep;
 };
 
-/* A rendezvous receive in flight. */
-typedef struct {
+/* A rendezvous receive in flight, on the context's list until it
+ * completes. */
+struct ucx_am_recv {
+    ucx_am_recv *next, **prev;
     wex_transport_ctx *ctx;
     ucx_am_source *src;
     uint64_t bytes;
-} recv_op;
+    ucp_ep_h ep; /* the endpoint it comes on: closed to cut it off */
+};
+typedef ucx_am_recv recv_op;
 
 uint64_t ucx_am_new_nonce(void)
 {
@@ -207,7 +216,11 @@ wex_status ucx_am_put(wex_transport_ctx *ctx, wex_transport_peer *p,
     op->h.data.nonce = ctx->nonce;
     op->h.data.rank = ctx->rank;
     op->h.data.address = p->address + offset;
-    if (send_message(c, AM_DATA, op, sizeof(data_header), src, bytes, 0,
+    op->h.data.epoch = ctx->epoch;
+    /* REPLY: the destination learns the endpoint, to cut off a
+     * rendezvous of a try it gave up on (ucx_fence.c) */
+    if (send_message(c, AM_DATA, op, sizeof(data_header), src, bytes,
+                     UCP_AM_SEND_FLAG_REPLY,
                      ucx_source_memh(ctx, src, bytes)) != 0)
         return ucx_peer_failed(ctx, c);
     c->am_sent += bytes;
@@ -253,6 +266,7 @@ static ucs_status_t on_ack(void *arg, const void *header, size_t header_len,
             c->am_answered = 1;
             c->am_placed = a.placed;
             c->am_refused = a.refused;
+            c->am_fenced = a.fenced;
         }
     return UCS_OK;
 }
@@ -308,7 +322,7 @@ static void maybe_answer(wex_transport_ctx *ctx, ucx_am_source *s)
     void *req;
 
     if (!s->flush_pending || s->failed || s->receiving != 0 ||
-        s->placed + s->refused < s->flush.sent)
+        s->placed + s->refused + s->fenced < s->flush.sent)
         return;
     s->flush_pending = 0;
     a = malloc(sizeof(*a));
@@ -318,6 +332,7 @@ static void maybe_answer(wex_transport_ctx *ctx, ucx_am_source *s)
     a->seq = s->flush.seq;
     a->placed = s->placed;
     a->refused = s->refused;
+    a->fenced = s->fenced;
     memset(&param, 0, sizeof(param));
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                          UCP_OP_ATTR_FIELD_USER_DATA;
@@ -341,6 +356,9 @@ static void received(void *request, ucs_status_t status, size_t length,
 
     (void)length;
     s->receiving--;
+    *op->prev = op->next;
+    if (op->next != NULL)
+        op->next->prev = op->prev;
     if (status == UCS_OK) {
         s->placed += op->bytes;
         maybe_answer(op->ctx, s);
@@ -377,6 +395,10 @@ static ucs_status_t on_data(void *arg, const void *header, size_t header_len,
     s = find_source(ctx, d.nonce, d.rank);
     if (s == NULL)
         return rndv ? UCS_ERR_NO_MEMORY : UCS_OK;
+    if (ctx->fencing && d.epoch != ctx->open_epoch) {
+        s->fenced += length;
+        return UCS_OK; /* dropped; the answer to the flush counts them */
+    }
     if (!inside_a_buffer(ctx, d.address, length)) {
         s->refused += length;
         WEX_DEBUG(ctx->host, "destination rank %llu: refused %zu bytes from "
@@ -396,16 +418,27 @@ static ucs_status_t on_data(void *arg, const void *header, size_t header_len,
     op->ctx = ctx;
     op->src = s;
     op->bytes = length;
+    op->ep = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)
+                 ? param->reply_ep
+                 : NULL;
     memset(&rp, 0, sizeof(rp));
     rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                       UCP_OP_ATTR_FIELD_USER_DATA;
     rp.cb.recv_am = received;
     rp.user_data = op;
     s->receiving++;
+    op->next = ctx->am_receiving;
+    op->prev = &ctx->am_receiving;
+    if (op->next != NULL)
+        op->next->prev = &op->next;
+    ctx->am_receiving = op;
     req = ucp_am_recv_data_nbx(ctx->worker, data, (void *)(uintptr_t)d.address,
                                length, &rp);
     if (UCS_PTR_IS_PTR(req))
         return UCS_INPROGRESS;
+    ctx->am_receiving = op->next; /* done at once: never in flight */
+    if (op->next != NULL)
+        op->next->prev = &ctx->am_receiving;
     s->receiving--;
     free(op);
     if (UCS_PTR_IS_ERR(req))
@@ -474,6 +507,59 @@ wex_status ucx_am_handlers(wex_transport_ctx *ctx)
     if ((st = set_handler(ctx, AM_DATA, on_data)) != WEX_OK)
         return st;
     return set_handler(ctx, AM_FLUSH, on_flush);
+}
+
+uint64_t ucx_am_receiving(const wex_transport_ctx *ctx)
+{
+    uint64_t n = 0;
+
+    for (const recv_op *op = ctx->am_receiving; op != NULL; op = op->next)
+        n++;
+    return n;
+}
+
+static void ep_closed(void *request, ucs_status_t status, void *user_data)
+{
+    (void)status;
+    (void)user_data;
+    ucp_request_free(request);
+}
+
+unsigned ucx_am_cut_receiving(wex_transport_ctx *ctx)
+{
+    uint64_t n = ucx_am_receiving(ctx);
+    ucp_ep_h *eps = malloc((n ? n : 1) * sizeof(*eps));
+    ucp_request_param_t param;
+    unsigned closed = 0;
+
+    if (eps == NULL)
+        return 0;
+    /* Gathered first: closing completes receives, which leave the list. */
+    for (recv_op *op = ctx->am_receiving; op != NULL; op = op->next) {
+        ucp_ep_h ep = op->ep;
+        if (ep == NULL)
+            continue;
+        for (recv_op *o = op; o != NULL; o = o->next)
+            if (o->ep == ep)
+                o->ep = NULL; /* closed once */
+        for (ucx_am_source *s = ctx->am_sources; s != NULL; s = s->next)
+            if (s->reply_ep == ep)
+                s->failed = 1; /* its flush gets no answer */
+        eps[closed++] = ep;
+    }
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK;
+    param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    param.cb.send = ep_closed;
+    for (unsigned i = 0; i < closed; i++) {
+        void *req = ucp_ep_close_nbx(eps[i], &param);
+        if (UCS_PTR_IS_ERR(req))
+            WEX_DEBUG(ctx->host, "destination rank %llu: closing a source's "
+                      "endpoint: %s", (unsigned long long)ctx->rank,
+                      ucs_status_string(UCS_PTR_STATUS(req)));
+    }
+    free(eps);
+    return closed;
 }
 
 void ucx_am_sources_free(wex_transport_ctx *ctx)

@@ -164,7 +164,7 @@ wex_status ucx_flush(wex_transport_ctx *ctx)
     const wex_host_services *h = ctx->host;
     int64_t deadline = ucx_now_ms() + ctx->flush_timeout_ms;
     ucx_conn *failed = NULL;
-    const ucx_conn *late = NULL, *refused = NULL;
+    const ucx_conn *late = NULL, *refused = NULL, *fenced = NULL;
     uint64_t pending = 0;
     unsigned idle = 0;
 
@@ -191,13 +191,16 @@ wex_status ucx_flush(wex_transport_ctx *ctx)
             if (c->failure != UCS_OK)
                 failed = c;
             else if (c->am && c->am_answered &&
+                     c->am_fenced != c->am_fenced_told)
+                fenced = c;
+            else if (c->am && c->am_answered &&
                      c->am_refused != c->am_refused_told)
                 refused = c;
             else if (!(c->am ? c->am_answered : c->flush_done) &&
                      pending++ == 0)
                 late = c;
         }
-        if (refused != NULL)
+        if (refused != NULL || fenced != NULL)
             break;
         if (failed != NULL || pending == 0 || ucx_now_ms() >= deadline)
             break;
@@ -205,13 +208,25 @@ wex_status ucx_flush(wex_transport_ctx *ctx)
     }
     for (ucx_conn *c = ctx->conns; c != NULL; c = c->next) {
         if (c->ep != NULL && failed == NULL && refused == NULL &&
-            !(c->am ? c->am_answered : c->flush_done))
+            fenced == NULL && !(c->am ? c->am_answered : c->flush_done))
             c->stuck = 1; /* timed out */
         if (c->ep != NULL)
             ucx_flush_abandon(c);
     }
     if (failed != NULL)
         return ucx_peer_failed(ctx, failed);
+    if (fenced != NULL) {
+        ucx_conn *r = (ucx_conn *)fenced;
+        uint64_t n = r->am_fenced - r->am_fenced_told;
+
+        r->am_fenced_told = r->am_fenced;
+        return FAIL(h, WEX_ERR_PEER,
+                    "fenced: destination rank %llu (host %s, pid %u) takes no "
+                    "more writes of this try (it gave up on the step) and "
+                    "dropped %llu bytes this source sent",
+                    (unsigned long long)r->rank, r->host, r->pid,
+                    (unsigned long long)n);
+    }
     if (refused != NULL) {
         ucx_conn *r = (ucx_conn *)refused;
         uint64_t n = r->am_refused - r->am_refused_told;

@@ -6,6 +6,8 @@
  *   ucx_mem.c   destination memory: map, publish keys, unmap
  *   ucx_data.c  attached peers, put and flush
  *   ucx_am.c    the active-message data path, where no lane does RMA
+ *   ucx_fence.c fencing: the try a destination takes writes of, and
+ *               stopping a source that stays inside a write of another
  *   ucx_key.c   the key a destination publishes for each buffer
  */
 #ifndef WEX_UCX_INTERNAL_H
@@ -46,6 +48,7 @@
 enum { UCX_PATH_AUTO, UCX_PATH_PUT, UCX_PATH_AM };
 
 typedef struct ucx_am_source ucx_am_source;
+typedef struct ucx_am_recv ucx_am_recv;
 
 /* An endpoint to one destination rank's worker, shared by every buffer
  * of that rank a source attaches. Never freed before the worker is
@@ -75,6 +78,8 @@ typedef struct ucx_conn {
     uint64_t am_placed;   /* what the answer says was placed */
     uint64_t am_refused;  /* ... and refused, in all */
     uint64_t am_refused_told; /* refused bytes a flush already failed for */
+    uint64_t am_fenced;   /* ... and dropped as another try's, in all */
+    uint64_t am_fenced_told;
 } ucx_conn;
 
 struct wex_transport_mem {
@@ -121,8 +126,15 @@ struct wex_transport_ctx {
     /* sources: the registration the last put came from (ucx_mem.c) */
     const wex_transport_mem *last_source_mem;
     ucx_am_source *am_sources; /* what each source sent by message */
+    ucx_am_recv *am_receiving; /* rendezvous receives in flight */
+    /* fencing (ucx_fence.c), under ctx->lock: the try whose messages
+     * are placed; 0: none. Until the host first opens one (`fencing`),
+     * every message is. */
+    uint64_t open_epoch;
+    int fencing;
     /* source */
     uint64_t nonce; /* tells this context's messages from another's */
+    uint64_t epoch; /* the try its messages are for (ucx_fence.c) */
     ucx_conn *conns;
     wt_link *peers; /* wex_transport_peer */
     uint64_t outstanding; /* put requests not yet completed */
@@ -193,5 +205,15 @@ wex_status ucx_am_put(wex_transport_ctx *ctx, wex_transport_peer *p,
 /* Asks c's destination to answer once every byte sent so far is placed. */
 void ucx_am_flush_start(ucx_conn *c);
 void ucx_am_sources_free(wex_transport_ctx *ctx);
+/* Destination, with ctx->lock held: rendezvous receives in flight; and
+ * closing, by force, the endpoints they come on (the receives then fail
+ * and place nothing more), returning how many endpoints it closed. */
+uint64_t ucx_am_receiving(const wex_transport_ctx *ctx);
+unsigned ucx_am_cut_receiving(wex_transport_ctx *ctx);
+
+/* ---- ucx_fence.c --------------------------------------------------- */
+
+/* The transport's fence op (ABI 1.4). */
+wex_status ucx_fence(wex_transport_ctx *ctx, wex_transport_fence *f);
 
 #endif /* WEX_UCX_INTERNAL_H */
