@@ -331,6 +331,21 @@ static int outcome(wex_job *job, const step_try *t, char *why, size_t cap)
     return result;
 }
 
+/* A source that failed the try itself (fenced, a transport error) says
+ * so before what the destinations' verdicts say. */
+static int with_own_reason(const wex_job *job, const step_try *t, int result,
+                           char *why, size_t cap)
+{
+    char verdicts[WEX__ERROR_MAX];
+
+    if (result == STEP_OK || job->side != WEX_SIDE_SOURCE ||
+        t->why[0] == '\0')
+        return result;
+    snprintf(verdicts, sizeof(verdicts), "%s", why);
+    snprintf(why, cap, "this source: %.500s; %.500s", t->why, verdicts);
+    return result;
+}
+
 /* ---- one try, and the step ---------------------------------------------- */
 
 static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
@@ -405,7 +420,7 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
         snprintf(why, cap, "posting the verdict: %s", wex__last_error());
         return STEP_FAILED;
     }
-    return outcome(job, t, why, cap);
+    return with_own_reason(job, t, outcome(job, t, why, cap), why, cap);
 }
 
 /* Closes the destination to the try; a writer the transport could not

@@ -80,9 +80,13 @@ wex_status ucx_peer_failed(wex_transport_ctx *ctx, ucx_conn *c)
 {
     drop_failed_ep(ctx, c);
     return FAIL(ctx->host, WEX_ERR_PEER,
-                "destination rank %llu unreachable: %s (host %s, pid %u)",
+                "destination rank %llu unreachable: %s (host %s, pid %u)%s",
                 (unsigned long long)c->rank, ucs_status_string(c->failure),
-                c->host, c->pid);
+                c->host, c->pid,
+                ctx->epoch != 0 ? ": it died, the network failed, or it "
+                                  "fenced this source out of a step it gave "
+                                  "up on (closing its connection)"
+                                : "");
 }
 
 /* Closes endpoints: those without buffers (all = 0) or every one. They

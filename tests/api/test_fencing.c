@@ -1,0 +1,372 @@
+/*
+ * A source the destination gave up on never writes into it again, between
+ * real processes at a real `wex store`, over shm and over ucx:
+ *   source A syncs steps 1 and 2, goes into step 3 and is stopped
+ *   (SIGSTOP) in the middle of its writes; the destination's step 3 fails
+ *   once step_seconds pass, and it is dirty;
+ *   - with a replacement: a new source 0 joins and steps 4 and 5 commit;
+ *     then A runs again (SIGCONT) and, 1.5 s later, every byte of the
+ *     destination still holds step 5;
+ *   - without one: A runs again and, 1.5 s later, the destination's
+ *     memory is what it was when its step 3 failed.
+ * Either way A never writes again: it was killed (shm, when caught inside
+ * a write: fence_seconds after the destination gave up), or its step 3
+ * failed saying it was fenced, or that the destination closed its
+ * connection (ucx).
+ *
+ *   test_fencing WEX_COMMAND
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <wex/wex.h>
+
+#include "api_check.h"
+
+#define TOKEN "fencing-test"
+
+/* A Qwen3 whose tied embedding is 131072 x 1024 bf16 (256 MiB): a step's
+ * writes take long enough to stop a source in the middle of them. */
+static const char model_json[] =
+    "{\"architectures\": [\"Qwen3ForCausalLM\"], \"head_dim\": 128,"
+    " \"hidden_size\": 1024, \"intermediate_size\": 2048,"
+    " \"num_attention_heads\": 8, \"num_hidden_layers\": 2,"
+    " \"num_key_value_heads\": 4, \"rms_norm_eps\": 1e-06,"
+    " \"tie_word_embeddings\": true, \"torch_dtype\": \"bfloat16\","
+    " \"vocab_size\": 131072}";
+
+typedef struct rank_job {
+    wex_job *job;
+    unsigned char **mem;
+    uint64_t count;
+} rank_job;
+
+/* What the destination tells the test. */
+typedef struct dest_report {
+    int step3_failed, dirty_after_3, steps_4_5_ok, still_5, unchanged;
+    uint64_t committed, holding_5, all;
+} dest_report;
+
+static void pause_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+    nanosleep(&ts, NULL);
+}
+
+static rank_job open_rank(const char *text, uint32_t side,
+                          const char *address)
+{
+    wex_job_options opts = {sizeof(opts), 0, address, TOKEN, NULL};
+    rank_job r = {NULL, NULL, 0};
+
+    if (wex_job_open(text, side, 0, &opts, &r.job) != WEX_OK) {
+        fprintf(stderr, "open: %s\n", wex_last_error());
+        _exit(10);
+    }
+    r.count = wex_job_tensor_count(r.job);
+    r.mem = calloc(r.count ? r.count : 1, sizeof(*r.mem));
+    for (uint64_t i = 0; i < r.count; i++)
+        if (wex_job_alloc(r.job, i, (void **)&r.mem[i]) != WEX_OK) {
+            fprintf(stderr, "alloc: %s\n", wex_last_error());
+            _exit(11);
+        }
+    return r;
+}
+
+static uint64_t tensor_bytes(const rank_job *r, uint64_t i)
+{
+    wex_tensor t = {sizeof(t), 0, 0, 0, NULL, NULL, 0};
+
+    wex_job_tensor(r->job, i, &t);
+    return t.bytes;
+}
+
+static void fill(const rank_job *r, uint64_t step)
+{
+    for (uint64_t i = 0; i < r->count; i++)
+        memset(r->mem[i], (int)(step & 0xff), tensor_bytes(r, i));
+}
+
+static uint64_t holding(const rank_job *r, uint64_t step, uint64_t *all)
+{
+    uint64_t n = 0;
+
+    *all = 0;
+    for (uint64_t i = 0; i < r->count; i++) {
+        uint64_t bytes = tensor_bytes(r, i);
+        *all += bytes;
+        for (uint64_t b = 0; b < bytes; b++)
+            n += r->mem[i][b] == (unsigned char)step;
+    }
+    return n;
+}
+
+/* A cheap fingerprint of everything the rank holds. */
+static uint64_t fingerprint(const rank_job *r)
+{
+    uint64_t h = 1469598103934665603ull;
+
+    for (uint64_t i = 0; i < r->count; i++) {
+        uint64_t bytes = tensor_bytes(r, i);
+        for (uint64_t b = 0; b < bytes; b++)
+            h = (h ^ r->mem[i][b]) * 1099511628211ull;
+    }
+    return h;
+}
+
+static int say(int fd, char c)
+{
+    return write(fd, &c, 1) == 1 ? 0 : -1;
+}
+
+static int hear(int fd)
+{
+    char c;
+
+    return read(fd, &c, 1) == 1 ? c : -1;
+}
+
+/* ---- the ranks ----------------------------------------------------------- */
+
+/* Source A: steps 1 and 2, then step 3, in which it is stopped. Exits 0
+ * when step 3 failed for a reason that keeps it out ("fenced", or its
+ * connection to the destination closed), 1 when step 3 committed (the
+ * stop came too late), 2 otherwise; the message goes to stderr. */
+static int stalling_source(const char *text, const char *address, int out)
+{
+    rank_job r = open_rank(text, WEX_SIDE_SOURCE, address);
+    const char *why;
+
+    for (uint64_t step = 1; step <= 2; step++) {
+        fill(&r, step);
+        if (wex_sync(r.job, step, NULL) != WEX_OK) {
+            fprintf(stderr, "source A: step %llu: %s\n",
+                    (unsigned long long)step, wex_last_error());
+            return 3;
+        }
+    }
+    fill(&r, 3);
+    if (say(out, '3') != 0)
+        return 4;
+    if (wex_sync(r.job, 3, NULL) == WEX_OK)
+        return 1;
+    why = wex_last_error();
+    fprintf(stderr, "source A, resumed: step 3: %s\n", why);
+    return strstr(why, "fenced") != NULL ||
+                   strstr(why, "destination rank 0") != NULL
+               ? 0
+               : 2;
+}
+
+/* Source 0 again, in a new process: connects, says so, then steps 4
+ * and 5. */
+static int replacement_source(const char *text, const char *address,
+                              int out)
+{
+    rank_job r = open_rank(text, WEX_SIDE_SOURCE, address);
+
+    if (wex_job_connect(r.job) != WEX_OK) {
+        fprintf(stderr, "replacement source: %s\n", wex_last_error());
+        return 31;
+    }
+    if (say(out, 'c') != 0)
+        return 32;
+    for (uint64_t step = 4; step <= 5; step++) {
+        fill(&r, step);
+        if (wex_sync(r.job, step, NULL) != WEX_OK) {
+            fprintf(stderr, "replacement source: step %llu: %s\n",
+                    (unsigned long long)step, wex_last_error());
+            return 30;
+        }
+    }
+    wex_job_close(r.job);
+    return 0;
+}
+
+/* Steps 1 to 3, saying '3' once step 3 has failed (or '!' if it
+ * committed); with a replacement, steps 4 and 5 once told 'g', saying
+ * '5'; then waits for 'c' and checks what it holds. */
+static int destination(const char *text, const char *address, int replace,
+                       int in, int out)
+{
+    rank_job r = open_rank(text, WEX_SIDE_DESTINATION, address);
+    dest_report rep;
+    uint64_t before;
+
+    memset(&rep, 0, sizeof(rep));
+    for (uint64_t step = 1; step <= 2; step++)
+        if (wex_sync(r.job, step, NULL) != WEX_OK)
+            return 40;
+    rep.step3_failed = wex_sync(r.job, 3, NULL) != WEX_OK;
+    rep.dirty_after_3 = wex_job_dirty(r.job);
+    before = fingerprint(&r);
+    if (say(out, rep.step3_failed ? '3' : '!') != 0)
+        return 41;
+    if (!rep.step3_failed)
+        return 0;
+    if (replace) {
+        /* after the replacement has connected: a source that died since
+         * step 3 (killed by the fence) fails the first barrier of a rank
+         * that has not yet heard of the death, unless it is back */
+        if (hear(in) != 'g')
+            return 45;
+        rep.steps_4_5_ok = wex_sync(r.job, 4, NULL) == WEX_OK &&
+                           wex_sync(r.job, 5, NULL) == WEX_OK;
+        if (!rep.steps_4_5_ok)
+            fprintf(stderr, "destination: %s\n", wex_last_error());
+        if (say(out, '5') != 0)
+            return 42;
+    }
+    if (hear(in) != 'c')
+        return 43;
+    rep.committed = wex_job_committed_step(r.job);
+    rep.holding_5 = holding(&r, 5, &rep.all);
+    rep.still_5 = rep.holding_5 == rep.all && !wex_job_dirty(r.job);
+    rep.unchanged = fingerprint(&r) == before;
+    if (write(out, &rep, sizeof(rep)) != (ssize_t)sizeof(rep))
+        return 44;
+    wex_job_close(r.job);
+    return 0;
+}
+
+/* ---- the scenario -------------------------------------------------------- */
+
+static int exit_code(pid_t pid)
+{
+    int status = 0;
+
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* One try with A stopped `delay_ms` after it went into step 3; returns
+ * 1 when the stop landed (the destination's step 3 failed). */
+static int stalled_source(const char *wex, const char *transport,
+                          const char *model, int replace, long delay_ms)
+{
+    char address[300], text[1024];
+    pid_t store = start_store(wex, TOKEN, address, sizeof(address));
+    int to_dst[2], from_dst[2], from_a[2], a_status;
+    pid_t dst, a, b = -1;
+    dest_report rep;
+
+    if (store <= 0 || pipe(to_dst) || pipe(from_dst) || pipe(from_a)) {
+        EXPECT(0, "store and pipes");
+        return 1;
+    }
+    snprintf(text, sizeof(text),
+             "{\"model\": \"%s\", \"source\": {\"engine\": \"hf\"},"
+             " \"destination\": {\"engine\": \"hf\"},"
+             " \"transport\": \"%s\", \"verify\": \"digest\","
+             " \"timeouts\": {\"connect_seconds\": 30, \"step_seconds\": 3,"
+             " \"fence_seconds\": 0.5}}",
+             model, transport);
+    if ((dst = fork()) == 0)
+        _exit(destination(text, address, replace, to_dst[0], from_dst[1]));
+    if ((a = fork()) == 0)
+        _exit(stalling_source(text, address, from_a[1]));
+    EXPECT(hear(from_a[0]) == '3', "%s: source A reached step 3", transport);
+    pause_ms(delay_ms);
+    kill(a, SIGSTOP);
+    if (hear(from_dst[0]) != '3') { /* step 3 committed: stopped too late */
+        kill(a, SIGCONT);
+        exit_code(a);
+        exit_code(dst);
+        kill(store, SIGTERM);
+        waitpid(store, NULL, 0);
+        return 0;
+    }
+    if (replace) {
+        if ((b = fork()) == 0)
+            _exit(replacement_source(text, address, from_a[1]));
+        EXPECT(hear(from_a[0]) == 'c', "%s: the replacement connected",
+               transport);
+        EXPECT(say(to_dst[1], 'g') == 0, "step 4 go");
+        EXPECT(hear(from_dst[0]) == '5', "%s: the destination went through "
+               "steps 4 and 5", transport);
+        EXPECT(exit_code(b) == 0, "%s: the replacement source committed "
+               "steps 4 and 5", transport);
+    }
+    kill(a, SIGCONT);
+    pause_ms(1500);
+    EXPECT(say(to_dst[1], 'c') == 0, "tell the destination to check");
+    memset(&rep, 0, sizeof(rep));
+    EXPECT(read(from_dst[0], &rep, sizeof(rep)) == (ssize_t)sizeof(rep),
+           "%s: the destination reported", transport);
+    EXPECT(exit_code(dst) == 0, "%s: the destination exited cleanly",
+           transport);
+    a_status = exit_code(a);
+    EXPECT(rep.dirty_after_3, "%s: the failed step 3 left the destination "
+           "dirty", transport);
+    if (replace) {
+        EXPECT(rep.steps_4_5_ok && rep.committed == 5 && rep.still_5,
+               "%s: 1.5 s after source A ran again the destination holds "
+               "step 5 in %llu of %llu bytes (committed %llu)", transport,
+               (unsigned long long)rep.holding_5,
+               (unsigned long long)rep.all,
+               (unsigned long long)rep.committed);
+    } else {
+        EXPECT(rep.unchanged && rep.committed == 2, "%s: 1.5 s after source "
+               "A ran again, with no sync running, the destination is what "
+               "its failed step 3 left", transport);
+    }
+    EXPECT(a_status == 0 || a_status == 128 + SIGKILL,
+           "%s: source A was fenced (exit %d)", transport, a_status);
+    EXPECT(strcmp(transport, "shm") == 0 || a_status == 0,
+           "%s: a network source is never killed, only refused", transport);
+    printf("%s, %s: source A stopped %ld ms into step 3: %s\n", transport,
+           replace ? "replaced" : "not replaced", delay_ms,
+           a_status == 0 ? "fenced when it ran again"
+                         : "killed by the destination, stopped inside a "
+                           "write");
+    for (int i = 0; i < 2; i++) {
+        close(to_dst[i]);
+        close(from_dst[i]);
+        close(from_a[i]);
+    }
+    kill(store, SIGTERM);
+    waitpid(store, NULL, 0);
+    return 1;
+}
+
+static void fences(const char *wex, const char *transport, const char *model,
+                   int replace)
+{
+    static const long delays[] = {15, 5, 40, 2};
+    int landed = 0;
+
+    for (size_t k = 0; k < sizeof(delays) / sizeof(delays[0]) && !landed;
+         k++)
+        landed = stalled_source(wex, transport, model, replace, delays[k]);
+    EXPECT(landed, "%s: no stop landed inside step 3's writes", transport);
+}
+
+int main(int argc, char **argv)
+{
+    char model[] = "/tmp/wex-fencing-model-XXXXXX";
+    const char *transports[] = {"shm", "ucx"};
+    int fd;
+
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s WEX_COMMAND\n", argv[0]);
+        return 2;
+    }
+    fd = mkstemp(model);
+    if (fd < 0 || write(fd, model_json, sizeof(model_json) - 1) !=
+                      (ssize_t)(sizeof(model_json) - 1))
+        return 2;
+    close(fd);
+    for (int t = 0; t < 2; t++) {
+        fences(argv[1], transports[t], model, 1);
+        fences(argv[1], transports[t], model, 0);
+    }
+    unlink(model);
+    if (failures == 0)
+        printf("fencing: a stopped source never writes again, replaced or "
+               "not, over shm and ucx\n");
+    return failures ? 1 : 0;
+}
