@@ -265,6 +265,7 @@ static int stalled_source(const char *wex, const char *transport,
              " \"timeouts\": {\"connect_seconds\": 30, \"step_seconds\": 3,"
              " \"fence_seconds\": 0.5}}",
              model, transport);
+    fflush(stdout); /* children must not print the parent's lines again */
     if ((dst = fork()) == 0)
         _exit(destination(text, address, replace, to_dst[0], from_dst[1]));
     if ((a = fork()) == 0)
@@ -345,6 +346,132 @@ static void fences(const char *wex, const char *transport, const char *model,
     EXPECT(landed, "%s: no stop landed inside step 3's writes", transport);
 }
 
+/* ---- ucx puts: keys revoked, and followed -------------------------------- */
+
+/* Source replica `rank` (dp 2): steps 1 and 2; replica 1 says '2' and
+ * waits to be killed inside step 2. */
+static int replica(const char *text, const char *address, uint64_t rank,
+                   int out)
+{
+    wex_job_options opts = {sizeof(opts), 0, address, TOKEN, NULL};
+    rank_job r = {NULL, NULL, 0};
+
+    if (wex_job_open(text, WEX_SIDE_SOURCE, rank, &opts, &r.job) != WEX_OK)
+        return 50;
+    r.count = wex_job_tensor_count(r.job);
+    r.mem = calloc(r.count ? r.count : 1, sizeof(*r.mem));
+    for (uint64_t i = 0; i < r.count; i++)
+        if (wex_job_alloc(r.job, i, (void **)&r.mem[i]) != WEX_OK)
+            return 51;
+    for (uint64_t step = 1; step <= 2; step++) {
+        fill(&r, step);
+        if (step == 2 && rank == 1 && say(out, '2') != 0)
+            return 52;
+        if (wex_sync(r.job, step, NULL) != WEX_OK) {
+            fprintf(stderr, "source %llu: step %llu: %s\n",
+                    (unsigned long long)rank, (unsigned long long)step,
+                    wex_last_error());
+            return 53;
+        }
+    }
+    wex_job_close(r.job);
+    return 0;
+}
+
+/* The destination binds memory of its own, which ucx registers (and can
+ * register again); says the report of step 2. */
+static int binding_destination(const char *text, const char *address,
+                               int out)
+{
+    wex_job_options opts = {sizeof(opts), 0, address, TOKEN, NULL};
+    rank_job r = {NULL, NULL, 0};
+    wex_sync_report rep;
+    uint64_t all, held;
+
+    if (wex_job_open(text, WEX_SIDE_DESTINATION, 0, &opts, &r.job) != WEX_OK)
+        return 60;
+    r.count = wex_job_tensor_count(r.job);
+    r.mem = calloc(r.count ? r.count : 1, sizeof(*r.mem));
+    for (uint64_t i = 0; i < r.count; i++) {
+        uint64_t bytes = tensor_bytes(&r, i);
+        r.mem[i] = aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+        if (r.mem[i] == NULL ||
+            wex_job_bind(r.job, i, r.mem[i], bytes) != WEX_OK)
+            return 61;
+    }
+    if (wex_sync(r.job, 1, NULL) != WEX_OK)
+        return 62;
+    memset(&rep, 0, sizeof(rep));
+    rep.struct_size = sizeof(rep);
+    if (wex_sync(r.job, 2, &rep) != WEX_OK) {
+        fprintf(stderr, "destination: step 2: %s\n", wex_last_error());
+        return 63;
+    }
+    held = holding(&r, 2, &all);
+    if (write(out, &rep.attempts, sizeof(rep.attempts)) < 0 ||
+        write(out, &held, sizeof(held)) < 0 || write(out, &all, 8) < 0)
+        return 64;
+    wex_job_close(r.job);
+    return 0;
+}
+
+/* Source replica 1 is killed inside step 2: the destination gives the
+ * try up, revokes its keys and publishes new ones, and the retry without
+ * replica 1 commits from replica 0, which attached the new keys. */
+static void failover_follows_new_keys(const char *wex, const char *model)
+{
+    char address[300], text[1024];
+    pid_t store = start_store(wex, TOKEN, address, sizeof(address));
+    int from_dst[2], from_one[2];
+    uint32_t attempts = 0;
+    uint64_t held = 0, all = 1;
+    pid_t dst, zero, one;
+
+    if (store <= 0 || pipe(from_dst) || pipe(from_one)) {
+        EXPECT(0, "store and pipes");
+        return;
+    }
+    snprintf(text, sizeof(text),
+             "{\"model\": \"%s\", \"source\": {\"engine\": \"hf\","
+             " \"parallel\": {\"dp\": 2}},"
+             " \"destination\": {\"engine\": \"hf\"},"
+             " \"transport\": {\"name\": \"ucx\", \"options\":"
+             " {\"data_path\": \"put\", \"error_handling\": \"none\"}},"
+             " \"verify\": \"digest\","
+             " \"timeouts\": {\"connect_seconds\": 30, \"step_seconds\": 20,"
+             " \"fence_seconds\": 0.5}}",
+             model);
+    fflush(stdout);
+    if ((dst = fork()) == 0)
+        _exit(binding_destination(text, address, from_dst[1]));
+    if ((zero = fork()) == 0)
+        _exit(replica(text, address, 0, -1));
+    if ((one = fork()) == 0)
+        _exit(replica(text, address, 1, from_one[1]));
+    EXPECT(hear(from_one[0]) == '2', "source 1 reached step 2");
+    pause_ms(10);
+    kill(one, SIGKILL);
+    exit_code(one);
+    EXPECT(read(from_dst[0], &attempts, sizeof(attempts)) ==
+                   (ssize_t)sizeof(attempts) &&
+               read(from_dst[0], &held, 8) == 8 &&
+               read(from_dst[0], &all, 8) == 8,
+           "ucx puts: the destination committed step 2");
+    EXPECT(exit_code(dst) == 0 && exit_code(zero) == 0,
+           "ucx puts: the destination and source 0 committed step 2");
+    EXPECT(held == all, "ucx puts: step 2 whole after the failover (%llu of "
+           "%llu bytes)", (unsigned long long)held, (unsigned long long)all);
+    printf("ucx puts: source 1 killed inside step 2: committed in %u "
+           "tr%s, every byte step 2's\n", attempts,
+           attempts == 1 ? "y" : "ies");
+    for (int i = 0; i < 2; i++) {
+        close(from_dst[i]);
+        close(from_one[i]);
+    }
+    kill(store, SIGTERM);
+    waitpid(store, NULL, 0);
+}
+
 int main(int argc, char **argv)
 {
     char model[] = "/tmp/wex-fencing-model-XXXXXX";
@@ -364,6 +491,7 @@ int main(int argc, char **argv)
         fences(argv[1], transports[t], model, 1);
         fences(argv[1], transports[t], model, 0);
     }
+    failover_follows_new_keys(argv[1], model);
     unlink(model);
     if (failures == 0)
         printf("fencing: a stopped source never writes again, replaced or "

@@ -81,8 +81,11 @@ wex_status wex__fence_close(wex_job *job, int abandoned)
     f.abandoned = abandoned != 0;
     f.grace_ms = grace < 1 ? 1 : grace > 3.6e6 ? 3600000u : (uint32_t)grace;
     st = call(job, &f);
-    if (st == WEX_OK && f.rekeyed)
-        st = wex__job_publish_memory(job);
+    if (f.rekeyed) { /* whatever else failed: the old keys are gone */
+        wex_status published = wex__job_publish_memory(job);
+        if (st == WEX_OK)
+            st = published;
+    }
     return st;
 }
 

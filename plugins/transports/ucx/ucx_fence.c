@@ -117,8 +117,16 @@ wex_status ucx_fence(wex_transport_ctx *ctx, wex_transport_fence *f)
     if (f->op == WEX_FENCE_OPEN && destination && f->epoch != 0)
         return fence_open(ctx, f->epoch);
     if (f->op == WEX_FENCE_CLOSE && destination) {
-        f->rekeyed = 0;
-        return fence_close(ctx, f->grace_ms);
+        wex_status st = fence_close(ctx, f->grace_ms);
+        int rekeyed = 0;
+
+        /* Puts bypass the handler: revoke their keys after a try given
+         * up on, unless every source sends messages. */
+        if (f->abandoned && ctx->data_path != UCX_PATH_AM &&
+            (rekeyed = ucx_mem_rekey(ctx)) < 0)
+            return WEX_ERR_SYSTEM;
+        f->rekeyed = rekeyed > 0;
+        return st;
     }
     return FAIL(h, WEX_ERR_INVALID, "fence: op %u%s on a %s", f->op,
                 f->epoch == 0 ? " with epoch 0" : "",

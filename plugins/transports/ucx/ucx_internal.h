@@ -89,6 +89,7 @@ struct wex_transport_mem {
     uint64_t bytes;
     uint64_t map_bytes; /* our own mmap's length, or 0: caller's memory,
                            or UCX's (freed by ucp_mem_unmap) */
+    int ucx_owned; /* UCX allocated it: it cannot be registered again */
 };
 
 struct wex_transport_peer {
@@ -174,6 +175,10 @@ wex_status ucx_mem_key(wex_transport_ctx *ctx, wex_transport_mem *m,
 /* Unmaps and frees `m`, already unlinked from ctx->mems; takes ctx->lock
  * for the UCP call only. */
 void ucx_mem_free(wex_transport_ctx *ctx, wex_transport_mem *m);
+/* Destination: registers every buffer UCX did not allocate again and
+ * drops the old registration, revoking the remote keys sources hold;
+ * returns how many, or -1 (with the error set) when one failed. */
+int ucx_mem_rekey(wex_transport_ctx *ctx);
 /* Sources: the handle of the registration [src, src + bytes) lies in,
  * or NULL (UCX then registers on use, where its lanes need it). */
 ucp_mem_h ucx_source_memh(wex_transport_ctx *ctx, const void *src,

@@ -111,6 +111,7 @@ static wex_transport_mem *ucx_allocated(wex_transport_ctx *ctx,
     memset(attr.address, 0, (size_t)bytes);
     m->address = attr.address;
     m->bytes = bytes;
+    m->ucx_owned = 1;
     link_mem(ctx, m);
     return m;
 }
@@ -170,6 +171,27 @@ void ucx_mem_free(wex_transport_ctx *ctx, wex_transport_mem *m)
     if (m->map_bytes != 0)
         munmap(m->address, (size_t)m->map_bytes);
     free(m);
+}
+
+int ucx_mem_rekey(wex_transport_ctx *ctx)
+{
+    int n = 0;
+
+    for (wt_link *l = ctx->mems; l != NULL; l = l->next) {
+        wex_transport_mem *m = WT_MEM_OF(l);
+        ucp_mem_h fresh;
+
+        if (m->ucx_owned)
+            continue;
+        if (map_memory(ctx, m->address, m->bytes, &fresh) != WEX_OK)
+            return -1;
+        pthread_mutex_lock(&ctx->lock);
+        ucp_mem_unmap(ctx->context, m->memh);
+        m->memh = fresh;
+        pthread_mutex_unlock(&ctx->lock);
+        n++;
+    }
+    return n;
 }
 
 ucp_mem_h ucx_source_memh(wex_transport_ctx *ctx, const void *src,
