@@ -238,11 +238,12 @@ static const wex_transport_ops nccl_ops = {
     .recv = nccl_recv,
     .peer_path = NULL,
     .connect = nccl_connect,
+    .fence = nccl_fence,
 };
 
 static const wex_plugin_desc nccl_desc = {
     .struct_size = sizeof(wex_plugin_desc),
-    .abi_version = WEX_ABI_1_3,
+    .abi_version = WEX_ABI_1_4,
     .kind = WEX_KIND_TRANSPORT,
     .flags = WEX_PLUGIN_THREAD_PER_CTX,
     .name = "nccl",
@@ -252,4 +253,4 @@ static const wex_plugin_desc nccl_desc = {
     .ops = &nccl_ops,
 };
 
-WEX_PLUGIN_DEFINE_ENTRY(WEX_ABI_1_3, nccl_desc)
+WEX_PLUGIN_DEFINE_ENTRY(WEX_ABI_1_4, nccl_desc)

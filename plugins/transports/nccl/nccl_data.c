@@ -1,7 +1,7 @@
 /*
  * The data path: attaching a destination's buffer, puts and recvs
  * queued in the plan's order, and flush, which issues them as one group
- * and waits for them against timeout_ms.
+ * and waits for them against timeout_ms; and fencing.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -190,4 +190,43 @@ wex_status nccl_flush(wex_transport_ctx *ctx)
                     cudaGetErrorString(e));
     }
     return WEX_OK;
+}
+
+/* ---- fencing (ABI 1.4) ----------------------------------------------- */
+
+/* Matched sends cannot be refused one by one, and a send that a stalled
+ * source posts late would match a receive of a later try. So a
+ * destination that gives a try up aborts the communicator: nothing of
+ * that try or a later one moves through it, and the job must be opened
+ * again (nccl jobs do not fail over). A committed try leaves it alone:
+ * every receive of it completed. */
+wex_status nccl_fence(wex_transport_ctx *ctx, wex_transport_fence *f)
+{
+    const wex_host_services *h = ctx->host;
+    int destination = ctx->side == WEX_SIDE_DESTINATION;
+
+    if (f == NULL || f->struct_size < WEX_TRANSPORT_FENCE_SIZE_1_4)
+        return FAIL(h, WEX_ERR_ABI, "fence: a wex_transport_fence smaller "
+                    "than ABI 1.4's");
+    if (f->op == WEX_FENCE_WRITE && !destination && f->epoch != 0)
+        return WEX_OK;
+    if (f->op == WEX_FENCE_OPEN && destination && f->epoch != 0)
+        return ctx->broken ? FAIL(h, WEX_ERR_PEER, "the job's communicator "
+                                  "was aborted after an earlier failure: "
+                                  "open the job again")
+                           : WEX_OK;
+    if (f->op == WEX_FENCE_CLOSE && destination) {
+        f->rekeyed = 0;
+        if (f->abandoned && !ctx->broken) {
+            nccl_abort(ctx);
+            WEX_WARN(h, "destination rank %llu aborted the job's "
+                     "communicator: it gave a try up, and a source's late "
+                     "sends must not reach a later one",
+                     (unsigned long long)ctx->rank);
+        }
+        return WEX_OK;
+    }
+    return FAIL(h, WEX_ERR_INVALID, "fence: op %u%s on a %s", f->op,
+                f->epoch == 0 ? " with epoch 0" : "",
+                destination ? "destination" : "source");
 }

@@ -73,6 +73,9 @@ wex_status nccl_put(wex_transport_ctx *ctx, wex_transport_peer *p,
 wex_status nccl_recv(wex_transport_ctx *ctx, uint64_t peer_rank,
                      wex_transport_mem *m, uint64_t offset, uint64_t bytes);
 wex_status nccl_flush(wex_transport_ctx *ctx);
+/* The transport's fence op (ABI 1.4): an abandoned try aborts the
+ * communicator. */
+wex_status nccl_fence(wex_transport_ctx *ctx, wex_transport_fence *f);
 
 /* ---- nccl_comm.c --------------------------------------------------- */
 
