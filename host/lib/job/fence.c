@@ -13,7 +13,10 @@
  * is given the job's fence_seconds to leave its write and is then
  * killed, an endpoint closed, an RDMA key revoked (and a new one
  * published here for the next try). A source so refused fails its step
- * naming the destination that fenced it.
+ * naming the destination that fenced it. Before closing a try it gave up
+ * on, the destination waits (job_sync.c) for its sources to say they are
+ * done with it, so a live source is never caught inside it: only a
+ * stalled one is.
  */
 #include <stdio.h>
 #include <string.h>
@@ -46,31 +49,30 @@ static wex_status call(wex_job *job, wex_transport_fence *f)
     return WEX_OK;
 }
 
-void wex__fence_announce(const wex_job *job)
-{
-    if (job->tops->fence == NULL && job->side == WEX_SIDE_DESTINATION &&
-        job->rank == 0)
-        WEX__WARN("transport %s cannot fence its writers: a source that "
-                  "stalls inside a step and runs again later can still "
-                  "write into destinations that gave up on that step",
-                  job->plan.job->transport.name);
-}
-
 wex_status wex__fence_open(wex_job *job, uint64_t epoch)
 {
     wex_transport_fence f;
 
-    if (job->tops->fence == NULL)
+    if (job->tops->fence == NULL) {
+        if (!job->fence_told && job->rank == 0)
+            WEX__WARN("transport %s cannot fence its writers: a source that "
+                      "stalls inside a step and runs again later can still "
+                      "write into destinations that gave up on that step",
+                      job->plan.job->transport.name);
+        job->fence_told = 1;
         return WEX_OK;
+    }
     memset(&f, 0, sizeof(f));
     f.op = WEX_FENCE_OPEN;
     f.epoch = epoch;
     return call(job, &f);
 }
 
-wex_status wex__fence_close(wex_job *job, int abandoned)
+wex_status wex__fence_close(wex_job *job, int abandoned, double grace_s)
 {
-    double grace = job->plan.job->fence_seconds * 1000.0;
+    /* at least a moment: a writer caught at the last instant leaves its
+     * write within a chunk */
+    double grace = grace_s > 0.05 ? grace_s * 1000.0 : 50.0;
     wex_transport_fence f;
     wex_status st;
 

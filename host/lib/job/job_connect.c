@@ -168,6 +168,5 @@ wex_status wex__job_connect(wex_job *job)
     if (st != WEX_OK)
         return wex__error_prefix(st, "%s: connecting", who);
     job->connected = 1;
-    wex__fence_announce(job);
     return WEX_OK;
 }

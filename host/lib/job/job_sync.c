@@ -423,14 +423,38 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
     return with_own_reason(job, t, outcome(job, t, why, cap), why, cap);
 }
 
+/* A try given up on (a source died or stalled) may still have sources
+ * writing it that know nothing yet: they are given up to fence_seconds
+ * to finish and say so, and only a source that does not (a stalled one)
+ * is still inside the try when the transport closes it. Returns the
+ * seconds left of fence_seconds. */
+static double await_writers(wex_job *job, const step_try *t)
+{
+    double deadline = wex__now() + job->plan.job->fence_seconds;
+
+    for (size_t p = 0; p < job->peer_count && wex__now() < deadline; p++) {
+        char key[128];
+        void *value = NULL;
+        size_t len = 0;
+
+        done_key(key, sizeof(key), t, job->peers[p], job->rank);
+        if (wex__store_get(job->store, key, deadline - wex__now(), &value,
+                           &len) == WEX_OK)
+            free(value);
+    }
+    return deadline - wex__now();
+}
+
 /* Closes the destination to the try; a writer the transport could not
  * stop is told beside the try's outcome (the destination stays dirty,
  * and the transport refuses to open again while that writer lives). */
-static void close_try(wex_job *job, int abandoned, char *why, size_t cap)
+static void close_try(wex_job *job, const step_try *t, int abandoned,
+                      char *why, size_t cap)
 {
     size_t used = strlen(why);
+    double left = abandoned && t->wrote ? await_writers(job, t) : 0;
 
-    if (wex__fence_close(job, abandoned) == WEX_OK)
+    if (wex__fence_close(job, abandoned, left) == WEX_OK)
         return;
     if (!abandoned) {
         WEX__WARN("destination rank %llu: closing a committed try: %s",
@@ -499,7 +523,7 @@ wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
     for (;; t.number++) {
         result = run_try(job, &t, why, sizeof(why));
         if (job->side == WEX_SIDE_DESTINATION)
-            close_try(job, result != STEP_OK, why, sizeof(why));
+            close_try(job, &t, result != STEP_OK, why, sizeof(why));
         if (t.number == 0)
             snprintf(first, sizeof(first), "%s", why);
         if (result != STEP_RETRY || t.number >= job->plan.src.ranks)

@@ -72,6 +72,7 @@ struct wex_job {
     /* A failed step may have written part of this destination's tensors:
      * they hold a mix of steps until the next commit (wex_job_dirty). */
     int dirty;
+    int fence_told; /* that the transport cannot fence (fence.c) */
     /* one thread at a time (job_lock.c) */
     pthread_mutex_t busy;
     int busy_ready, closing;
@@ -140,13 +141,13 @@ wex_status wex__job_connect(wex_job *job);
 wex_status wex__job_publish_memory(wex_job *job);
 /* fence.c: the epoch of try `number` of `step` (never 0); a destination
  * opens its memory to it before the try's barrier and closes it after
- * (`abandoned`: the try did not commit), republishing its keys when the
+ * (`abandoned`: the try did not commit; a writer still inside it gets
+ * `grace_s` to leave before it is stopped), republishing its keys when the
  * transport revoked them; a source names it before its first put. No-ops
- * where the transport cannot fence, which announce says once per job. */
+ * where the transport cannot fence, which the first open says. */
 uint64_t wex__fence_epoch(uint64_t step, uint64_t number);
-void wex__fence_announce(const wex_job *job);
 wex_status wex__fence_open(wex_job *job, uint64_t epoch);
-wex_status wex__fence_close(wex_job *job, int abandoned);
+wex_status wex__fence_close(wex_job *job, int abandoned, double grace_s);
 wex_status wex__fence_write(wex_job *job, uint64_t epoch);
 /* job_lock.c: a public call that changes the job runs between enter and
  * leave; enter fails at once while another thread is inside. */

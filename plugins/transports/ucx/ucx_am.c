@@ -17,7 +17,8 @@
  * Messages (little-endian hosts; headers only, except DATA's payload):
  *   DATA   source -> destination  {nonce, source rank, address, epoch}
  *                                 + bytes
- *   FLUSH  source -> destination  {nonce, source rank, token, seq, sent}
+ *   FLUSH  source -> destination  {nonce, source rank, token, seq, sent,
+ *                                  epoch}
  *   ACK    destination -> source  {token, seq, placed, refused, fenced}
  * `nonce` tells one source context from another (a restarted source
  * starts counting afresh), `sent` and `placed` count every byte since
@@ -26,8 +27,10 @@
  * mapped are refused (counted, never written), as are bytes a receive
  * failed to place, and the source's flush fails naming them. Bytes of
  * another try than the one the destination takes (`epoch`, ucx_fence.c)
- * are dropped and counted as fenced: the source's flush fails saying it
- * was fenced. A source that dies leaves its bytes half placed,
+ * are dropped and counted as fenced, per epoch (a source's messages
+ * arrive in order, so those of one epoch come together): a flush's
+ * answer counts the bytes of the flush's own epoch that were dropped,
+ * and the source's flush fails saying it was fenced. A source that dies leaves its bytes half placed,
  * which is what a half-finished put leaves too: the host fails the try,
  * commits nothing, and the next try overwrites them.
  */
@@ -47,7 +50,7 @@ typedef struct {
 } data_header;
 
 typedef struct {
-    uint64_t nonce, rank, token, seq, sent;
+    uint64_t nonce, rank, token, seq, sent, epoch;
 } flush_header;
 
 typedef struct {
@@ -70,7 +73,9 @@ struct ucx_am_source {
     uint64_t rank;
     uint64_t placed;
     uint64_t refused;
-    uint64_t fenced;    /* dropped: sent for another try */
+    uint64_t fenced_total; /* dropped: sent for another try */
+    uint64_t fenced_epoch; /* the epoch of the last message dropped */
+    uint64_t fenced;       /* ... and the bytes of that epoch dropped */
     uint32_t receiving; /* rendezvous receives in flight */
     int failed;         /* a receive failed: the source is gone */
     /* the flush waiting for its answer */
@@ -244,6 +249,7 @@ void ucx_am_flush_start(ucx_conn *c)
     op->h.flush.token = (uint64_t)(uintptr_t)c;
     op->h.flush.seq = c->am_seq;
     op->h.flush.sent = c->am_sent;
+    op->h.flush.epoch = ctx->epoch;
     (void)send_message(c, AM_FLUSH, op, sizeof(flush_header), NULL, 0,
                        UCP_AM_SEND_FLAG_REPLY, NULL);
 }
@@ -322,7 +328,7 @@ static void maybe_answer(wex_transport_ctx *ctx, ucx_am_source *s)
     void *req;
 
     if (!s->flush_pending || s->failed || s->receiving != 0 ||
-        s->placed + s->refused + s->fenced < s->flush.sent)
+        s->placed + s->refused + s->fenced_total < s->flush.sent)
         return;
     s->flush_pending = 0;
     a = malloc(sizeof(*a));
@@ -332,7 +338,7 @@ static void maybe_answer(wex_transport_ctx *ctx, ucx_am_source *s)
     a->seq = s->flush.seq;
     a->placed = s->placed;
     a->refused = s->refused;
-    a->fenced = s->fenced;
+    a->fenced = s->fenced_epoch == s->flush.epoch ? s->fenced : 0;
     memset(&param, 0, sizeof(param));
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                          UCP_OP_ATTR_FIELD_USER_DATA;
@@ -396,7 +402,11 @@ static ucs_status_t on_data(void *arg, const void *header, size_t header_len,
     if (s == NULL)
         return rndv ? UCS_ERR_NO_MEMORY : UCS_OK;
     if (ctx->fencing && d.epoch != ctx->open_epoch) {
+        if (s->fenced_epoch != d.epoch)
+            s->fenced = 0;
+        s->fenced_epoch = d.epoch;
         s->fenced += length;
+        s->fenced_total += length;
         return UCS_OK; /* dropped; the answer to the flush counts them */
     }
     if (!inside_a_buffer(ctx, d.address, length)) {

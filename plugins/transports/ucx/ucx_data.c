@@ -104,8 +104,25 @@ static void put_done(void *request, ucs_status_t status, void *user_data)
     ucp_request_free(request);
 }
 
-wex_status ucx_put(wex_transport_ctx *ctx, wex_transport_peer *p,
-                   uint64_t offset, const void *src, uint64_t bytes)
+/* A source that gives up on a try (a put or a flush failed) still lets
+ * what it has sent finish: its destinations are receiving it, and wait
+ * for the rest before they close the try, closing by force the
+ * endpoints of whatever is still arriving then (ucx_fence.c). So it
+ * progresses until every send has completed, for DRAIN_MS at most. */
+static wex_status drained(wex_transport_ctx *ctx, wex_status st)
+{
+    int64_t deadline = ucx_now_ms() + (ctx->flush_timeout_ms < DRAIN_MS
+                                           ? ctx->flush_timeout_ms
+                                           : DRAIN_MS);
+    unsigned idle = 0;
+
+    while (st != WEX_OK && ctx->outstanding > 0 && ucx_now_ms() < deadline)
+        ucx_source_progress(ctx, &idle);
+    return st;
+}
+
+static wex_status put_once(wex_transport_ctx *ctx, wex_transport_peer *p,
+                           uint64_t offset, const void *src, uint64_t bytes)
 {
     wex_status st = wt_check_put(ctx->host, p->rank, p->bytes, offset,
                                  bytes);
@@ -159,7 +176,13 @@ wex_status ucx_put(wex_transport_ctx *ctx, wex_transport_peer *p,
     return WEX_OK;
 }
 
-wex_status ucx_flush(wex_transport_ctx *ctx)
+wex_status ucx_put(wex_transport_ctx *ctx, wex_transport_peer *p,
+                   uint64_t offset, const void *src, uint64_t bytes)
+{
+    return drained(ctx, put_once(ctx, p, offset, src, bytes));
+}
+
+static wex_status flush_once(wex_transport_ctx *ctx)
 {
     const wex_host_services *h = ctx->host;
     int64_t deadline = ucx_now_ms() + ctx->flush_timeout_ms;
@@ -247,4 +270,9 @@ wex_status ucx_flush(wex_transport_ctx *ctx)
                     (unsigned long long)late->rank, late->host, late->pid,
                     pending > 1 ? " and others" : "", ctx->flush_timeout_ms);
     return WEX_OK;
+}
+
+wex_status ucx_flush(wex_transport_ctx *ctx)
+{
+    return drained(ctx, flush_once(ctx));
 }

@@ -111,6 +111,11 @@ wex_status ucx_fence(wex_transport_ctx *ctx, wex_transport_fence *f)
         return FAIL(h, WEX_ERR_ABI, "fence: a wex_transport_fence smaller "
                     "than ABI 1.4's");
     if (f->op == WEX_FENCE_WRITE && !destination && f->epoch != 0) {
+        /* answers count the dropped bytes of their flush's epoch: a new
+         * one starts from none told */
+        if (f->epoch != ctx->epoch)
+            for (ucx_conn *c = ctx->conns; c != NULL; c = c->next)
+                c->am_fenced = c->am_fenced_told = 0;
         ctx->epoch = f->epoch;
         return WEX_OK;
     }

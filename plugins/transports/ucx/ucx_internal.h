@@ -38,6 +38,9 @@
 /* How long closing endpoints may take to flush and say goodbye before
  * they are abandoned to the worker's destruction. */
 #define CLOSE_TIMEOUT_MS 2000
+/* How long a source that gave up on a try waits for what it sent to
+ * finish (ucx_data.c). */
+#define DRAIN_MS 2000
 /* Progress calls that found nothing to do before the progress thread
  * sleeps, and how long it sleeps at most: a safety net for interfaces
  * that cannot raise wakeup events. */
@@ -78,7 +81,8 @@ typedef struct ucx_conn {
     uint64_t am_placed;   /* what the answer says was placed */
     uint64_t am_refused;  /* ... and refused, in all */
     uint64_t am_refused_told; /* refused bytes a flush already failed for */
-    uint64_t am_fenced;   /* ... and dropped as another try's, in all */
+    uint64_t am_fenced;   /* ... and dropped as another try's, of the
+                             flush's epoch */
     uint64_t am_fenced_told;
 } ucx_conn;
 
