@@ -242,8 +242,9 @@ static wex_status stop_by_force(wex_transport_ctx *ctx, uint32_t *inside,
             snprintf(why, sizeof(why), "kill: %s", strerror(errno));
         } else {
             WEX_WARN(h, "destination rank %llu killed source process pid %ld:"
-                     " it stayed inside a write of a try the destination "
-                     "gave up on for %u ms (timeouts.fence_seconds)",
+                     " it was still inside a write of a try the destination "
+                     "gave up on when its grace ran out (%u ms left of "
+                     "timeouts.fence_seconds)",
                      (unsigned long long)ctx->rank, (long)w->pid, grace_ms);
         }
     }

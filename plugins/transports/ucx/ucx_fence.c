@@ -65,8 +65,8 @@ static wex_status fence_close(wex_transport_ctx *ctx, uint32_t grace_ms)
     cut = ucx_am_cut_receiving(ctx);
     pthread_mutex_unlock(&ctx->lock);
     WEX_WARN(h, "destination rank %llu closed %u source endpoint%s: %llu "
-             "receive%s of a try it gave up on still in flight after %u ms "
-             "(timeouts.fence_seconds)",
+             "receive%s of a try it gave up on still in flight when its "
+             "grace ran out (%u ms left of timeouts.fence_seconds)",
              (unsigned long long)ctx->rank, cut, cut == 1 ? "" : "s",
              (unsigned long long)n, n == 1 ? "" : "s", grace_ms);
     deadline = ucx_now_ms() + CUT_WAIT_MS;
