@@ -1,5 +1,5 @@
 /*
- * wex__digest_update (host/lib/job/digest_update.c): whichever build of
+ * wex__digest_update (host/lib/job/device/digest_update.c): whichever build of
  * xxHash's update it picks on this CPU, the digest is the library's
  * one-shot XXH3 of the same bytes, however the bytes are cut into
  * updates, and mixing it with the library's own update on one state

@@ -1,5 +1,5 @@
 /*
- * The landing board (host/lib/job/landing.c): a destination digests each
+ * The landing board (host/lib/job/move/landing.c): a destination digests each
  * operation as soon as its source says it has landed.
  *
  * - Over shm, one source and two destinations, each a process, sync three
@@ -23,7 +23,7 @@
 #include "check_run.h"
 #include "clock.h"
 #include "landing.h"
-#include "runtime.h"
+#include "job.h"
 
 #define TOKEN "landing-test"
 #define STEPS 3

@@ -17,7 +17,7 @@
 #include "host_registry.h"
 #include "plan_share.h"
 #include "registry.h"
-#include "runtime.h"
+#include "job.h"
 
 static wex__registry *registry;
 static char dir[64];

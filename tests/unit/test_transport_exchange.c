@@ -12,7 +12,7 @@
 
 #include "check_run.h"
 #include "error.h"
-#include "runtime.h"
+#include "job.h"
 
 #define TOKEN "exchange-token"
 #include "store_fixture.h"

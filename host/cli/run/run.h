@@ -7,7 +7,7 @@
 
 #include "clock.h"
 #include "fd_io.h"
-#include "runtime.h"
+#include "job.h"
 
 #include <stdio.h>
 #include <sys/types.h>

@@ -7,7 +7,7 @@
 #define WEX_HOST_CHECKPOINT_CHECK_H
 
 #include "checkpoint.h"
-#include "runtime.h"
+#include "job.h"
 
 /* Elements of the rank's pieces that differ from what the checkpoint
  * holds there: the same bytes, or, where the rank holds a tensor in

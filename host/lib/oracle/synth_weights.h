@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#include "runtime.h"
+#include "job.h"
 
 /* What the oracle reads beyond a rank's plan share (plan_share.h): the
  * model's catalog, and on a destination which dtype the sources hold

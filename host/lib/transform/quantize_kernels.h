@@ -2,7 +2,7 @@
  * The entry points of libwex_cuda.so, the fp8-block-128 quantization as
  * CUDA kernels (host/cuda/quantize_kernels.cu). libwex never links CUDA:
  * it dlopens this library the first time a job quantizes device memory
- * (host/lib/job/device_kernels.c), so this header is the contract between
+ * (host/lib/job/device/device_kernels.c), so this header is the contract between
  * the two, versioned by WEX_CUDA_KERNELS_ABI.
  *
  * A box is `rows` x `cols` elements of a float dtype (WEX_DTYPE_BF16,

@@ -7,7 +7,7 @@
 #define WEX_HOST_TRANSFORMS_INTERNAL_H
 
 #include "quantize.h"
-#include "runtime.h"
+#include "job.h"
 
 /* One block a source quantizes for one destination piece. */
 typedef struct qslot {

@@ -26,7 +26,7 @@
 #include "landing.h"
 #include "log.h"
 #include "window.h"
-#include "runtime.h"
+#include "job.h"
 #include "step_failure.h"
 
 typedef struct step_try {

@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "error.h"
-#include "runtime.h"
+#include "job.h"
 
 void wex__job_lock_init(wex_job *job)
 {

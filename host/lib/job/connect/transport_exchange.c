@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "error.h"
-#include "runtime.h"
+#include "job.h"
 #include "transport_exchange.h"
 
 typedef struct exchange_state {

@@ -5,7 +5,7 @@
 
 #include "clock.h"
 #include "landing.h"
-#include "runtime.h"
+#include "job.h"
 
 /* How long a destination watches a board on which nothing moves before
  * it leaves the rest to the check after "done": long enough for a

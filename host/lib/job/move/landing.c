@@ -7,7 +7,7 @@
 #include <xxhash.h>
 
 #include "error.h"
-#include "runtime.h"
+#include "job.h"
 
 /* A word per source, each on its own cache line: sources writing their
  * words at once do not take the line from each other. */

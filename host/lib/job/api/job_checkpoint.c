@@ -10,7 +10,7 @@
 #include "checkpoint.h"
 #include "error.h"
 #include "quantize.h"
-#include "runtime.h"
+#include "job.h"
 
 static const char *side_name(const wex_job *job)
 {

@@ -24,7 +24,7 @@
 
 #include "error.h"
 #include "log.h"
-#include "runtime.h"
+#include "job.h"
 
 uint64_t wex__fence_epoch(uint64_t step, uint64_t number)
 {

@@ -13,7 +13,7 @@
 #include "json_pointer.h"
 #include "layout_document.h"
 #include "plan_summary.h"
-#include "runtime.h"
+#include "job.h"
 #include "schema_store.h"
 #include "version.h"
 

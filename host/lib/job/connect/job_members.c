@@ -16,7 +16,7 @@
 
 #include "error.h"
 #include "landing.h"
-#include "runtime.h"
+#include "job.h"
 #include "transforms.h"
 
 wex_status wex__job_find_replicas(wex_job *job)

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 
 #include "error.h"
-#include "runtime.h"
+#include "job.h"
 #include "store.h"
 
 struct wex_store {

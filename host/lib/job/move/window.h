@@ -26,7 +26,7 @@
 #define WEX_HOST_WINDOW_H
 
 #include "peer_outcome.h"
-#include "runtime.h"
+#include "job.h"
 
 /* Destinations: where the transport should write CUDA tensor `index`
  * (`bytes`), in its place in the window or a copy of its own; sets the

@@ -2,9 +2,15 @@
  * A running job on one rank (the wex_job of wex.h): the plan, this
  * rank's operations, its local tensors and their memory, the transport
  * and the rendezvous.
+ *
+ * The job's code lies in the folders beside this header, each using only
+ * those before it: device (device memory, digests), convert (converting
+ * operations), move (the executor, the landing board, the staging
+ * window), connect (meeting the other ranks, failover), step (a step and
+ * its fence), api (<wex/wex.h>).
  */
-#ifndef WEX_HOST_RUNTIME_H
-#define WEX_HOST_RUNTIME_H
+#ifndef WEX_HOST_JOB_H
+#define WEX_HOST_JOB_H
 
 #include <pthread.h>
 
@@ -197,4 +203,4 @@ wex_status wex__pack_prepare(wex_job *job);
  * one-sided transports and sources). */
 wex_status wex__post_receives(wex_job *job);
 
-#endif /* WEX_HOST_RUNTIME_H */
+#endif /* WEX_HOST_JOB_H */

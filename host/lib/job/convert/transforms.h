@@ -16,7 +16,7 @@
 #ifndef WEX_HOST_TRANSFORMS_H
 #define WEX_HOST_TRANSFORMS_H
 
-#include "runtime.h"
+#include "job.h"
 
 /* After this source's operations are (re)planned around `dead`: which
  * blocks they quantize, and which other sources share some of them. */

@@ -11,7 +11,7 @@
 #include "landing.h"
 #include "log.h"
 #include "plan_share.h"
-#include "runtime.h"
+#include "job.h"
 #include "transforms.h"
 #include "window.h"
 

@@ -1,7 +1,7 @@
 /* A job opened from its plan share lays out every rank when it must:
  * failing over, checkpoints, the oracle (docs/design.md, Plan shares). */
 #include "log.h"
-#include "runtime.h"
+#include "job.h"
 
 wex_status wex__job_complete_plan(wex_job *job)
 {

@@ -15,7 +15,7 @@
 #include "digest_update.h"
 #include "error.h"
 #include "landing.h"
-#include "runtime.h"
+#include "job.h"
 #include "transforms.h"
 #include "window.h"
 

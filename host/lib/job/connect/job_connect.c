@@ -7,7 +7,7 @@
 
 #include "error.h"
 #include "landing.h"
-#include "runtime.h"
+#include "job.h"
 
 static void hash_json(XXH3_state_t *h, const cJSON *v)
 {
