@@ -158,7 +158,7 @@ static int worker(const gpu_job *j, const char *address, uint32_t side,
         char result[96];
         int n = snprintf(result, sizeof(result), "%llu %.9f",
                          (unsigned long long)bytes, best);
-        if (wex__store_set(job->store, "bench/result", result, (size_t)n) !=
+        if (wex__store_set(job->rendezvous.store, "bench/result", result, (size_t)n) !=
             WEX_OK)
             goto fail;
     }

@@ -75,7 +75,7 @@ static size_t early_count(const wex_job *job)
     size_t n = 0;
 
     for (size_t i = 0; i < job->op_count; i++)
-        n += job->early[i];
+        n += job->dst.early[i];
     return n;
 }
 
@@ -129,8 +129,8 @@ static int rank_main(uint32_t side, uint64_t rank, const char *address)
         /* the last step's early digests are what a late check reads:
          * nothing landed after the source said it had */
         for (size_t k = 0; k < job->op_count; k++)
-            bad += job->early[k] &&
-                   job->digests[k] != wex__digest_landed(job, &job->ops[k]);
+            bad += job->dst.early[k] &&
+                   job->scratch.digests[k] != wex__digest_landed(job, &job->ops[k]);
         rc = bad ? 3 : early == 0 ? 5 : 0;
         fprintf(stderr, "destination %llu: %zu of %zu operations digested "
                 "as they landed over %d steps\n", (unsigned long long)rank,
@@ -183,7 +183,7 @@ static void say(wex_job *job, uint64_t src, uint32_t tag, uint32_t count)
 {
     uint64_t word = (uint64_t)tag << 32 | count;
 
-    memcpy((unsigned char *)job->board + src * 64, &word, sizeof(word));
+    memcpy((unsigned char *)job->dst.board + src * 64, &word, sizeof(word));
 }
 
 START_TEST(watch_takes_this_tries_words_only)
@@ -205,9 +205,9 @@ START_TEST(watch_takes_this_tries_words_only)
         memset(m, (int)i, job->bind[i].bytes);
     }
     ck_assert_int_eq(wex__landing_key(job, key, &len), WEX_OK);
-    ck_assert_ptr_nonnull(job->board);
+    ck_assert_ptr_nonnull(job->dst.board);
     ck_assert_uint_eq(job->peer_count, 1);
-    of_first = job->peer_first[1] - job->peer_first[0];
+    of_first = job->scratch.peer_first[1] - job->scratch.peer_first[0];
     ck_assert_uint_gt(of_first, 3);
     ck_assert_uint_ne(tag, 0);
     ck_assert_uint_ne(tag, wex__landing_tag(7, 1));
@@ -226,9 +226,9 @@ START_TEST(watch_takes_this_tries_words_only)
     wex__landing_watch(job, tag);
     ck_assert_uint_eq(early_count(job), 3);
     for (size_t k = 0; k < 3; k++) {
-        size_t i = job->peer_ops[job->peer_first[0] + k];
-        ck_assert(job->early[i]);
-        ck_assert_uint_eq(job->digests[i],
+        size_t i = job->scratch.peer_ops[job->scratch.peer_first[0] + k];
+        ck_assert(job->dst.early[i]);
+        ck_assert_uint_eq(job->scratch.digests[i],
                           wex__digest_landed(job, &job->ops[i]));
     }
 

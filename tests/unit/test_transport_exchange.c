@@ -44,13 +44,13 @@ static void probe_job(void)
     job.plan.job = &config;
     tops.struct_size = sizeof(tops);
     tops.connect = probe_connect;
-    job.tops = &tops;
+    job.transport.ops = &tops;
 }
 
 static void open_rank(const char *who)
 {
     probe_job();
-    job.store = join(who);
+    job.rendezvous.store = join(who);
 }
 
 static void id_of(unsigned char *id, unsigned seed)
@@ -109,7 +109,7 @@ static int leader_main(const char *at)
         fprintf(stderr, "leader: %s\n", wex__last_error());
         return 1;
     }
-    job.store = c;
+    job.rendezvous.store = c;
     pause_s(0.2); /* the follower starts first and waits */
     if (wex__transport_connect(&job, 5.0) != WEX_OK) {
         fprintf(stderr, "leader: %s\n", wex__last_error());
@@ -139,12 +139,12 @@ START_TEST(ranks_in_two_processes_share_what_one_draws)
     id_of(expect, (unsigned)child);
     ck_assert_mem_eq(fetched, expect, ID_BYTES);
     /* kept in the transport's own namespace */
-    ck_assert_int_eq(wex__store_get(job.store, "transport/probe/uid", 1.0,
+    ck_assert_int_eq(wex__store_get(job.rendezvous.store, "transport/probe/uid", 1.0,
                                     &raw, &raw_len), WEX_OK);
     ck_assert_uint_eq(raw_len, ID_BYTES);
     ck_assert_mem_eq(raw, expect, ID_BYTES);
     free(raw);
-    wex__store_close(job.store);
+    wex__store_close(job.rendezvous.store);
 }
 END_TEST
 
@@ -190,7 +190,7 @@ START_TEST(bad_names_values_and_absent_names_are_refused)
     probe = refusals;
     ck_assert_msg(wex__transport_connect(&job, 0.3) == WEX_OK, "%s",
                   wex__last_error());
-    wex__store_close(job.store);
+    wex__store_close(job.rendezvous.store);
 }
 END_TEST
 
@@ -219,7 +219,7 @@ START_TEST(a_transport_without_connect_or_failing_it)
     probe = fails_saying_why;
     ck_assert_int_eq(wex__transport_connect(&job, 1.0), WEX_ERR_TIMEOUT);
     ck_assert_str_eq(wex__last_error(), "transport probe: rank 3 did not join");
-    wex__store_close(job.store);
+    wex__store_close(job.rendezvous.store);
 }
 END_TEST
 

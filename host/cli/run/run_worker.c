@@ -83,7 +83,7 @@ static void die_mid_step(wex_job *job, uint64_t step)
 
     if (step != mid_step_fault)
         return;
-    job->after_barrier = NULL;
+    job->members.after_barrier = NULL;
     delay_ms = fault_delay_ms();
     if (delay_ms <= 0 || pthread_create(&t, NULL, kill_later, &delay_ms) != 0)
         raise(SIGKILL);
@@ -93,7 +93,7 @@ static void die_mid_step(wex_job *job, uint64_t step)
 static void arm_mid_step_fault(wex_job *job, uint64_t step)
 {
     mid_step_fault = step;
-    job->after_barrier = die_mid_step;
+    job->members.after_barrier = die_mid_step;
 }
 
 static wex_status get_memory(wex_job *job)
@@ -138,7 +138,7 @@ static void report(wex_job *job, cJSON *doc)
     snprintf(key, sizeof(key), "report/%s/%llu", side_name(job->side),
              (unsigned long long)job->rank);
     if (text != NULL)
-        wex__store_set(job->store, key, text, strlen(text));
+        wex__store_set(job->rendezvous.store, key, text, strlen(text));
     free(text);
 }
 
@@ -154,7 +154,7 @@ static cJSON *steps_list(wex_job *job, cJSON *doc, uint64_t first_step)
     snprintf(key, sizeof(key), "report/%s/%llu", side_name(job->side),
              (unsigned long long)job->rank);
     if (first_step > 1 &&
-        wex__store_get(job->store, key, 0, &text, &len) == WEX_OK)
+        wex__store_get(job->rendezvous.store, key, 0, &text, &len) == WEX_OK)
         old = cJSON_ParseWithLength(text, len);
     free(text);
     list = cJSON_DetachItemFromObjectCaseSensitive(old, "steps");
@@ -252,7 +252,7 @@ static int run_steps(wex_job *job, const run_args *a, cJSON *doc,
         /* One counter of commits, not a key per step: a long run's
          * rendezvous must not grow. */
         if (job->side == WEX_SIDE_DESTINATION)
-            wex__store_add(job->store, "progress", 1, NULL);
+            wex__store_add(job->rendezvous.store, "progress", 1, NULL);
         if (bad != 0) {
             fprintf(stderr, "wex run: destination rank %llu: step %llu: "
                             "%llu elements differ from what was sent\n",
@@ -291,7 +291,7 @@ int run_worker(const run_args *a)
         wex_job_connect(job) != WEX_OK) {
         fprintf(stderr, "wex run: %s rank %llu: %s\n", side_name(side),
                 (unsigned long long)rank, wex_last_error());
-        if (job != NULL && job->store != NULL) {
+        if (job != NULL && job->rendezvous.store != NULL) {
             cJSON_AddStringToObject(doc, "error", wex_last_error());
             report(job, doc);
         }

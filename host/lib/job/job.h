@@ -47,6 +47,99 @@ typedef struct wex__binding {
     uint32_t pass;  /* the pass it is received in */
 } wex__binding;
 
+/* The transport plugin and its context for this job: opened by
+ * wex_job_open (api/job_api.c), destroyed by wex_job_close. */
+typedef struct wex__job_transport {
+    wex__plugin *plugin;
+    const wex_transport_ops *ops;
+    wex_transport_ctx *ctx;
+    wex_options options;
+} wex__job_transport;
+
+/* Where the ranks meet: the rendezvous, and what every rank agreed on
+ * there (connect/job_connect.c). */
+typedef struct wex__job_rendezvous {
+    wex__store_client *store;
+    char *address, *token, *job_id;
+    uint64_t layout_digest;
+    int connected;
+} wex__job_rendezvous;
+
+/* Who takes part in a step (connect/job_members.c). */
+typedef struct wex__job_members {
+    uint8_t *optional_sources; /* bit i: every region of source i has
+                                  another holder, so a step may go on
+                                  without it */
+    uint64_t *dead;            /* the sources the ops plan around */
+    uint64_t dead_count;
+    uint64_t earlier_steps[2]; /* the steps of the last two wex_sync
+                                  calls, older first (0: none) */
+    /* Called once a try's barrier has passed, before this rank moves a
+     * byte: where `wex run`'s fault injection kills a rank inside a
+     * step, at a moment that cannot race the step's end. NULL: none. */
+    void (*after_barrier)(struct wex_job *job, uint64_t step);
+} wex__job_members;
+
+/* One thread at a time (api/job_lock.c). */
+typedef struct wex__job_lock {
+    pthread_mutex_t busy;
+    int ready, closing;
+} wex__job_lock;
+
+/* Per-job scratch, so a step allocates nothing (both sides). */
+typedef struct wex__job_scratch {
+    uint64_t *digests;      /* per op */
+    uint64_t *pair_digests; /* one peer's ops, as posted */
+    XXH3_state_t *hash;
+    /* the landing board's view of the ops by peer (move/landing.c) */
+    size_t *peer_first, *peer_ops; /* ops of peers[p]: peer_ops[
+                                      peer_first[p] .. peer_first[p+1]) */
+    uint64_t *landed;              /* per peer: told / digested */
+} wex__job_scratch;
+
+/* What only a source holds. */
+typedef struct wex__job_source {
+    /* the destination buffers it writes into (connect/job_members.c) */
+    wex_transport_peer **op_peer;   /* per op: the attached buffer */
+    wex_transport_peer **attached;  /* distinct attachments */
+    size_t attached_count;
+    wex__attachment *attached_what; /* what attached[i] is */
+    int64_t joins_seen;             /* "joins" when last looked at */
+    /* short strided runs packed into one put over a network transport
+     * (move/executor.c), and the puts of the last try */
+    unsigned char *pack;
+    wex_transport_mem *pack_mem; /* its registration, if any */
+    uint64_t pack_bytes, pack_used;
+    uint64_t puts;
+    wex_transport_peer **board_peer; /* per peer: its landing board */
+    uint32_t *op_pass;     /* per op: its tensor's pass (move/window.h) */
+    uint32_t *peer_passes; /* per peer: its passes */
+    /* what converting operations need (convert/transforms.c) */
+    struct wex__quant_state *quant;
+    /* the checkpoint it is bound to (api/job_checkpoint.c) */
+    struct wex__checkpoint *checkpoint;
+} wex__job_source;
+
+/* What only a destination holds. */
+typedef struct wex__job_destination {
+    uint64_t committed;
+    /* A failed step may have written part of its tensors: they hold a
+     * mix of steps until the next commit (wex_job_dirty). */
+    int dirty;
+    int fence_told; /* that the transport cannot fence (step/fence.c) */
+    /* the landing board (move/landing.c): sources tell it, in the word
+     * they own, how many of their ops have landed; it digests those
+     * while they are in cache */
+    uint8_t *early; /* per op: digested early, into scratch.digests */
+    void *board;
+    wex_transport_mem *board_mem;
+    /* the staging window of its CUDA tensors (move/window.h) */
+    void *window; /* pinned, device_staging_bytes */
+    uint64_t window_used;
+    uint32_t passes;      /* passes so far (0: none) */
+    uint32_t window_pass; /* the pass the window fills */
+} wex__job_destination;
+
 struct wex_job {
     wex__registry *registry;
     wex__planner plan;
@@ -55,82 +148,22 @@ struct wex_job {
     const wex__side *mine, *theirs;
     const wex__rank_layout *layout; /* this rank's */
     wex__binding *bind;             /* one per local tensor */
+    uint32_t *memory_kind;          /* per local tensor, WEX_MEMORY_* */
     wex__op *ops;                   /* this rank's, in execution order */
     size_t op_count;
     uint64_t *peers; /* other-side ranks in the ops, ascending */
     size_t peer_count;
     uint32_t *op_peer_index; /* per op: its other-side rank in `peers` */
-    /* transport */
-    wex__plugin *transport;
-    const wex_transport_ops *tops;
-    wex_transport_ctx *tctx;
-    wex_options transport_options;
-    wex_transport_peer **op_peer; /* sources: the attached buffer per op */
-    wex_transport_peer **attached; /* sources: distinct attachments */
-    size_t attached_count;
-    wex__attachment *attached_what; /* sources: what attached[i] is */
-    /* rendezvous */
-    wex__store_client *store;
-    char *address, *token, *job_id;
-    uint64_t layout_digest;
-    int connected;
-    uint64_t committed;
-    /* A failed step may have written part of this destination's tensors:
-     * they hold a mix of steps until the next commit (wex_job_dirty). */
-    int dirty;
-    int fence_told; /* that the transport cannot fence (fence.c) */
-    /* one thread at a time (job_lock.c) */
-    pthread_mutex_t busy;
-    int busy_ready, closing;
-    /* failover and rejoin (job_members.c) */
-    uint8_t *optional_sources; /* bit i: every region of source i has
-                                  another holder, so a step may go on
-                                  without it */
-    uint64_t *dead;            /* the sources the ops plan around */
-    uint64_t dead_count;
-    int64_t joins_seen;        /* sources: "joins" when last looked at */
-    uint64_t earlier_steps[2]; /* the steps of the last two wex_sync
-                                  calls, older first (0: none) */
-    /* Called once a try's barrier has passed, before this rank moves a
-     * byte: where `wex run`'s fault injection kills a rank inside a
-     * step, at a moment that cannot race the step's end. NULL: none. */
-    void (*after_barrier)(struct wex_job *job, uint64_t step);
-    /* Per-job scratch, so a step allocates nothing: */
-    uint64_t *digests;      /* per op */
-    uint64_t *pair_digests; /* one peer's ops, as posted */
-    XXH3_state_t *hash;
-    /* sources over a network transport: short strided runs packed into
-     * one put (executor.c), and the puts of the last try */
-    unsigned char *pack;
-    wex_transport_mem *pack_mem; /* its registration, if any */
-    uint64_t pack_bytes, pack_used;
-    uint64_t puts;
-    /* the landing board (landing.c): sources tell each destination, in
-     * the word of its board they own, how many of their ops have landed;
-     * destinations digest those while they are in cache */
-    size_t *peer_first, *peer_ops;    /* ops of peers[p]: peer_ops[
-                                         peer_first[p] .. peer_first[p+1]) */
-    uint64_t *landed;                 /* per peer: told / digested */
-    uint8_t *early;                   /* destinations, per op: digested
-                                         early, into digests[] */
-    wex_transport_peer **board_peer;  /* sources, per peer */
-    void *board;                      /* destinations */
-    wex_transport_mem *board_mem;
-    /* the staging window (window.h) */
-    void *window;            /* destinations: pinned, device_staging_bytes */
-    uint64_t window_used;
-    uint32_t passes;         /* destinations: passes so far (0: none) */
-    uint32_t window_pass;    /* destinations: the pass the window fills */
-    uint32_t *op_pass;       /* sources, per op: its tensor's pass */
-    uint32_t *peer_passes;   /* sources, per peer: its passes */
-    /* device memory and two-sided transports */
-    uint32_t *memory_kind;       /* per local tensor, WEX_MEMORY_* */
-    struct wex__device *device;  /* CUDA runtime; NULL until CUDA memory */
-    /* sources: what converting operations need (transforms.c) */
-    struct wex__quant_state *quant;
-    /* checkpoints (job_checkpoint.c): the one a source is bound to, and
-     * the saves made, which name each save's rendezvous keys */
-    struct wex__checkpoint *checkpoint;
+    wex__job_transport transport;
+    wex__job_rendezvous rendezvous;
+    wex__job_members members;
+    wex__job_lock lock;
+    wex__job_scratch scratch;
+    wex__job_source src;      /* zero on a destination */
+    wex__job_destination dst; /* zero on a source */
+    struct wex__device *device; /* CUDA runtime; NULL until CUDA memory */
+    /* the saves made, which name each save's rendezvous keys
+     * (api/job_checkpoint.c) */
     uint64_t saves;
 };
 

@@ -40,25 +40,25 @@ static wex_status open_transport(wex_job *job)
     wex_transport_args args;
     wex_status st;
 
-    job->transport = ref->plugin;
-    st = wex__plugin_load(job->registry, job->transport);
+    job->transport.plugin = ref->plugin;
+    st = wex__plugin_load(job->registry, job->transport.plugin);
     if (st != WEX_OK)
         return st;
-    job->tops = &job->transport->ops.transport;
-    job->transport_options = wex__options_view(ref->options);
+    job->transport.ops = &job->transport.plugin->ops.transport;
+    job->transport.options = wex__options_view(ref->options);
     memset(&args, 0, sizeof(args));
     args.struct_size = sizeof(args);
     args.side = job->side;
     args.rank = job->rank;
     args.source_ranks = job->plan.src.ranks;
     args.destination_ranks = job->plan.dst.ranks;
-    args.options = &job->transport_options;
-    args.job_id = job->job_id;
+    args.options = &job->transport.options;
+    args.job_id = job->rendezvous.job_id;
     args.peer_ranks = job->peers;
     args.peer_count = job->peer_count;
     wex__error_clear();
-    st = job->tops->ctx_create(job->transport->plugin_state, &args,
-                               &job->tctx);
+    st = job->transport.ops->ctx_create(job->transport.plugin->plugin_state, &args,
+                               &job->transport.ctx);
     if (st != WEX_OK) {
         if (wex__last_error()[0] == '\0')
             wex__error(st, "failed without a message");
@@ -89,8 +89,8 @@ static wex_status plan_rank(wex_job *job, wex_plan_builder *b,
     if (st == WEX_OK)
         st = wex__job_take_ops(job, b, NULL, 0);
     wex__plan_builder_fini(b);
-    job->hash = XXH3_createState();
-    if (st == WEX_OK && job->hash == NULL)
+    job->scratch.hash = XXH3_createState();
+    if (st == WEX_OK && job->scratch.hash == NULL)
         st = wex__error(WEX_ERR_NOMEM, "job: out of memory");
     return st;
 }
@@ -119,11 +119,11 @@ static wex_status open_job(wex_job *job, const char *config,
     if (st != WEX_OK)
         return st;
     rdv = cJSON_GetObjectItemCaseSensitive(cfg->doc, "rendezvous");
-    job->address = env_or(o ? o->rendezvous : NULL, "WEX_RENDEZVOUS",
+    job->rendezvous.address = env_or(o ? o->rendezvous : NULL, "WEX_RENDEZVOUS",
                           json_string(rdv, "address"));
-    job->token = env_or(o ? o->token : NULL, "WEX_TOKEN",
+    job->rendezvous.token = env_or(o ? o->token : NULL, "WEX_TOKEN",
                         json_string(rdv, "token"));
-    job->job_id = env_or(o ? o->job_id : NULL, "WEX_JOB_ID", job->address);
+    job->rendezvous.job_id = env_or(o ? o->job_id : NULL, "WEX_JOB_ID", job->rendezvous.address);
     /* A share of this rank's plan spares it laying out every rank. */
     shares = secure_getenv("WEX_PLAN_SHARES");
     if (shares == NULL || shares[0] == '\0')
@@ -136,7 +136,7 @@ static wex_status open_job(wex_job *job, const char *config,
         if (st != WEX_OK)
             return st;
     }
-    if (job->token == NULL) {
+    if (job->rendezvous.token == NULL) {
         wex__plan_builder_fini(&b);
         return wex__error(WEX_ERR_INVALID,
                           "%s: /rendezvous/token: every rank needs the job's "
@@ -203,33 +203,33 @@ void wex_job_close(wex_job *job)
     if (job == NULL)
         return;
     wex__job_lock_close(job);
-    for (size_t i = 0; i < job->attached_count; i++)
-        job->tops->peer_detach(job->tctx, job->attached[i]);
+    for (size_t i = 0; i < job->src.attached_count; i++)
+        job->transport.ops->peer_detach(job->transport.ctx, job->src.attached[i]);
     for (size_t i = 0; job->bind && i < job->layout->tensor_count; i++) {
         if (job->bind[i].mem != NULL)
-            job->tops->mem_deregister(job->tctx, job->bind[i].mem);
+            job->transport.ops->mem_deregister(job->transport.ctx, job->bind[i].mem);
         if (job->bind[i].owned && job->memory_kind[i] == WEX_MEMORY_CUDA)
             wex__device_free(job->device, job->bind[i].address);
         else if (job->bind[i].owned)
             free(job->bind[i].address);
     }
     wex__window_free(job);
-    if (job->pack_mem != NULL)
-        job->tops->mem_deregister(job->tctx, job->pack_mem);
+    if (job->src.pack_mem != NULL)
+        job->transport.ops->mem_deregister(job->transport.ctx, job->src.pack_mem);
     wex__landing_free(job);
-    if (job->tctx != NULL)
-        job->tops->ctx_destroy(job->tctx);
-    if (job->store != NULL)
-        wex__store_close(job->store);
+    if (job->transport.ctx != NULL)
+        job->transport.ops->ctx_destroy(job->transport.ctx);
+    if (job->rendezvous.store != NULL)
+        wex__store_close(job->rendezvous.store);
     wex__planner_close(&job->plan);
-    free(job->attached);
-    free(job->attached_what);
-    free(job->op_peer);
+    free(job->src.attached);
+    free(job->src.attached_what);
+    free(job->src.op_peer);
     free(job->op_peer_index);
-    free(job->op_pass);
-    free(job->peer_passes);
-    free(job->optional_sources);
-    free(job->dead);
+    free(job->src.op_pass);
+    free(job->src.peer_passes);
+    free(job->members.optional_sources);
+    free(job->members.dead);
     wex__device_close(job->device);
     wex__transforms_free(job);
     wex__job_checkpoint_close(job);
@@ -237,13 +237,13 @@ void wex_job_close(wex_job *job)
     free(job->bind);
     free(job->ops);
     free(job->peers);
-    free(job->digests);
-    free(job->pair_digests);
-    free(job->pack);
-    XXH3_freeState(job->hash);
-    free(job->address);
-    free(job->token);
-    free(job->job_id);
+    free(job->scratch.digests);
+    free(job->scratch.pair_digests);
+    free(job->src.pack);
+    XXH3_freeState(job->scratch.hash);
+    free(job->rendezvous.address);
+    free(job->rendezvous.token);
+    free(job->rendezvous.job_id);
     free(job);
 }
 
@@ -276,7 +276,7 @@ static wex_status check_bindable(wex_job *job, uint64_t index)
     if (job == NULL || index >= job->layout->tensor_count)
         return wex__error(WEX_ERR_INVALID, "no local tensor %llu",
                           (unsigned long long)index);
-    if (job->connected || job->bind[index].address != NULL)
+    if (job->rendezvous.connected || job->bind[index].address != NULL)
         return wex__error(WEX_ERR_INVALID, "local tensor %s is already bound "
                           "(binding is once per job, before connecting)",
                           job->layout->tensors[index].name);
@@ -291,7 +291,7 @@ static wex_status check_kind(wex_job *job, uint64_t index, uint32_t kind)
 {
     const char *tensor = job->layout->tensors[index].name;
     const char *transport = job->plan.job->transport.name;
-    uint64_t caps = job->tops->caps;
+    uint64_t caps = job->transport.ops->caps;
     int host = (caps & WEX_TRANSPORT_CAP_HOST_MEMORY) != 0;
     int cuda = (caps & WEX_TRANSPORT_CAP_CUDA_MEMORY) != 0;
     wex_status st;
@@ -335,14 +335,14 @@ static wex_status expose(wex_job *job, uint64_t index, void *address,
     wex_status st;
 
     if (kind == WEX_MEMORY_CUDA &&
-        !(job->tops->caps & WEX_TRANSPORT_CAP_CUDA_MEMORY)) {
+        !(job->transport.ops->caps & WEX_TRANSPORT_CAP_CUDA_MEMORY)) {
         st = wex__window_place(job, index, bytes, &address);
         if (st != WEX_OK)
             return st;
         kind = WEX_MEMORY_HOST;
     }
     wex__error_clear();
-    return job->tops->mem_register(job->tctx, address, bytes, kind, &b->mem);
+    return job->transport.ops->mem_register(job->transport.ctx, address, bytes, kind, &b->mem);
 }
 
 /* Refuses memory that overlaps another local tensor's: two tensors
@@ -413,9 +413,9 @@ static wex_status bind_memory(wex_job *job, uint64_t index, void *address,
         st = expose(job, index, address, bytes, memory_kind);
         if (st != WEX_OK)
             return wex__error_prefix(st, "local tensor %s", t->name);
-    } else if (job->tops->caps & WEX_TRANSPORT_CAP_REGISTER_SOURCE) {
+    } else if (job->transport.ops->caps & WEX_TRANSPORT_CAP_REGISTER_SOURCE) {
         wex__error_clear();
-        st = job->tops->mem_register(job->tctx, address, bytes, memory_kind,
+        st = job->transport.ops->mem_register(job->transport.ctx, address, bytes, memory_kind,
                                      &job->bind[index].mem);
         if (st != WEX_OK)
             return wex__error_prefix(st, "local tensor %s", t->name);
@@ -478,9 +478,9 @@ static wex_status alloc_memory(wex_job *job, uint64_t index,
     job->memory_kind[index] = memory_kind;
     if (memory_kind == WEX_MEMORY_HOST &&
         job->side == WEX_SIDE_DESTINATION &&
-        (job->tops->caps & WEX_TRANSPORT_CAP_ALLOC)) {
+        (job->transport.ops->caps & WEX_TRANSPORT_CAP_ALLOC)) {
         wex__error_clear();
-        st = job->tops->mem_alloc(job->tctx, bytes, &b->address, &b->mem);
+        st = job->transport.ops->mem_alloc(job->transport.ctx, bytes, &b->address, &b->mem);
         if (st != WEX_OK)
             return wex__error_prefix(st, "local tensor %s", name);
     } else {
@@ -524,7 +524,7 @@ wex_status wex_job_connect(wex_job *job)
 
     if (st != WEX_OK)
         return st;
-    st = job->connected ? WEX_OK : wex__job_connect(job);
+    st = job->rendezvous.connected ? WEX_OK : wex__job_connect(job);
     wex__job_leave(job);
     return st;
 }
@@ -542,12 +542,12 @@ wex_status wex_sync(wex_job *job, uint64_t step, wex_sync_report *report)
 
 int wex_job_dirty(const wex_job *job)
 {
-    return job != NULL && job->dirty;
+    return job != NULL && job->dst.dirty;
 }
 
 uint64_t wex_job_committed_step(const wex_job *job)
 {
-    return job ? job->committed : 0;
+    return job ? job->dst.committed : 0;
 }
 
 const char *wex_job_peer_path(const wex_job *job, uint64_t destination_rank)
@@ -556,11 +556,11 @@ const char *wex_job_peer_path(const wex_job *job, uint64_t destination_rank)
 
     if (job == NULL || job->side != WEX_SIDE_SOURCE)
         return NULL;
-    for (size_t k = 0; k < job->attached_count; k++) {
-        if (job->attached_what[k].rank != destination_rank)
+    for (size_t k = 0; k < job->src.attached_count; k++) {
+        if (job->src.attached_what[k].rank != destination_rank)
             continue;
-        if (job->tops->peer_path != NULL)
-            path = job->tops->peer_path(job->tctx, job->attached[k]);
+        if (job->transport.ops->peer_path != NULL)
+            path = job->transport.ops->peer_path(job->transport.ctx, job->src.attached[k]);
         return path != NULL ? path : job->plan.job->transport.name;
     }
     return NULL;

@@ -68,7 +68,7 @@ static wex_status bind_checkpoint(wex_job *job, const char *dir)
                               "checkpoint's dtypes (this job's source engine "
                               "is %s)", dir, job->layout->tensors[i].name,
                               job->plan.job->source.name);
-        if (job->connected || job->bind[i].address != NULL)
+        if (job->rendezvous.connected || job->bind[i].address != NULL)
             return wex__error(WEX_ERR_INVALID, "%s: local tensor %s is "
                               "already bound", dir,
                               job->layout->tensors[i].name);
@@ -88,17 +88,17 @@ static wex_status bind_checkpoint(wex_job *job, const char *dir)
         job->bind[i].bytes = job->layout->tensors[i].bytes;
         job->memory_kind[i] = WEX_MEMORY_HOST;
     }
-    job->checkpoint = ck;
+    job->src.checkpoint = ck;
     return WEX_OK;
 }
 
 void wex__job_checkpoint_close(wex_job *job)
 {
-    if (job->checkpoint == NULL)
+    if (job->src.checkpoint == NULL)
         return;
-    wex__checkpoint_close(job->checkpoint);
-    free(job->checkpoint);
-    job->checkpoint = NULL;
+    wex__checkpoint_close(job->src.checkpoint);
+    free(job->src.checkpoint);
+    job->src.checkpoint = NULL;
 }
 
 /* Piece k of this rank is written by a lower rank of the side too (the
@@ -200,7 +200,7 @@ static void post(wex_job *job, const char *key, wex_status st)
 
     snprintf(value, sizeof(value), "%s%s", st == WEX_OK ? "ok" : "!",
              st == WEX_OK ? "" : wex__last_error());
-    (void)wex__store_set(job->store, key, value, strlen(value));
+    (void)wex__store_set(job->rendezvous.store, key, value, strlen(value));
 }
 
 /* Waits for `key` and turns a posted failure into this rank's error. */
@@ -208,7 +208,7 @@ static wex_status await(wex_job *job, const char *key, const char *who)
 {
     char *value = NULL;
     size_t len = 0;
-    wex_status st = wex__store_get(job->store, key,
+    wex_status st = wex__store_get(job->rendezvous.store, key,
                                    job->plan.job->step_seconds,
                                    (void **)&value, &len);
 
@@ -228,16 +228,16 @@ static wex_status save(wex_job *job, const char *dir, uint64_t shard_bytes)
     if (job == NULL || dir == NULL || dir[0] == '\0')
         return wex__error(WEX_ERR_INVALID, "wex_job_save: no job or no "
                           "directory");
-    if (job->side == WEX_SIDE_DESTINATION && job->dirty)
+    if (job->side == WEX_SIDE_DESTINATION && job->dst.dirty)
         return wex__error(WEX_ERR_INVALID, "save: destination rank %" PRIu64
                           " is dirty: a failed step wrote part of its "
                           "tensors, which may hold a mix of two steps (the "
                           "last committed is %" PRIu64 "); save after the "
-                          "next committed step", job->rank, job->committed);
+                          "next committed step", job->rank, job->dst.committed);
     if ((st = wex__job_complete_plan(job)) != WEX_OK)
         return st;
     ranks = job->mine->ranks;
-    if (ranks > 1 && !job->connected)
+    if (ranks > 1 && !job->rendezvous.connected)
         return wex__error(WEX_ERR_INVALID, "save: the %s side's %" PRIu64
                           " ranks save together, through the rendezvous: "
                           "connect (or sync) first", side_name(job), ranks);
@@ -245,7 +245,7 @@ static wex_status save(wex_job *job, const char *dir, uint64_t shard_bytes)
         WEX_OK)
         return st;
     n = ++job->saves;
-    staging = wex__ckpt_staging_dir(dir, job->job_id ? job->job_id : "local");
+    staging = wex__ckpt_staging_dir(dir, job->rendezvous.job_id ? job->rendezvous.job_id : "local");
     if (staging == NULL) {
         wex__ckpt_plan_free(&plan);
         return wex__error(WEX_ERR_NOMEM, "out of memory");

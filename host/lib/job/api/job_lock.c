@@ -12,20 +12,20 @@
 
 void wex__job_lock_init(wex_job *job)
 {
-    pthread_mutex_init(&job->busy, NULL);
-    job->busy_ready = 1;
+    pthread_mutex_init(&job->lock.busy, NULL);
+    job->lock.ready = 1;
 }
 
 wex_status wex__job_enter(wex_job *job, const char *call)
 {
     if (job == NULL)
         return wex__error(WEX_ERR_INVALID, "%s: no job", call);
-    if (pthread_mutex_trylock(&job->busy) != 0)
+    if (pthread_mutex_trylock(&job->lock.busy) != 0)
         return wex__error(WEX_ERR_INVALID, "%s: the job is in use by another "
                           "thread (a job is used by one thread at a time)",
                           call);
-    if (job->closing) {
-        pthread_mutex_unlock(&job->busy);
+    if (job->lock.closing) {
+        pthread_mutex_unlock(&job->lock.busy);
         return wex__error(WEX_ERR_INVALID, "%s: the job is being closed",
                           call);
     }
@@ -34,16 +34,16 @@ wex_status wex__job_enter(wex_job *job, const char *call)
 
 void wex__job_leave(wex_job *job)
 {
-    pthread_mutex_unlock(&job->busy);
+    pthread_mutex_unlock(&job->lock.busy);
 }
 
 void wex__job_lock_close(wex_job *job)
 {
-    if (!job->busy_ready)
+    if (!job->lock.ready)
         return;
-    pthread_mutex_lock(&job->busy);
-    job->closing = 1;
-    pthread_mutex_unlock(&job->busy);
-    pthread_mutex_destroy(&job->busy);
-    job->busy_ready = 0;
+    pthread_mutex_lock(&job->lock.busy);
+    job->lock.closing = 1;
+    pthread_mutex_unlock(&job->lock.busy);
+    pthread_mutex_destroy(&job->lock.busy);
+    job->lock.ready = 0;
 }

@@ -53,19 +53,19 @@ static wex_status agree_on_layouts(wex_job *job, double timeout)
     size_t len = 0;
     wex_status st;
 
-    job->layout_digest = layout_digest(job);
+    job->rendezvous.layout_digest = layout_digest(job);
     snprintf(key, sizeof(key), "digest/%s/%llu", side_name(job->side),
              (unsigned long long)job->rank);
-    st = wex__store_set(job->store, key, &job->layout_digest,
-                        sizeof(job->layout_digest));
+    st = wex__store_set(job->rendezvous.store, key, &job->rendezvous.layout_digest,
+                        sizeof(job->rendezvous.layout_digest));
     if (st == WEX_OK)
-        st = wex__store_get(job->store, "digest/source/0", timeout, &value,
+        st = wex__store_get(job->rendezvous.store, "digest/source/0", timeout, &value,
                             &len);
     if (st != WEX_OK)
         return wex__error_prefix(st, "waiting for source rank 0's layout "
                                  "digest");
     if (len != sizeof(uint64_t) ||
-        memcmp(value, &job->layout_digest, sizeof(uint64_t)) != 0) {
+        memcmp(value, &job->rendezvous.layout_digest, sizeof(uint64_t)) != 0) {
         free(value);
         return wex__error(WEX_ERR_INVALID,
                           "%s rank %llu: the layout digest differs from "
@@ -82,14 +82,14 @@ static wex_status agree_on_layouts(wex_job *job, double timeout)
 wex_status wex__job_publish_memory(wex_job *job)
 {
     unsigned char blob[WEX__MEM_HEADER + WEX_TRANSPORT_KEY_MAX];
-    uint32_t passes = job->passes ? job->passes : 1;
+    uint32_t passes = job->dst.passes ? job->dst.passes : 1;
     int64_t incarnation = 0;
     char key[96];
     wex_status st;
 
     snprintf(key, sizeof(key), "incarnation/destination/%llu",
              (unsigned long long)job->rank);
-    st = wex__store_add(job->store, key, 1, &incarnation);
+    st = wex__store_add(job->rendezvous.store, key, 1, &incarnation);
     if (st != WEX_OK)
         return st;
     memcpy(blob, &incarnation, 8);
@@ -99,14 +99,14 @@ wex_status wex__job_publish_memory(wex_job *job)
 
         memcpy(blob + 8, &job->bind[t].pass, 4);
         wex__error_clear();
-        st = job->tops->mem_key(job->tctx, job->bind[t].mem,
+        st = job->transport.ops->mem_key(job->transport.ctx, job->bind[t].mem,
                                 blob + WEX__MEM_HEADER, &len);
         if (st != WEX_OK)
             return wex__error_prefix(st, "local tensor %s",
                                      job->layout->tensors[t].name);
         snprintf(key, sizeof(key), "mem/%llu/%zu",
                  (unsigned long long)job->rank, t);
-        st = wex__store_set(job->store, key, blob, WEX__MEM_HEADER + len);
+        st = wex__store_set(job->rendezvous.store, key, blob, WEX__MEM_HEADER + len);
         if (st != WEX_OK)
             return st;
     }
@@ -120,11 +120,11 @@ wex_status wex__job_publish_memory(wex_job *job)
             return st;
         snprintf(key, sizeof(key), "mem/%llu/board",
                  (unsigned long long)job->rank);
-        st = wex__store_set(job->store, key, blob, WEX__MEM_HEADER + len);
+        st = wex__store_set(job->rendezvous.store, key, blob, WEX__MEM_HEADER + len);
         if (st != WEX_OK)
             return st;
     }
-    return wex__store_add(job->store, "joins", 1, NULL);
+    return wex__store_add(job->rendezvous.store, "joins", 1, NULL);
 }
 
 wex_status wex__job_connect(wex_job *job)
@@ -140,7 +140,7 @@ wex_status wex__job_connect(wex_job *job)
                               "local tensor %s has no memory: bind or "
                               "allocate every tensor before connecting",
                               job->layout->tensors[t].name);
-    if (job->address == NULL)
+    if (job->rendezvous.address == NULL)
         return wex__error(WEX_ERR_INVALID, "%s: /rendezvous/address: no "
                           "rendezvous to meet the other ranks at",
                           job->plan.job->path);
@@ -149,8 +149,8 @@ wex_status wex__job_connect(wex_job *job)
     st = wex__job_find_replicas(job);
     if (st != WEX_OK)
         return st;
-    st = wex__store_connect(job->address, job->token, who, timeout,
-                            &job->store);
+    st = wex__store_connect(job->rendezvous.address, job->rendezvous.token, who, timeout,
+                            &job->rendezvous.store);
     if (st == WEX_OK)
         st = agree_on_layouts(job, timeout);
     if (st == WEX_OK)
@@ -160,13 +160,13 @@ wex_status wex__job_connect(wex_job *job)
     if (st == WEX_OK && job->side == WEX_SIDE_SOURCE)
         st = wex__job_attach(job, timeout);
     if (st == WEX_OK)
-        st = wex__store_barrier(job->store, "connected", everyone, timeout);
+        st = wex__store_barrier(job->rendezvous.store, "connected", everyone, timeout);
     /* Every destination has published by now: later moves of "joins"
      * are ranks coming back. */
     if (st == WEX_OK && job->side == WEX_SIDE_SOURCE)
-        st = wex__store_add(job->store, "joins", 0, &job->joins_seen);
+        st = wex__store_add(job->rendezvous.store, "joins", 0, &job->src.joins_seen);
     if (st != WEX_OK)
         return wex__error_prefix(st, "%s: connecting", who);
-    job->connected = 1;
+    job->rendezvous.connected = 1;
     return WEX_OK;
 }

@@ -24,11 +24,11 @@ wex_status wex__job_find_replicas(wex_job *job)
     const uint8_t *bits = wex__planner_replicated(&job->plan);
     size_t bytes = (job->plan.src.ranks + 7) / 8 + 1;
 
-    free(job->optional_sources);
-    job->optional_sources = bits ? malloc(bytes) : NULL;
-    if (job->optional_sources == NULL)
+    free(job->members.optional_sources);
+    job->members.optional_sources = bits ? malloc(bytes) : NULL;
+    if (job->members.optional_sources == NULL)
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
-    memcpy(job->optional_sources, bits, bytes);
+    memcpy(job->members.optional_sources, bits, bytes);
     return WEX_OK;
 }
 
@@ -51,24 +51,24 @@ wex_status wex__job_take_ops(wex_job *job, wex_plan_builder *b,
     b->count = b->cap = 0;
     n = job->op_count ? job->op_count : 1;
     free(job->peers);
-    free(job->digests);
-    free(job->pair_digests);
-    free(job->op_peer);
+    free(job->scratch.digests);
+    free(job->scratch.pair_digests);
+    free(job->src.op_peer);
     free(job->op_peer_index);
-    free(job->op_pass);
-    free(job->peer_passes);
+    free(job->src.op_pass);
+    free(job->src.peer_passes);
     job->peers = malloc(n * sizeof(uint64_t));
-    job->digests = calloc(n, sizeof(uint64_t));
-    job->pair_digests = calloc(n, sizeof(uint64_t));
-    job->op_peer = calloc(n, sizeof(*job->op_peer));
+    job->scratch.digests = calloc(n, sizeof(uint64_t));
+    job->scratch.pair_digests = calloc(n, sizeof(uint64_t));
+    job->src.op_peer = calloc(n, sizeof(*job->src.op_peer));
     job->op_peer_index = malloc(n * sizeof(*job->op_peer_index));
-    job->op_pass = calloc(n, sizeof(*job->op_pass));
-    job->peer_passes = calloc(n, sizeof(*job->peer_passes));
+    job->src.op_pass = calloc(n, sizeof(*job->src.op_pass));
+    job->src.peer_passes = calloc(n, sizeof(*job->src.peer_passes));
     job->peer_count = 0;
-    if (job->peers == NULL || job->digests == NULL ||
-        job->pair_digests == NULL || job->op_peer == NULL ||
-        job->op_peer_index == NULL || job->op_pass == NULL ||
-        job->peer_passes == NULL)
+    if (job->peers == NULL || job->scratch.digests == NULL ||
+        job->scratch.pair_digests == NULL || job->src.op_peer == NULL ||
+        job->op_peer_index == NULL || job->src.op_pass == NULL ||
+        job->src.peer_passes == NULL)
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
     for (size_t i = 0; i < job->op_count; i++)
         job->peers[job->peer_count++] = job->side == WEX_SIDE_SOURCE
@@ -87,7 +87,7 @@ wex_status wex__job_take_ops(wex_job *job, wex_plan_builder *b,
                                      sizeof(uint64_t), cmp_u64);
         job->op_peer_index[i] = (uint32_t)(at - job->peers);
     }
-    if (job->tops != NULL) { /* re-planned: what packs may differ */
+    if (job->transport.ops != NULL) { /* re-planned: what packs may differ */
         wex_status st = wex__pack_prepare(job);
         if (st != WEX_OK)
             return st;
@@ -102,7 +102,7 @@ wex_status wex__job_take_ops(wex_job *job, wex_plan_builder *b,
 static wex_status attach_one(wex_job *job, uint64_t rank, uint64_t tensor,
                              double timeout, wex_transport_peer **peer_p)
 {
-    size_t n = job->attached_count;
+    size_t n = job->src.attached_count;
     wex_transport_peer **grown;
     wex__attachment *what;
     unsigned char *blob = NULL;
@@ -115,7 +115,7 @@ static wex_status attach_one(wex_job *job, uint64_t rank, uint64_t tensor,
     else
         snprintf(key, sizeof(key), "mem/%llu/%llu", (unsigned long long)rank,
                  (unsigned long long)tensor);
-    st = wex__store_get(job->store, key, timeout, (void **)&blob, &len);
+    st = wex__store_get(job->rendezvous.store, key, timeout, (void **)&blob, &len);
     if (st != WEX_OK)
         return wex__error_prefix(st, "waiting for destination rank %llu's "
                                  "memory", (unsigned long long)rank);
@@ -125,18 +125,18 @@ static wex_status attach_one(wex_job *job, uint64_t rank, uint64_t tensor,
                           "a %zu-byte memory key", (unsigned long long)rank,
                           len);
     }
-    grown = realloc(job->attached, (n + 1) * sizeof(*grown));
+    grown = realloc(job->src.attached, (n + 1) * sizeof(*grown));
     if (grown != NULL)
-        job->attached = grown;
-    what = realloc(job->attached_what, (n + 1) * sizeof(*what));
+        job->src.attached = grown;
+    what = realloc(job->src.attached_what, (n + 1) * sizeof(*what));
     if (what != NULL)
-        job->attached_what = what;
+        job->src.attached_what = what;
     if (grown == NULL || what == NULL) {
         free(blob);
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
     }
     wex__error_clear();
-    st = job->tops->peer_attach(job->tctx, rank, blob + WEX__MEM_HEADER,
+    st = job->transport.ops->peer_attach(job->transport.ctx, rank, blob + WEX__MEM_HEADER,
                                 len - WEX__MEM_HEADER, peer_p);
     what[n].rank = rank;
     what[n].tensor = tensor;
@@ -147,8 +147,8 @@ static wex_status attach_one(wex_job *job, uint64_t rank, uint64_t tensor,
     if (st != WEX_OK)
         return wex__error_prefix(st, "attaching destination rank %llu",
                                  (unsigned long long)rank);
-    job->attached[n] = *peer_p;
-    job->attached_count = n + 1;
+    job->src.attached[n] = *peer_p;
+    job->src.attached_count = n + 1;
     return WEX_OK;
 }
 
@@ -162,19 +162,19 @@ static wex_status attach_boards(wex_job *job, double timeout)
         size_t k = 0;
         wex_status st;
 
-        job->board_peer[p] = NULL; /* no tells where attaching failed */
-        if (job->peer_passes[p] > 1)
+        job->src.board_peer[p] = NULL; /* no tells where attaching failed */
+        if (job->src.peer_passes[p] > 1)
             continue; /* it drains pass by pass: no board (window.h) */
-        while (k < job->attached_count &&
-               (job->attached_what[k].rank != job->peers[p] ||
-                job->attached_what[k].tensor != WEX__BOARD_TENSOR))
+        while (k < job->src.attached_count &&
+               (job->src.attached_what[k].rank != job->peers[p] ||
+                job->src.attached_what[k].tensor != WEX__BOARD_TENSOR))
             k++;
-        if (k < job->attached_count) {
-            job->board_peer[p] = job->attached[k];
+        if (k < job->src.attached_count) {
+            job->src.board_peer[p] = job->src.attached[k];
             continue;
         }
         st = attach_one(job, job->peers[p], WEX__BOARD_TENSOR, timeout,
-                        &job->board_peer[p]);
+                        &job->src.board_peer[p]);
         if (st != WEX_OK)
             return st;
     }
@@ -190,21 +190,21 @@ wex_status wex__job_attach(wex_job *job, double timeout)
         size_t k = 0;
         wex_status st;
 
-        job->op_peer[i] = NULL;
-        while (k < job->attached_count &&
-               (job->attached_what[k].rank != o->dst_rank ||
-                job->attached_what[k].tensor != o->dst_tensor))
+        job->src.op_peer[i] = NULL;
+        while (k < job->src.attached_count &&
+               (job->src.attached_what[k].rank != o->dst_rank ||
+                job->src.attached_what[k].tensor != o->dst_tensor))
             k++;
-        if (k == job->attached_count) {
+        if (k == job->src.attached_count) {
             st = attach_one(job, o->dst_rank, o->dst_tensor, timeout,
-                            &job->op_peer[i]);
+                            &job->src.op_peer[i]);
             if (st != WEX_OK)
                 return st;
         }
-        job->op_peer[i] = job->attached[k];
+        job->src.op_peer[i] = job->src.attached[k];
         /* the pass its destination receives it in (window.h) */
-        job->op_pass[i] = job->attached_what[k].pass;
-        job->peer_passes[job->op_peer_index[i]] = job->attached_what[k].passes;
+        job->src.op_pass[i] = job->src.attached_what[k].pass;
+        job->src.peer_passes[job->op_peer_index[i]] = job->src.attached_what[k].passes;
     }
     return attach_boards(job, timeout);
 }
@@ -216,30 +216,30 @@ wex_status wex__job_follow_rejoins(wex_job *job, double timeout)
 
     if (job->side != WEX_SIDE_SOURCE)
         return WEX_OK;
-    st = wex__store_add(job->store, "joins", 0, &joins);
-    if (st != WEX_OK || joins == job->joins_seen)
+    st = wex__store_add(job->rendezvous.store, "joins", 0, &joins);
+    if (st != WEX_OK || joins == job->src.joins_seen)
         return st;
-    for (size_t k = 0; k < job->attached_count;) {
-        uint64_t rank = job->attached_what[k].rank;
+    for (size_t k = 0; k < job->src.attached_count;) {
+        uint64_t rank = job->src.attached_what[k].rank;
         int64_t now = 0;
         char key[96];
         snprintf(key, sizeof(key), "incarnation/destination/%llu",
                  (unsigned long long)rank);
-        st = wex__store_add(job->store, key, 0, &now);
+        st = wex__store_add(job->rendezvous.store, key, 0, &now);
         if (st != WEX_OK)
             return st;
-        if (now == job->attached_what[k].incarnation) {
+        if (now == job->src.attached_what[k].incarnation) {
             k++;
             continue;
         }
         /* The rank came back with new memory: the old is gone with the
          * process that owned it. */
-        job->tops->peer_detach(job->tctx, job->attached[k]);
-        job->attached_count--;
-        job->attached[k] = job->attached[job->attached_count];
-        job->attached_what[k] = job->attached_what[job->attached_count];
+        job->transport.ops->peer_detach(job->transport.ctx, job->src.attached[k]);
+        job->src.attached_count--;
+        job->src.attached[k] = job->src.attached[job->src.attached_count];
+        job->src.attached_what[k] = job->src.attached_what[job->src.attached_count];
     }
-    job->joins_seen = joins;
+    job->src.joins_seen = joins;
     return wex__job_attach(job, timeout);
 }
 
@@ -256,7 +256,7 @@ wex_status wex__job_fit(wex_job *job, const uint64_t *dead,
     uint64_t *copy;
     wex_status st;
 
-    if (same_set(job->dead, job->dead_count, dead, dead_count))
+    if (same_set(job->members.dead, job->members.dead_count, dead, dead_count))
         return WEX_OK;
     if ((st = wex__job_complete_plan(job)) != WEX_OK)
         return st;
@@ -273,13 +273,13 @@ wex_status wex__job_fit(wex_job *job, const uint64_t *dead,
     wex__plan_builder_fini(&b);
     /* Whatever happened, the ops no longer match the old set: a failed
      * plan leaves none, and the next fit plans again. */
-    free(job->dead);
-    job->dead = copy;
-    job->dead_count = dead_count;
+    free(job->members.dead);
+    job->members.dead = copy;
+    job->members.dead_count = dead_count;
     if (st != WEX_OK) {
         job->op_count = 0;
         job->peer_count = 0;
-        job->dead_count = UINT64_MAX; /* matches no set */
+        job->members.dead_count = UINT64_MAX; /* matches no set */
         return st;
     }
     return wex__job_attach(job, timeout);

@@ -83,7 +83,7 @@ static wex_status exchange_publish(void *ctx, const char *name,
     if (st != WEX_OK)
         return st;
     store_key(x, name, key, sizeof(key));
-    return wex__store_set(x->job->store, key, value, (size_t)len);
+    return wex__store_set(x->job->rendezvous.store, key, value, (size_t)len);
 }
 
 static wex_status exchange_fetch(void *ctx, const char *name, void *value,
@@ -98,7 +98,7 @@ static wex_status exchange_fetch(void *ctx, const char *name, void *value,
     if (st != WEX_OK)
         return st;
     store_key(x, name, key, sizeof(key));
-    st = wex__store_get(x->job->store, key, x->timeout, &got, &len);
+    st = wex__store_get(x->job->rendezvous.store, key, x->timeout, &got, &len);
     if (st != WEX_OK)
         return wex__error_prefix(st, "waiting for \"%s\"", name);
     memcpy(value, got, len < cap ? len : (size_t)cap);
@@ -113,7 +113,7 @@ wex_status wex__transport_connect(wex_job *job, double timeout)
     wex_transport_exchange ex;
     wex_status st;
 
-    if (job->tops->connect == NULL)
+    if (job->transport.ops->connect == NULL)
         return WEX_OK;
     memset(&ex, 0, sizeof(ex));
     ex.struct_size = sizeof(ex);
@@ -121,7 +121,7 @@ wex_status wex__transport_connect(wex_job *job, double timeout)
     ex.publish = exchange_publish;
     ex.fetch = exchange_fetch;
     wex__error_clear();
-    st = job->tops->connect(job->tctx, &ex);
+    st = job->transport.ops->connect(job->transport.ctx, &ex);
     if (st != WEX_OK && wex__last_error()[0] == '\0')
         wex__error(st, "failed without a message");
     if (st != WEX_OK)

@@ -54,7 +54,7 @@ static int quantizing(const wex__op *o)
 
 void wex__transforms_free(wex_job *job)
 {
-    struct wex__quant_state *q = job->quant;
+    struct wex__quant_state *q = job->src.quant;
 
     if (q == NULL)
         return;
@@ -65,7 +65,7 @@ void wex__transforms_free(wex_job *job)
     free(q->grid);
     free(q->arena);
     free(q);
-    job->quant = NULL;
+    job->src.quant = NULL;
 }
 
 static int add_u64(uint64_t **list, size_t *n, uint64_t v)
@@ -88,7 +88,7 @@ static int add_u64(uint64_t **list, size_t *n, uint64_t v)
 static wex_status find_partners(wex_job *job, size_t first, size_t end,
                                 const uint64_t *dead, uint64_t ndead)
 {
-    struct wex__quant_state *q = job->quant;
+    struct wex__quant_state *q = job->src.quant;
     wex__qcell *cells = NULL;
     size_t n = 0;
     wex_status st = wex__quantize_cells(&job->plan, q->slots[first].dst,
@@ -158,7 +158,7 @@ static int by_piece(const void *a, const void *b, void *ops)
 static wex_status piece_slots(wex_job *job, const size_t *idx, size_t n,
                               size_t **map, size_t *map_cap)
 {
-    struct wex__quant_state *q = job->quant;
+    struct wex__quant_state *q = job->src.quant;
     const wex__op *first = &job->ops[idx[0]];
     uint64_t lo[2] = {UINT64_MAX, UINT64_MAX}, hi[2] = {0, 0}, w, cells;
 
@@ -234,7 +234,7 @@ wex_status wex__transforms_prepare(wex_job *job, const uint64_t *dead,
     }
     if (k == 0)
         return WEX_OK;
-    q = job->quant = calloc(1, sizeof(*q));
+    q = job->src.quant = calloc(1, sizeof(*q));
     idx = malloc((nq ? nq : 1) * sizeof(*idx));
     if (q == NULL || idx == NULL ||
         (q->slots = malloc((nkeys ? nkeys : 1) * sizeof(*q->slots))) ==
@@ -315,7 +315,7 @@ static float amax_max(float a, float b)
 
 static wex_status agree(wex_job *job, const char *prefix, double timeout)
 {
-    struct wex__quant_state *q = job->quant;
+    struct wex__quant_state *q = job->src.quant;
     unsigned char *mine;
     size_t n = 0;
     char key[160];
@@ -341,7 +341,7 @@ static wex_status agree(wex_job *job, const char *prefix, double timeout)
     }
     snprintf(key, sizeof(key), "%s%llu", prefix,
              (unsigned long long)job->rank);
-    st = wex__store_set(job->store, key, mine, n * RECORD_BYTES);
+    st = wex__store_set(job->rendezvous.store, key, mine, n * RECORD_BYTES);
     free(mine);
     for (size_t p = 0; st == WEX_OK && p < q->nreaders; p++) {
         unsigned char *theirs = NULL;
@@ -350,7 +350,7 @@ static wex_status agree(wex_job *job, const char *prefix, double timeout)
 
         snprintf(key, sizeof(key), "%s%llu", prefix,
                  (unsigned long long)q->readers[p]);
-        st = wex__store_get(job->store, key, timeout, (void **)&theirs, &len);
+        st = wex__store_get(job->rendezvous.store, key, timeout, (void **)&theirs, &len);
         if (st == WEX_OK &&
             (failed = wex__step_failure_reason(theirs, len, RECORD_BYTES)))
             st = wex__error(WEX_ERR_PEER, "source rank %llu failed: %s",
@@ -386,13 +386,13 @@ static void amax_failed(wex_job *job, const char *prefix)
 
     snprintf(key, sizeof(key), "%s%llu", prefix,
              (unsigned long long)job->rank);
-    wex__store_set(job->store, key, value, n);
+    wex__store_set(job->rendezvous.store, key, value, n);
 }
 
 wex_status wex__transforms_amax(wex_job *job, const char *prefix,
                                 double timeout)
 {
-    struct wex__quant_state *q = job->quant;
+    struct wex__quant_state *q = job->src.quant;
 
     if (q == NULL || q->nslots == 0)
         return WEX_OK;
@@ -448,13 +448,13 @@ wex_status wex__transforms_amax(wex_job *job, const char *prefix,
  * first when it is full. */
 static wex_status arena_take(wex_job *job, uint64_t bytes, unsigned char **p)
 {
-    struct wex__quant_state *q = job->quant;
+    struct wex__quant_state *q = job->src.quant;
     wex_status st;
 
     if (q->arena == NULL && (q->arena = malloc(WEX__STAGING_BYTES)) == NULL)
         return wex__error(WEX_ERR_NOMEM, "job: out of memory for staging");
     if (q->arena_used + bytes > WEX__STAGING_BYTES) {
-        st = job->tops->flush(job->tctx);
+        st = job->transport.ops->flush(job->transport.ctx);
         if (st != WEX_OK)
             return st;
         q->arena_used = 0;
@@ -470,7 +470,7 @@ static void make_row(wex_job *job, size_t i, const rows *w, unsigned char *out,
                      const unsigned char *staged)
 {
     const wex__op *o = &job->ops[i];
-    struct wex__quant_state *q = job->quant;
+    struct wex__quant_state *q = job->src.quant;
     const wex__local_tensor *t = &job->layout->tensors[o->src_tensor];
     const unsigned char *base = job->bind[o->src_tensor].address;
     uint32_t sdt = t->dtype;
@@ -548,7 +548,7 @@ wex_status wex__transforms_put(wex_job *job, size_t i, XXH3_state_t *h)
     wex_status st = WEX_OK;
     rows w;
 
-    if (job->quant == NULL)
+    if (job->src.quant == NULL)
         return wex__error(WEX_ERR_INTERNAL, "job: operation %zu converts "
                           "but nothing was prepared", i);
     if (o->transform == WEX__OP_QUANTIZE && wex__on_device(job, o->src_tensor))
@@ -569,13 +569,13 @@ wex_status wex__transforms_put(wex_job *job, size_t i, XXH3_state_t *h)
         /* consecutive rows that are consecutive in the destination go
          * out as one put */
         if (group != NULL && off == group_off + group_len &&
-            job->quant->arena_used + row_bytes <= WEX__STAGING_BYTES) {
+            job->src.quant->arena_used + row_bytes <= WEX__STAGING_BYTES) {
             st = arena_take(job, row_bytes, &out);
         } else {
             if (group != NULL) {
-                st = job->tops->put(job->tctx, job->op_peer[i], group_off,
+                st = job->transport.ops->put(job->transport.ctx, job->src.op_peer[i], group_off,
                                     group, group_len);
-                job->puts++;
+                job->src.puts++;
                 if (st == WEX_OK && h != NULL)
                     wex__digest_update(h, group, group_len);
                 group = NULL;
@@ -595,9 +595,9 @@ wex_status wex__transforms_put(wex_job *job, size_t i, XXH3_state_t *h)
         group_len += row_bytes;
     }
     if (st == WEX_OK && group != NULL) {
-        st = job->tops->put(job->tctx, job->op_peer[i], group_off, group,
+        st = job->transport.ops->put(job->transport.ctx, job->src.op_peer[i], group_off, group,
                             group_len);
-        job->puts++;
+        job->src.puts++;
         if (st == WEX_OK && h != NULL)
             wex__digest_update(h, group, group_len);
     }
@@ -606,6 +606,6 @@ wex_status wex__transforms_put(wex_job *job, size_t i, XXH3_state_t *h)
 
 void wex__transforms_reset(wex_job *job)
 {
-    if (job->quant != NULL)
-        job->quant->arena_used = 0;
+    if (job->src.quant != NULL)
+        job->src.quant->arena_used = 0;
 }

@@ -101,9 +101,9 @@ static wex_status put_quantized(wex_job *job, size_t i, uint64_t first,
         }
         if (k < n && off == start_off + (k - start) * width)
             continue;
-        st = job->tops->put(job->tctx, job->op_peer[i], start_off,
+        st = job->transport.ops->put(job->transport.ctx, job->src.op_peer[i], start_off,
                             host + start * width, (k - start) * width);
-        job->puts++;
+        job->src.puts++;
         start = k;
         start_off = off;
     }
@@ -145,7 +145,7 @@ wex_status wex__transforms_put_device(wex_job *job, size_t i, XXH3_state_t *h)
                                            first, n, &host);
         if (st == WEX_OK && host == NULL) {
             /* staging is full: what was put from it must land first */
-            st = job->tops->flush(job->tctx);
+            st = job->transport.ops->flush(job->transport.ctx);
             wex__device_stage_reset(job->device);
             continue;
         }
@@ -173,7 +173,7 @@ wex_status wex__transforms_stage_row(wex_job *job, size_t i,
 
     if (st == WEX_OK && host == NULL) {
         /* staging is full: what was put from it must land first */
-        st = job->tops->flush(job->tctx);
+        st = job->transport.ops->flush(job->transport.ctx);
         wex__device_stage_reset(job->device);
         if (st == WEX_OK)
             st = wex__device_stage_out(job->device, src, width * esize, &host);

@@ -63,7 +63,7 @@ static inline uint64_t wex__element_at(const uint64_t *shape, uint32_t tn,
 static inline struct qslot *wex__op_slot(wex_job *job, size_t i, uint64_t br,
                                          uint64_t bc)
 {
-    struct wex__quant_state *q = job->quant;
+    struct wex__quant_state *q = job->src.quant;
     uint64_t b0[2], b1[2];
 
     wex__op_blocks(&job->ops[i], b0, b1);

@@ -54,12 +54,12 @@ static wex_status put_staged(wex_job *job, size_t i, uint64_t offset,
         const void *host = NULL;
         st = wex__device_stage_out(job->device, src, n, &host);
         if (st == WEX_OK && host == NULL) {
-            st = job->tops->flush(job->tctx);
+            st = job->transport.ops->flush(job->transport.ctx);
             wex__device_stage_reset(job->device);
             continue;
         }
         if (st == WEX_OK)
-            st = job->tops->put(job->tctx, job->op_peer[i], offset, host, n);
+            st = job->transport.ops->put(job->transport.ctx, job->src.op_peer[i], offset, host, n);
         if (st == WEX_OK && h != NULL)
             wex__digest_update(h, host, n);
         offset += n;
@@ -84,9 +84,9 @@ static wex_status put_rows(wex_job *job, size_t i, const uint64_t *b,
     for (uint64_t k = 0, n; k < rows && st == WEX_OK; k += n) {
         for (n = 1; k + n < rows && b[k + n] == b[k] + n * width; n++)
             ;
-        st = job->tops->put(job->tctx, job->op_peer[i], b[k],
+        st = job->transport.ops->put(job->transport.ctx, job->src.op_peer[i], b[k],
                             host + k * width, n * width);
-        job->puts++;
+        job->src.puts++;
     }
     if (st == WEX_OK && h != NULL)
         wex__digest_update(h, host, rows * width);
@@ -122,7 +122,7 @@ static wex_status put_device_box(wex_job *job, size_t i,
                                     w->run_bytes, rows, &host);
         if (st == WEX_OK && host == NULL) {
             /* staging is full: what was put from it must land first */
-            st = job->tops->flush(job->tctx);
+            st = job->transport.ops->flush(job->transport.ctx);
             wex__device_stage_reset(job->device);
             continue;
         }
@@ -152,7 +152,7 @@ static void op_runs(const wex_job *job, const wex__op *o, wex__box_runs *w)
  * runs are short and follow each other at the destination. */
 static int packs(const wex_job *job, const wex__op *o, const wex__box_runs *w)
 {
-    return (job->tops->caps & (WEX_TRANSPORT_CAP_NETWORK |
+    return (job->transport.ops->caps & (WEX_TRANSPORT_CAP_NETWORK |
                                WEX_TRANSPORT_CAP_TWO_SIDED)) ==
                WEX_TRANSPORT_CAP_NETWORK &&
            o->transform == WEX__OP_COPY && !is_cuda(job, o->src_tensor) &&
@@ -165,13 +165,13 @@ wex_status wex__pack_prepare(wex_job *job)
     uint64_t need = 0, cap = job->plan.job->staging_bytes;
     wex_status st;
 
-    if (job->pack_mem != NULL)
-        job->tops->mem_deregister(job->tctx, job->pack_mem);
-    job->pack_mem = NULL;
-    free(job->pack);
-    job->pack = NULL;
-    job->pack_bytes = job->pack_used = 0;
-    if (job->side != WEX_SIDE_SOURCE || job->tops == NULL)
+    if (job->src.pack_mem != NULL)
+        job->transport.ops->mem_deregister(job->transport.ctx, job->src.pack_mem);
+    job->src.pack_mem = NULL;
+    free(job->src.pack);
+    job->src.pack = NULL;
+    job->src.pack_bytes = job->src.pack_used = 0;
+    if (job->side != WEX_SIDE_SOURCE || job->transport.ops == NULL)
         return WEX_OK;
     for (size_t i = 0; i < job->op_count && need < cap; i++) {
         wex__box_runs w;
@@ -181,20 +181,20 @@ wex_status wex__pack_prepare(wex_job *job)
     }
     if (need == 0)
         return WEX_OK;
-    job->pack_bytes = need < cap ? need : cap;
-    job->pack = malloc(job->pack_bytes);
-    if (job->pack == NULL)
+    job->src.pack_bytes = need < cap ? need : cap;
+    job->src.pack = malloc(job->src.pack_bytes);
+    if (job->src.pack == NULL)
         return wex__error(WEX_ERR_NOMEM, "job: %llu bytes of staging "
                           "(staging_bytes): out of memory",
-                          (unsigned long long)job->pack_bytes);
-    if (!(job->tops->caps & WEX_TRANSPORT_CAP_REGISTER_SOURCE))
+                          (unsigned long long)job->src.pack_bytes);
+    if (!(job->transport.ops->caps & WEX_TRANSPORT_CAP_REGISTER_SOURCE))
         return WEX_OK;
     wex__error_clear();
-    st = job->tops->mem_register(job->tctx, job->pack, job->pack_bytes,
-                                 WEX_MEMORY_HOST, &job->pack_mem);
+    st = job->transport.ops->mem_register(job->transport.ctx, job->src.pack, job->src.pack_bytes,
+                                 WEX_MEMORY_HOST, &job->src.pack_mem);
     if (st != WEX_OK) /* the transport's own class, not a guess */
         return wex__error_prefix(st, "registering %llu bytes of staging",
-                                 (unsigned long long)job->pack_bytes);
+                                 (unsigned long long)job->src.pack_bytes);
     return WEX_OK;
 }
 
@@ -212,23 +212,23 @@ static wex_status put_packed(wex_job *job, size_t i, const unsigned char *base,
 
     while (st == WEX_OK && (more || len > 0)) {
         if (len > 0 && (!more || b != start + len ||
-                        job->pack_used + len + w->run_bytes >
-                            job->pack_bytes)) {
-            st = job->tops->put(job->tctx, job->op_peer[i], start, pack, len);
+                        job->src.pack_used + len + w->run_bytes >
+                            job->src.pack_bytes)) {
+            st = job->transport.ops->put(job->transport.ctx, job->src.op_peer[i], start, pack, len);
             if (st == WEX_OK && h != NULL)
                 wex__digest_update(h, pack, len);
-            job->puts++;
-            job->pack_used += len;
+            job->src.puts++;
+            job->src.pack_used += len;
             len = 0;
             continue;
         }
         if (len == 0) {
-            if (job->pack_used + w->run_bytes > job->pack_bytes) {
-                st = job->tops->flush(job->tctx);
-                job->pack_used = 0;
+            if (job->src.pack_used + w->run_bytes > job->src.pack_bytes) {
+                st = job->transport.ops->flush(job->transport.ctx);
+                job->src.pack_used = 0;
                 continue;
             }
-            pack = job->pack + job->pack_used;
+            pack = job->src.pack + job->src.pack_used;
             start = b;
         }
         memcpy(pack + len, base + a, w->run_bytes);
@@ -257,8 +257,8 @@ static wex_status put_run(wex_job *job, size_t i, int cuda, int staged,
          * cache instead of making a second pass over memory. */
         while (bytes > 0) {
             uint64_t n = bytes < HASH_CHUNK ? bytes : HASH_CHUNK;
-            st = job->tops->put(job->tctx, job->op_peer[i], offset, src, n);
-            job->puts++;
+            st = job->transport.ops->put(job->transport.ctx, job->src.op_peer[i], offset, src, n);
+            job->src.puts++;
             if (st != WEX_OK)
                 return st;
             wex__digest_update(h, src, n);
@@ -268,8 +268,8 @@ static wex_status put_run(wex_job *job, size_t i, int cuda, int staged,
         }
         return WEX_OK;
     }
-    st = job->tops->put(job->tctx, job->op_peer[i], offset, src, bytes);
-    job->puts++;
+    st = job->transport.ops->put(job->transport.ctx, job->src.op_peer[i], offset, src, bytes);
+    job->src.puts++;
     if (st != WEX_OK || h == NULL)
         return st;
     return wex__device_hash_run(job->device, h, src, bytes);
@@ -282,14 +282,14 @@ static wex_status put_copy(wex_job *job, size_t i, XXH3_state_t *h)
     const wex__op *o = &job->ops[i];
     const unsigned char *base = job->bind[o->src_tensor].address;
     int cuda = is_cuda(job, o->src_tensor);
-    int device_transport = (job->tops->caps & WEX_TRANSPORT_CAP_CUDA_MEMORY)
+    int device_transport = (job->transport.ops->caps & WEX_TRANSPORT_CAP_CUDA_MEMORY)
                            != 0;
     wex_status st = WEX_OK;
     wex__box_runs w;
     uint64_t a, b;
 
     op_runs(job, o, &w);
-    if (job->pack != NULL && packs(job, o, &w))
+    if (job->src.pack != NULL && packs(job, o, &w))
         st = put_packed(job, i, base, &w, h);
     else if (cuda && !device_transport && w.run_bytes <= WEX__STAGING_BYTES)
         st = put_device_box(job, i, base, &w, h);
@@ -305,20 +305,20 @@ wex_status wex__execute_ops(wex_job *job, uint64_t *digests,
                             uint32_t landing_tag, const char *try_prefix,
                             double timeout)
 {
-    XXH3_state_t *h = digests ? job->hash : NULL;
+    XXH3_state_t *h = digests ? job->scratch.hash : NULL;
     uint32_t passes = wex__window_source_passes(job);
     char amax_prefix[128];
     wex_status st = WEX_OK;
 
-    job->puts = 0;
-    job->pack_used = 0;
-    if (job->landed != NULL) /* counted again in every try */
-        memset(job->landed, 0, (job->peer_count + 1) * sizeof(*job->landed));
+    job->src.puts = 0;
+    job->src.pack_used = 0;
+    if (job->scratch.landed != NULL) /* counted again in every try */
+        memset(job->scratch.landed, 0, (job->peer_count + 1) * sizeof(*job->scratch.landed));
     snprintf(amax_prefix, sizeof(amax_prefix), "%samax/", try_prefix);
     st = wex__transforms_amax(job, amax_prefix, timeout);
     for (uint32_t pass = 0; pass < passes && st == WEX_OK; pass++) {
         for (size_t i = 0; i < job->op_count && st == WEX_OK; i++) {
-            if (passes > 1 && job->op_pass[i] != pass)
+            if (passes > 1 && job->src.op_pass[i] != pass)
                 continue;
             if (h != NULL)
                 XXH3_64bits_reset(h);
@@ -335,7 +335,7 @@ wex_status wex__execute_ops(wex_job *job, uint64_t *digests,
             st = wex__window_end_pass(job, pass, try_prefix, timeout);
     }
     if (st == WEX_OK)
-        st = job->tops->flush(job->tctx);
+        st = job->transport.ops->flush(job->transport.ctx);
     if (job->device != NULL)
         wex__device_stage_reset(job->device);
     wex__transforms_reset(job);
@@ -349,7 +349,7 @@ uint64_t wex__digest_landed(wex_job *job, const wex__op *o)
     const unsigned char *base = bound->shadow ? bound->shadow
                                               : bound->address;
     int cuda = is_cuda(job, o->dst_tensor) && bound->shadow == NULL;
-    XXH3_state_t *h = job->hash;
+    XXH3_state_t *h = job->scratch.hash;
     wex_status st = WEX_OK;
     wex__box_runs w;
     uint64_t a, d = 0;
@@ -375,9 +375,9 @@ wex_status wex__post_receives(wex_job *job)
     wex_status st = WEX_OK;
 
     if (job->side != WEX_SIDE_DESTINATION ||
-        !(job->tops->caps & WEX_TRANSPORT_CAP_TWO_SIDED))
+        !(job->transport.ops->caps & WEX_TRANSPORT_CAP_TWO_SIDED))
         return WEX_OK;
-    if (job->tops->recv == NULL)
+    if (job->transport.ops->recv == NULL)
         return wex__error(WEX_ERR_ABI, "the transport is two-sided but has "
                           "no recv");
     wex__error_clear();
@@ -390,10 +390,10 @@ wex_status wex__post_receives(wex_job *job)
         /* The source's walk, so the runs pair up with its puts. */
         op_runs(job, o, &w);
         while (st == WEX_OK && wex__box_runs_next(&w, &a, &d))
-            st = job->tops->recv(job->tctx, o->src_rank, mem, d, w.run_bytes);
+            st = job->transport.ops->recv(job->transport.ctx, o->src_rank, mem, d, w.run_bytes);
     }
     if (st == WEX_OK)
-        st = job->tops->flush(job->tctx);
+        st = job->transport.ops->flush(job->transport.ctx);
     if (st != WEX_OK && wex__last_error()[0] == '\0')
         wex__error(st, "receiving failed without a message");
     return st;

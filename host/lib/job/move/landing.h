@@ -46,7 +46,7 @@ wex_status wex__landing_tell(struct wex_job *job, size_t i, uint32_t tag);
 uint64_t wex__landing_count(const struct wex_job *job, size_t p,
                             uint32_t tag);
 /* Destinations (landing_watch.c): digests operations as they land, until
- * all have or no source has moved for a while; job->early marks those
+ * all have or no source has moved for a while; job->dst.early marks those
  * digested. */
 void wex__landing_watch(struct wex_job *job, uint32_t tag);
 /* Frees what the board holds (both sides). */

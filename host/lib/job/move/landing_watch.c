@@ -29,9 +29,9 @@ void wex__landing_watch(wex_job *job, uint32_t tag)
     double quiet_since = wex__now();
     long wait = WATCH_NAP_FIRST_NS;
 
-    memset(job->early, 0, job->op_count ? job->op_count : 1);
-    memset(job->landed, 0, (job->peer_count + 1) * sizeof(*job->landed));
-    if (job->board == NULL)
+    memset(job->dst.early, 0, job->op_count ? job->op_count : 1);
+    memset(job->scratch.landed, 0, (job->peer_count + 1) * sizeof(*job->scratch.landed));
+    if (job->dst.board == NULL)
         return;
     while (left > 0) {
         int moved = 0;
@@ -39,11 +39,11 @@ void wex__landing_watch(wex_job *job, uint32_t tag)
         for (size_t p = 0; p < job->peer_count; p++) {
             uint64_t count = wex__landing_count(job, p, tag);
 
-            while (job->landed[p] < count) {
-                size_t i = job->peer_ops[job->peer_first[p] +
-                                         job->landed[p]++];
-                job->digests[i] = wex__digest_landed(job, &job->ops[i]);
-                job->early[i] = 1;
+            while (job->scratch.landed[p] < count) {
+                size_t i = job->scratch.peer_ops[job->scratch.peer_first[p] +
+                                         job->scratch.landed[p]++];
+                job->scratch.digests[i] = wex__digest_landed(job, &job->ops[i]);
+                job->dst.early[i] = 1;
                 left--;
                 moved = 1;
             }

@@ -20,12 +20,12 @@ wex_status wex__window_place(wex_job *job, uint64_t index, uint64_t bytes,
     uint64_t need = (bytes + PLACE_ALIGN - 1) / PLACE_ALIGN * PLACE_ALIGN;
     wex_status st;
 
-    if (job->passes == 0 || (bytes <= size && job->window_used + need > size &&
-                             job->window_used > 0)) {
-        job->window_pass = job->passes++;
-        job->window_used = 0;
+    if (job->dst.passes == 0 || (bytes <= size && job->dst.window_used + need > size &&
+                             job->dst.window_used > 0)) {
+        job->dst.window_pass = job->dst.passes++;
+        job->dst.window_used = 0;
     }
-    b->pass = job->window_pass;
+    b->pass = job->dst.window_pass;
     if (bytes > size) {
         /* a copy of its own, received with the window's current pass */
         st = wex__device_alloc_pinned(job->device, bytes, &b->shadow);
@@ -36,15 +36,15 @@ wex_status wex__window_place(wex_job *job, uint64_t index, uint64_t bytes,
                                                 "(larger than "
                                                 "device_staging_bytes)");
     }
-    if (job->window == NULL) {
-        st = wex__device_alloc_pinned(job->device, size, &job->window);
+    if (job->dst.window == NULL) {
+        st = wex__device_alloc_pinned(job->device, size, &job->dst.window);
         if (st != WEX_OK)
             return wex__error_prefix(st, "the staging window "
                                      "(device_staging_bytes)");
     }
-    b->shadow = (unsigned char *)job->window + job->window_used;
+    b->shadow = (unsigned char *)job->dst.window + job->dst.window_used;
     b->own_shadow = 0;
-    job->window_used += need;
+    job->dst.window_used += need;
     *host_p = b->shadow;
     WEX__DEBUG("destination rank %llu: tensor %llu (%llu bytes) lands in "
                "pass %u of the staging window",
@@ -62,8 +62,8 @@ void wex__window_free(wex_job *job)
         job->bind[i].shadow = NULL;
         job->bind[i].own_shadow = 0;
     }
-    wex__device_free_pinned(job->device, job->window);
-    job->window = NULL;
+    wex__device_free_pinned(job->device, job->dst.window);
+    job->dst.window = NULL;
 }
 
 wex_status wex__window_copy_in(wex_job *job, uint32_t pass)
@@ -98,10 +98,10 @@ static void give_up(wex_job *job, const char *prefix, uint32_t from,
     char key[160], value[WEX__ERROR_MAX + 1];
 
     snprintf(value, sizeof(value), "!%s", why);
-    for (uint32_t p = from; p + 1 < job->passes; p++) {
+    for (uint32_t p = from; p + 1 < job->dst.passes; p++) {
         snprintf(key, sizeof(key), "%sdrained/%u/%llu", prefix, p,
                  (unsigned long long)job->rank);
-        wex__store_set(job->store, key, value, strlen(value));
+        wex__store_set(job->rendezvous.store, key, value, strlen(value));
     }
 }
 
@@ -119,7 +119,7 @@ static wex__peer_outcome wait_sources(wex_job *job, const char *prefix, uint32_t
         snprintf(key, sizeof(key), "%spass/%u/%llu/%llu", prefix, pass,
                  (unsigned long long)job->rank,
                  (unsigned long long)job->peers[q]);
-        st = wex__store_get(job->store, key, timeout, (void **)&said, &len);
+        st = wex__store_get(job->rendezvous.store, key, timeout, (void **)&said, &len);
         if (st == WEX_ERR_PEER) { /* the message names who died */
             snprintf(why, cap, "%s", wex__last_error());
             return WEX__PEER_DIED;
@@ -148,16 +148,16 @@ wex__peer_outcome wex__window_drain(wex_job *job, const char *prefix, int verify
 {
     char key[160];
 
-    for (uint32_t p = 0; p + 1 < job->passes; p++) {
+    for (uint32_t p = 0; p + 1 < job->dst.passes; p++) {
         wex__peer_outcome how = wait_sources(job, prefix, p, timeout, why, cap);
         wex_status st = WEX_OK;
         if (how == WEX__PEER_OK) {
             /* digested now, before the next pass overwrites the window */
             for (size_t i = 0; verify && i < job->op_count; i++)
                 if (job->bind[job->ops[i].dst_tensor].pass == p) {
-                    job->digests[i] =
+                    job->scratch.digests[i] =
                         wex__digest_landed(job, &job->ops[i]);
-                    job->early[i] = 1;
+                    job->dst.early[i] = 1;
                 }
             st = wex__window_copy_in(job, p);
             if (st != WEX_OK) {
@@ -171,7 +171,7 @@ wex__peer_outcome wex__window_drain(wex_job *job, const char *prefix, int verify
         }
         snprintf(key, sizeof(key), "%sdrained/%u/%llu", prefix, p,
                  (unsigned long long)job->rank);
-        st = wex__store_set(job->store, key, "ok", 2);
+        st = wex__store_set(job->rendezvous.store, key, "ok", 2);
         if (st != WEX_OK) {
             snprintf(why, cap, "%s", wex__last_error());
             give_up(job, prefix, p, why);

@@ -38,7 +38,7 @@ void wex__window_free(wex_job *job);
 
 /* Destinations, inside a try whose keys start with `prefix`
  * ("step/S/T/"): every pass but the last, waited for, digested into
- * job->digests (job->early set) when `verify`, copied to the device and
+ * job->scratch.digests (job->dst.early set) when `verify`, copied to the device and
  * said drained.
  * Returns WEX__PEER_OK, or how it failed with the reason in `why`; a
  * failed destination tells its sources so they stop waiting. */

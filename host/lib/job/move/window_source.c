@@ -11,10 +11,10 @@ uint32_t wex__window_source_passes(const wex_job *job)
 {
     uint32_t most = 1;
 
-    if (job->side != WEX_SIDE_SOURCE || job->peer_passes == NULL)
+    if (job->side != WEX_SIDE_SOURCE || job->src.peer_passes == NULL)
         return 1;
     for (size_t q = 0; q < job->peer_count; q++)
-        most = job->peer_passes[q] > most ? job->peer_passes[q] : most;
+        most = job->src.peer_passes[q] > most ? job->src.peer_passes[q] : most;
     return most;
 }
 
@@ -33,25 +33,25 @@ wex_status wex__window_end_pass(wex_job *job, uint32_t pass,
     wex_status st;
 
     for (size_t q = 0; q < job->peer_count; q++)
-        any |= job->peer_passes[q] > pass + 1;
+        any |= job->src.peer_passes[q] > pass + 1;
     if (!any)
         return WEX_OK;
     /* what this pass put must land before the destinations read it */
-    st = job->tops->flush(job->tctx);
+    st = job->transport.ops->flush(job->transport.ctx);
     for (size_t q = 0; st == WEX_OK && q < job->peer_count; q++) {
-        if (job->peer_passes[q] <= pass + 1)
+        if (job->src.peer_passes[q] <= pass + 1)
             continue;
         pass_key(key, sizeof(key), prefix, pass, job->peers[q], job->rank);
-        st = wex__store_set(job->store, key, "ok", 2);
+        st = wex__store_set(job->rendezvous.store, key, "ok", 2);
     }
     for (size_t q = 0; st == WEX_OK && q < job->peer_count; q++) {
         char *said = NULL;
         size_t len = 0;
-        if (job->peer_passes[q] <= pass + 1)
+        if (job->src.peer_passes[q] <= pass + 1)
             continue;
         snprintf(key, sizeof(key), "%sdrained/%u/%llu", prefix, pass,
                  (unsigned long long)job->peers[q]);
-        st = wex__store_get(job->store, key, timeout, (void **)&said, &len);
+        st = wex__store_get(job->rendezvous.store, key, timeout, (void **)&said, &len);
         if (st != WEX_OK)
             st = wex__error_prefix(st, "waiting for destination rank %llu to "
                                    "drain pass %u of its staging window",
@@ -70,9 +70,9 @@ void wex__window_fail(wex_job *job, const char *prefix, const char *value,
 {
     char key[160];
 
-    for (size_t q = 0; job->peer_passes != NULL && q < job->peer_count; q++)
-        for (uint32_t p = 0; p + 1 < job->peer_passes[q]; p++) {
+    for (size_t q = 0; job->src.peer_passes != NULL && q < job->peer_count; q++)
+        for (uint32_t p = 0; p + 1 < job->src.peer_passes[q]; p++) {
             pass_key(key, sizeof(key), prefix, p, job->peers[q], job->rank);
-            wex__store_set(job->store, key, value, len);
+            wex__store_set(job->rendezvous.store, key, value, len);
         }
 }

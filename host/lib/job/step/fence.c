@@ -40,7 +40,7 @@ static wex_status call(wex_job *job, wex_transport_fence *f)
 
     f->struct_size = sizeof(*f);
     wex__error_clear();
-    st = job->tops->fence(job->tctx, f);
+    st = job->transport.ops->fence(job->transport.ctx, f);
     if (st != WEX_OK && wex__last_error()[0] == '\0')
         wex__error(st, "failed without a message");
     if (st != WEX_OK)
@@ -53,13 +53,13 @@ wex_status wex__fence_open(wex_job *job, uint64_t epoch)
 {
     wex_transport_fence f;
 
-    if (job->tops->fence == NULL) {
-        if (!job->fence_told && job->rank == 0)
+    if (job->transport.ops->fence == NULL) {
+        if (!job->dst.fence_told && job->rank == 0)
             WEX__WARN("transport %s cannot fence its writers: a source that "
                       "stalls inside a step and runs again later can still "
                       "write into destinations that gave up on that step",
                       job->plan.job->transport.name);
-        job->fence_told = 1;
+        job->dst.fence_told = 1;
         return WEX_OK;
     }
     memset(&f, 0, sizeof(f));
@@ -76,7 +76,7 @@ wex_status wex__fence_close(wex_job *job, int abandoned, double grace_s)
     wex_transport_fence f;
     wex_status st;
 
-    if (job->tops->fence == NULL)
+    if (job->transport.ops->fence == NULL)
         return WEX_OK;
     memset(&f, 0, sizeof(f));
     f.op = WEX_FENCE_CLOSE;
@@ -95,7 +95,7 @@ wex_status wex__fence_write(wex_job *job, uint64_t epoch)
 {
     wex_transport_fence f;
 
-    if (job->tops->fence == NULL)
+    if (job->transport.ops->fence == NULL)
         return WEX_OK;
     memset(&f, 0, sizeof(f));
     f.op = WEX_FENCE_WRITE;

@@ -74,7 +74,7 @@ static uint64_t tensors_touched(const wex_job *job, uint64_t peer)
 
 static wex_status post_digests(wex_job *job, const step_try *t)
 {
-    uint64_t *mine = job->pair_digests;
+    uint64_t *mine = job->scratch.pair_digests;
     wex_status st = WEX_OK;
 
     for (size_t p = 0; p < job->peer_count && st == WEX_OK; p++) {
@@ -82,9 +82,9 @@ static wex_status post_digests(wex_job *job, const step_try *t)
         char key[128];
         for (size_t i = 0; i < job->op_count; i++)
             if (job->ops[i].dst_rank == job->peers[p])
-                mine[n++] = t->verify ? job->digests[i] : 0;
+                mine[n++] = t->verify ? job->scratch.digests[i] : 0;
         done_key(key, sizeof(key), t, job->rank, job->peers[p]);
-        st = wex__store_set(job->store, key, mine, n * sizeof(uint64_t));
+        st = wex__store_set(job->rendezvous.store, key, mine, n * sizeof(uint64_t));
     }
     return st;
 }
@@ -102,7 +102,7 @@ static void post_failure(wex_job *job, const step_try *t, const char *why)
     for (uint64_t d = 0; d < job->plan.dst.ranks; d++) {
         char key[128];
         done_key(key, sizeof(key), t, job->rank, d);
-        wex__store_set(job->store, key, value, n);
+        wex__store_set(job->rendezvous.store, key, value, n);
     }
     /* and to destinations waiting for a pass of their window */
     {
@@ -125,7 +125,7 @@ static void source_try(wex_job *job, step_try *t)
     try_key(prefix, sizeof(prefix), t, "");
     st = wex__fence_write(job, wex__fence_epoch(t->step, t->number));
     if (st == WEX_OK)
-        st = wex__execute_ops(job, t->verify ? job->digests : NULL,
+        st = wex__execute_ops(job, t->verify ? job->scratch.digests : NULL,
                           wex__landing_tag(t->step, t->number), prefix,
                           t->timeout);
     if (st == WEX_OK)
@@ -151,7 +151,7 @@ static wex__peer_outcome check_peer(wex_job *job, const step_try *t, uint64_t pe
     wex_status st;
 
     done_key(key, sizeof(key), t, peer, job->rank);
-    st = wex__store_get(job->store, key, t->timeout, (void **)&theirs, &len);
+    st = wex__store_get(job->rendezvous.store, key, t->timeout, (void **)&theirs, &len);
     if (st == WEX_ERR_PEER) { /* the message names who died */
         snprintf(why, cap, "%s", wex__last_error());
         return WEX__PEER_DIED;
@@ -176,7 +176,7 @@ static wex__peer_outcome check_peer(wex_job *job, const step_try *t, uint64_t pe
         } else if (t->verify) {
             memcpy(&digest, theirs + n * 8, 8);
             /* digested as it landed (landing.c), or now */
-            bad += (job->early[i] ? job->digests[i]
+            bad += (job->dst.early[i] ? job->scratch.digests[i]
                                   : wex__digest_landed(job, &job->ops[i])) !=
                    digest;
         }
@@ -235,7 +235,7 @@ static wex_status destination_try(wex_job *job, const step_try *t)
     /* Checked: what landed in host copies of CUDA tensors goes to the
      * device before this destination says so. */
     if (worst == WEX__PEER_OK && t->why[0] == '\0' &&
-        wex__window_copy_in(job, job->passes > 1 ? job->passes - 1
+        wex__window_copy_in(job, job->dst.passes > 1 ? job->dst.passes - 1
                                                  : UINT32_MAX) != WEX_OK) {
         snprintf(verdict, sizeof(verdict), "%.1000s", wex__last_error());
         worst = WEX__PEER_FAILED;
@@ -250,7 +250,7 @@ static wex_status destination_try(wex_job *job, const step_try *t)
     try_key(key, sizeof(key), t, "verdict/");
     snprintf(key + strlen(key), sizeof(key) - strlen(key), "%llu",
              (unsigned long long)job->rank);
-    return wex__store_set(job->store, key, verdict, strlen(verdict));
+    return wex__store_set(job->rendezvous.store, key, verdict, strlen(verdict));
 }
 
 /* ---- the outcome -------------------------------------------------------- */
@@ -310,7 +310,7 @@ static int outcome(wex_job *job, const step_try *t, char *why, size_t cap)
     wex_status st;
 
     try_key(prefix, sizeof(prefix), t, "verdict/");
-    st = wex__store_gather(job->store, prefix, job->plan.dst.ranks,
+    st = wex__store_gather(job->rendezvous.store, prefix, job->plan.dst.ranks,
                            "destination/", t->timeout, &v);
     if (st != WEX_OK) {
         snprintf(why, cap, "waiting for the destinations' verdicts: %s",
@@ -362,11 +362,11 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
     try_key(key, sizeof(key), t, "begin");
     /* A retry must not wait for a destination that died: only a source
      * can be failed over. */
-    st = wex__store_arrive(job->store, key, t->number > 0,
+    st = wex__store_arrive(job->rendezvous.store, key, t->number > 0,
                            job->plan.src.ranks, job->plan.dst.ranks,
-                           job->optional_sources, t->timeout, &dead,
+                           job->members.optional_sources, t->timeout, &dead,
                            &dead_count);
-    if (st != WEX_OK && t->number == 0 && wex__store_missed(job->store)) {
+    if (st != WEX_OK && t->number == 0 && wex__store_missed(job->rendezvous.store)) {
         /* Nothing of the step was touched: the rank takes part from a
          * later one. */
         t->missed = 1;
@@ -388,17 +388,17 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
     if (t->number == 0)
         t->started = wex__now();
     t->wrote = 1;
-    if (job->after_barrier != NULL)
-        job->after_barrier(job, t->step);
+    if (job->members.after_barrier != NULL)
+        job->members.after_barrier(job, t->step);
     /* Everyone has passed this barrier, so everyone is done with the
      * step before last: one rank drops its keys, or a long job's
      * rendezvous would grow by a step's keys every step. (The last step
      * is kept: a source that rejoined late may still read it.) */
     if (t->number == 0 && job->side == WEX_SIDE_SOURCE && job->rank == 0 &&
-        job->earlier_steps[0] != 0) {
+        job->members.earlier_steps[0] != 0) {
         snprintf(key, sizeof(key), "step/%llu/",
-                 (unsigned long long)job->earlier_steps[0]);
-        wex__store_drop(job->store, key, NULL);
+                 (unsigned long long)job->members.earlier_steps[0]);
+        wex__store_drop(job->rendezvous.store, key, NULL);
     }
     t->why[0] = '\0';
     st = wex__job_follow_rejoins(job, t->timeout);
@@ -438,7 +438,7 @@ static double await_writers(wex_job *job, const step_try *t)
         size_t len = 0;
 
         done_key(key, sizeof(key), t, job->peers[p], job->rank);
-        if (wex__store_get(job->store, key, deadline - wex__now(), &value,
+        if (wex__store_get(job->rendezvous.store, key, deadline - wex__now(), &value,
                            &len) == WEX_OK)
             free(value);
     }
@@ -475,7 +475,7 @@ static void fill_report(const wex_job *job, wex_sync_report *r,
     memset(&full, 0, sizeof(full));
     full.verified = ok && job->plan.job->verify_digest;
     full.step = t->step;
-    full.committed_step = job->committed;
+    full.committed_step = job->dst.committed;
     full.operations = job->op_count;
     for (size_t i = 0; i < job->op_count; i++)
         full.bytes += job->ops[i].bytes;
@@ -483,8 +483,8 @@ static void fill_report(const wex_job *job, wex_sync_report *r,
     full.seconds = wex__now() - t->started;
     full.attempts = (uint32_t)tries;
     full.missed = (uint32_t)t->missed;
-    full.failed_over = ok ? job->dead_count : 0;
-    full.puts = job->side == WEX_SIDE_SOURCE ? job->puts : 0;
+    full.failed_over = ok ? job->members.dead_count : 0;
+    full.puts = job->side == WEX_SIDE_SOURCE ? job->src.puts : 0;
     wex__abi_out(r, &full, sizeof(full));
 }
 
@@ -503,19 +503,19 @@ wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
                           "[1, 2^63)", (unsigned long long)step);
     /* Steps only go forward, on both sides: a replayed or repeated step
      * would pass barriers its peers left behind. */
-    if (step <= job->committed || step <= job->earlier_steps[1])
+    if (step <= job->dst.committed || step <= job->members.earlier_steps[1])
         return wex__error(WEX_ERR_INVALID, "wex_sync: step %llu must be past "
                           "this rank's last step %llu (steps only go forward)",
                           (unsigned long long)step,
-                          (unsigned long long)(job->committed >
-                                                       job->earlier_steps[1]
-                                                   ? job->committed
-                                                   : job->earlier_steps[1]));
+                          (unsigned long long)(job->dst.committed >
+                                                       job->members.earlier_steps[1]
+                                                   ? job->dst.committed
+                                                   : job->members.earlier_steps[1]));
     if (r != NULL && r->struct_size < WEX_SYNC_REPORT_SIZE_1_0)
         return wex__error(WEX_ERR_ABI, "wex_sync: report struct_size %u is "
                           "smaller than ABI 1.0's %u", r->struct_size,
                           WEX_SYNC_REPORT_SIZE_1_0);
-    if (!job->connected)
+    if (!job->rendezvous.connected)
         st = wex__job_connect(job);
     if (st != WEX_OK)
         return st;
@@ -530,13 +530,13 @@ wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
             break;
     }
     if (result == STEP_OK && job->side == WEX_SIDE_DESTINATION) {
-        job->committed = step;
-        job->dirty = 0;
+        job->dst.committed = step;
+        job->dst.dirty = 0;
     } else if (t.wrote && job->side == WEX_SIDE_DESTINATION) {
-        job->dirty = 1; /* sources may have written part of the step */
+        job->dst.dirty = 1; /* sources may have written part of the step */
     }
-    job->earlier_steps[0] = job->earlier_steps[1];
-    job->earlier_steps[1] = step;
+    job->members.earlier_steps[0] = job->members.earlier_steps[1];
+    job->members.earlier_steps[1] = step;
     if (r != NULL)
         fill_report(job, r, &t, result == STEP_OK);
     if (result == STEP_OK)
@@ -545,8 +545,8 @@ wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
         return wex__error(WEX_ERR_PEER, "step %llu not committed (still "
                           "%llu): %s; tried again without the dead: %s",
                           (unsigned long long)step,
-                          (unsigned long long)job->committed, first, why);
+                          (unsigned long long)job->dst.committed, first, why);
     return wex__error(WEX_ERR_PEER, "step %llu not committed (still %llu): "
                       "%s", (unsigned long long)step,
-                      (unsigned long long)job->committed, why);
+                      (unsigned long long)job->dst.committed, why);
 }
