@@ -174,6 +174,8 @@ wex_status wex__job_complete_plan(wex_job *job);
 void wex__job_checkpoint_close(wex_job *job);
 /* job_connect.c */
 wex_status wex__job_connect(wex_job *job);
+/* job_connect.c: closes the rendezvous and forgets its address. */
+void wex__job_rendezvous_fini(wex_job *job);
 /* job_connect.c: a destination publishes a memory key for every local
  * tensor (and its landing board) under a new incarnation, which sources
  * follow at their next try (wex__job_follow_rejoins). */
@@ -197,6 +199,12 @@ void wex__job_leave(wex_job *job);
 void wex__job_lock_close(wex_job *job);
 /* job_members.c: which sources are replicated (at connect) */
 wex_status wex__job_find_replicas(wex_job *job);
+/* job_members.c: frees who takes part; the operations and what is
+ * sized by them (peers, scratch, a source's per-op attachments); and, on
+ * a source, detaches every destination buffer it attached. */
+void wex__job_members_fini(wex_job *job);
+void wex__job_ops_free(wex_job *job);
+void wex__job_detach_all(wex_job *job);
 /* job_members.c: takes a builder's operations as this rank's (the job
  * keeps the array), and sizes what depends on them. */
 wex_status wex__job_take_ops(wex_job *job, wex_plan_builder *b,
@@ -231,6 +239,7 @@ uint64_t wex__digest_landed(wex_job *job, const wex__op *op);
 /* executor.c: sizes the staging a source packs runs into, from its ops
  * and the job's staging_bytes (none where nothing packs). */
 wex_status wex__pack_prepare(wex_job *job);
+void wex__pack_free(wex_job *job);
 /* executor.c: destinations of a two-sided transport post a recv for
  * every run of every op, in plan order, and wait for them (a no-op for
  * one-sided transports and sources). */

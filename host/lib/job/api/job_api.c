@@ -89,9 +89,6 @@ static wex_status plan_rank(wex_job *job, wex_plan_builder *b,
     if (st == WEX_OK)
         st = wex__job_take_ops(job, b, NULL, 0);
     wex__plan_builder_fini(b);
-    job->scratch.hash = XXH3_createState();
-    if (st == WEX_OK && job->scratch.hash == NULL)
-        st = wex__error(WEX_ERR_NOMEM, "job: out of memory");
     return st;
 }
 
@@ -198,52 +195,45 @@ wex_status wex_job_open(const char *config, uint32_t side, uint64_t rank,
     return WEX_OK;
 }
 
-void wex_job_close(wex_job *job)
+/* Gives every local tensor's memory back: the transport's registration,
+ * and what wex allocated. */
+static void release_bindings(wex_job *job)
 {
-    if (job == NULL)
-        return;
-    wex__job_lock_close(job);
-    for (size_t i = 0; i < job->src.attached_count; i++)
-        job->transport.ops->peer_detach(job->transport.ctx, job->src.attached[i]);
     for (size_t i = 0; job->bind && i < job->layout->tensor_count; i++) {
         if (job->bind[i].mem != NULL)
-            job->transport.ops->mem_deregister(job->transport.ctx, job->bind[i].mem);
+            job->transport.ops->mem_deregister(job->transport.ctx,
+                                               job->bind[i].mem);
         if (job->bind[i].owned && job->memory_kind[i] == WEX_MEMORY_CUDA)
             wex__device_free(job->device, job->bind[i].address);
         else if (job->bind[i].owned)
             free(job->bind[i].address);
     }
+    free(job->memory_kind);
+    free(job->bind);
+}
+
+/* Each part goes with its owner's fini, in the order they lean on each
+ * other: what the transport registered or attached before its context,
+ * the context before the device runtime its memory may live in. */
+void wex_job_close(wex_job *job)
+{
+    if (job == NULL)
+        return;
+    wex__job_lock_close(job);
+    wex__job_detach_all(job);
+    release_bindings(job);
     wex__window_free(job);
-    if (job->src.pack_mem != NULL)
-        job->transport.ops->mem_deregister(job->transport.ctx, job->src.pack_mem);
+    wex__pack_free(job);
     wex__landing_free(job);
     if (job->transport.ctx != NULL)
         job->transport.ops->ctx_destroy(job->transport.ctx);
-    if (job->rendezvous.store != NULL)
-        wex__store_close(job->rendezvous.store);
+    wex__job_rendezvous_fini(job);
     wex__planner_close(&job->plan);
-    free(job->src.attached);
-    free(job->src.attached_what);
-    free(job->src.op_peer);
-    free(job->op_peer_index);
-    free(job->src.op_pass);
-    free(job->src.peer_passes);
-    free(job->members.optional_sources);
-    free(job->members.dead);
+    wex__job_members_fini(job);
     wex__device_close(job->device);
     wex__transforms_free(job);
     wex__job_checkpoint_close(job);
-    free(job->memory_kind);
-    free(job->bind);
-    free(job->ops);
-    free(job->peers);
-    free(job->scratch.digests);
-    free(job->scratch.pair_digests);
-    free(job->src.pack);
-    XXH3_freeState(job->scratch.hash);
-    free(job->rendezvous.address);
-    free(job->rendezvous.token);
-    free(job->rendezvous.job_id);
+    wex__job_ops_free(job);
     free(job);
 }
 

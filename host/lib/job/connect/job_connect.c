@@ -170,3 +170,13 @@ wex_status wex__job_connect(wex_job *job)
     job->rendezvous.connected = 1;
     return WEX_OK;
 }
+
+void wex__job_rendezvous_fini(wex_job *job)
+{
+    if (job->rendezvous.store != NULL)
+        wex__store_close(job->rendezvous.store);
+    free(job->rendezvous.address);
+    free(job->rendezvous.token);
+    free(job->rendezvous.job_id);
+    memset(&job->rendezvous, 0, sizeof(job->rendezvous));
+}

@@ -39,6 +39,41 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+void wex__job_members_fini(wex_job *job)
+{
+    free(job->members.optional_sources);
+    free(job->members.dead);
+    job->members.optional_sources = NULL;
+    job->members.dead = NULL;
+}
+
+void wex__job_ops_free(wex_job *job)
+{
+    free(job->ops);
+    free(job->peers);
+    free(job->op_peer_index);
+    free(job->scratch.digests);
+    free(job->scratch.pair_digests);
+    XXH3_freeState(job->scratch.hash);
+    free(job->src.op_peer);
+    free(job->src.op_pass);
+    free(job->src.peer_passes);
+    job->ops = NULL;
+    job->op_count = 0;
+}
+
+void wex__job_detach_all(wex_job *job)
+{
+    for (size_t i = 0; i < job->src.attached_count; i++)
+        job->transport.ops->peer_detach(job->transport.ctx,
+                                        job->src.attached[i]);
+    free(job->src.attached);
+    free(job->src.attached_what);
+    job->src.attached = NULL;
+    job->src.attached_what = NULL;
+    job->src.attached_count = 0;
+}
+
 wex_status wex__job_take_ops(wex_job *job, wex_plan_builder *b,
                              const uint64_t *dead, uint64_t dead_count)
 {
@@ -65,7 +100,10 @@ wex_status wex__job_take_ops(wex_job *job, wex_plan_builder *b,
     job->src.op_pass = calloc(n, sizeof(*job->src.op_pass));
     job->src.peer_passes = calloc(n, sizeof(*job->src.peer_passes));
     job->peer_count = 0;
+    if (job->scratch.hash == NULL)
+        job->scratch.hash = XXH3_createState();
     if (job->peers == NULL || job->scratch.digests == NULL ||
+        job->scratch.hash == NULL ||
         job->scratch.pair_digests == NULL || job->src.op_peer == NULL ||
         job->op_peer_index == NULL || job->src.op_pass == NULL ||
         job->src.peer_passes == NULL)

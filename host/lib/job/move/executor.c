@@ -160,17 +160,23 @@ static int packs(const wex_job *job, const wex__op *o, const wex__box_runs *w)
            w->b_stride[w->outer - 1] == w->run_bytes;
 }
 
+void wex__pack_free(wex_job *job)
+{
+    if (job->src.pack_mem != NULL)
+        job->transport.ops->mem_deregister(job->transport.ctx,
+                                           job->src.pack_mem);
+    job->src.pack_mem = NULL;
+    free(job->src.pack);
+    job->src.pack = NULL;
+    job->src.pack_bytes = job->src.pack_used = 0;
+}
+
 wex_status wex__pack_prepare(wex_job *job)
 {
     uint64_t need = 0, cap = job->plan.job->staging_bytes;
     wex_status st;
 
-    if (job->src.pack_mem != NULL)
-        job->transport.ops->mem_deregister(job->transport.ctx, job->src.pack_mem);
-    job->src.pack_mem = NULL;
-    free(job->src.pack);
-    job->src.pack = NULL;
-    job->src.pack_bytes = job->src.pack_used = 0;
+    wex__pack_free(job);
     if (job->side != WEX_SIDE_SOURCE || job->transport.ops == NULL)
         return WEX_OK;
     for (size_t i = 0; i < job->op_count && need < cap; i++) {
