@@ -21,36 +21,6 @@ const char *wex__store_op_name(uint8_t op)
     }
 }
 
-void wex__store_put_u32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-uint32_t wex__store_get_u32(const uint8_t *p)
-{
-    uint32_t v = 0;
-
-    for (int i = 0; i < 4; i++)
-        v |= (uint32_t)p[i] << (8 * i);
-    return v;
-}
-
-void wex__store_put_u64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-uint64_t wex__store_get_u64(const uint8_t *p)
-{
-    uint64_t v = 0;
-
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
 /* The one set of rules both the encoder and the decoder apply, so a
  * client can never send what the server would refuse. */
 static wex_status check_request(uint8_t op, const char *key,

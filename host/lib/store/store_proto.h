@@ -43,6 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <wex/abi.h>
+#include <wex/bytes.h>
 
 #define WEX__STORE_KEY_MAX 1024u
 #define WEX__STORE_VALUE_MAX (64u << 20)
@@ -102,10 +103,28 @@ typedef struct wex__store_response {
 
 const char *wex__store_op_name(uint8_t op);
 
-void wex__store_put_u32(uint8_t *p, uint32_t v);
-uint32_t wex__store_get_u32(const uint8_t *p);
-void wex__store_put_u64(uint8_t *p, uint64_t v);
-uint64_t wex__store_get_u64(const uint8_t *p);
+/* The wire's little-endian u32 and u64: the SDK's byte order helpers
+ * (wex/bytes.h, what plugins lay out their keys with), named for the two
+ * widths the format uses. */
+static inline void wex__store_put_u32(uint8_t *p, uint32_t v)
+{
+    wex_put_le(p, v, 4);
+}
+
+static inline uint32_t wex__store_get_u32(const uint8_t *p)
+{
+    return (uint32_t)wex_get_le(p, 4);
+}
+
+static inline void wex__store_put_u64(uint8_t *p, uint64_t v)
+{
+    wex_put_le(p, v, 8);
+}
+
+static inline uint64_t wex__store_get_u64(const uint8_t *p)
+{
+    return wex_get_le(p, 8);
+}
 
 /* Builds a whole message (length prefix included) in a malloc'd buffer.
  * A request breaking the rules above is WEX_ERR_INVALID, so a client

@@ -1,34 +1,26 @@
 #include "holding.h"
 
-#include <stdio.h>
 #include <string.h>
 
-wex_status ws_read_holding(const wex_host_services *h,
-                           const wex_options *options, const char *engine,
-                           int trainer, uint32_t *hold_p)
-{
-    const char *v = trainer ? "bf16" : "checkpoint";
+#include "plugin_options.h"
 
-    if (h->opt_type(options, "/dtype") != WEX_JSON_MISSING &&
-        h->opt_get_str(options, "/dtype", &v) != WEX_OK)
-        v = "";
-    if (strcmp(v, "bf16") == 0)
-        *hold_p = WEX_DTYPE_BF16;
-    else if (trainer && strcmp(v, "fp16") == 0)
-        *hold_p = WEX_DTYPE_F16;
-    else if (trainer && strcmp(v, "fp32") == 0)
-        *hold_p = WEX_DTYPE_F32;
-    else if (!trainer && strcmp(v, "checkpoint") == 0)
-        *hold_p = 0;
-    else {
-        h->set_error(h->ctx, WEX_ERR_INVALID,
-                     "options/dtype: expected %s for %s, got \"%s\"",
-                     trainer ? "\"bf16\", \"fp16\" or \"fp32\""
-                             : "\"checkpoint\" or \"bf16\"",
-                     engine, v);
-        return WEX_ERR_INVALID;
-    }
-    return WEX_OK;
+wex_status ws_read_holding(const wex_host_services *h,
+                           const wex_options *options, int trainer,
+                           uint32_t *hold_p)
+{
+    /* The first of each is the default. */
+    static const char *const trainer_names[] = {"bf16", "fp16", "fp32", NULL};
+    static const uint32_t trainer_dtypes[] = {WEX_DTYPE_BF16, WEX_DTYPE_F16,
+                                              WEX_DTYPE_F32};
+    static const char *const serving_names[] = {"checkpoint", "bf16", NULL};
+    static const uint32_t serving_dtypes[] = {0, WEX_DTYPE_BF16};
+    int i = 0;
+    wex_status st = wp_option_enum(h, options, "/dtype",
+                                   trainer ? trainer_names : serving_names, &i);
+
+    if (st == WEX_OK)
+        *hold_p = trainer ? trainer_dtypes[i] : serving_dtypes[i];
+    return st;
 }
 
 int ws_is_block_scale(const wex_host_services *h, const wex_model *model,

@@ -19,8 +19,8 @@
  * checkpoint's. A trainer takes "bf16" (its default), "fp16", "fp32";
  * a serving engine "checkpoint" (its default) or "bf16". */
 wex_status ws_read_holding(const wex_host_services *h,
-                           const wex_options *options, const char *engine,
-                           int trainer, uint32_t *hold_p);
+                           const wex_options *options, int trainer,
+                           uint32_t *hold_p);
 
 /* Canonical tensor `index` is the block scales (`<weight>_scale_inv`) of
  * an fp8 weight: not held by an engine that holds floats. */

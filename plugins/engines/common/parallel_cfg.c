@@ -1,21 +1,10 @@
 #include "parallel_cfg.h"
 
-#include <stdarg.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
-wex_status ws_refuse(const wex_host_services *host, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    host->set_error(host->ctx, WEX_ERR_INVALID, "%s", msg);
-    return WEX_ERR_INVALID;
-}
+#include "plugin_fail.h"
 
 static int listed(const char *key, const char *const *list)
 {
@@ -50,8 +39,8 @@ wex_status ws_parallel_read(const wex_host_services *host,
             continue;
         if (host->opt_get_i64(parallel, pointer, &values[i]) != WEX_OK ||
             values[i] < 1)
-            return ws_refuse(host, "parallel/%s: expected a positive integer",
-                             keys[i]);
+            return WP_FAIL(host, WEX_ERR_INVALID,
+                           "parallel/%s: expected a positive integer", keys[i]);
     }
     join(supported, sizeof(supported), keys);
     host->opt_count(parallel, "", &count);
@@ -65,10 +54,10 @@ wex_status ws_parallel_read(const wex_host_services *host,
         snprintf(pointer, sizeof(pointer), "/%s", key);
         if (host->opt_get_i64(parallel, pointer, &v) == WEX_OK && v == 1)
             continue;
-        return ws_refuse(host,
-                         "parallel/%s: the %s engine has no such parallelism; "
-                         "expected 1 or absent (it supports %s)",
-                         key, engine, supported);
+        return WP_FAIL(host, WEX_ERR_INVALID,
+                       "parallel/%s: the %s engine has no such parallelism; "
+                       "expected 1 or absent (it supports %s)",
+                       key, engine, supported);
     }
     return WEX_OK;
 }
@@ -83,25 +72,25 @@ static wex_status explicit_split(const wex_host_services *host,
 
     host->opt_count(parallel, "/pp_layers", &n);
     if ((int64_t)n != pp)
-        return ws_refuse(host,
-                         "parallel/pp_layers: %s needs one entry per pipeline "
-                         "stage; expected %lld entries, got %llu",
-                         engine, (long long)pp, (unsigned long long)n);
+        return WP_FAIL(host, WEX_ERR_INVALID,
+                       "parallel/pp_layers: %s needs one entry per pipeline "
+                       "stage; expected %lld entries, got %llu",
+                       engine, (long long)pp, (unsigned long long)n);
     for (int64_t s = 0; s < pp; s++) {
         snprintf(pointer, sizeof(pointer), "/pp_layers/%lld", (long long)s);
         if (host->opt_get_i64(parallel, pointer, &counts[s]) != WEX_OK ||
             counts[s] < 1)
-            return ws_refuse(host,
-                             "parallel/pp_layers/%lld: expected a positive "
-                             "layer count (every stage holds a layer)",
-                             (long long)s);
+            return WP_FAIL(host, WEX_ERR_INVALID,
+                           "parallel/pp_layers/%lld: expected a positive "
+                           "layer count (every stage holds a layer)",
+                           (long long)s);
         sum += counts[s];
     }
     if (sum != layers)
-        return ws_refuse(host,
-                         "parallel/pp_layers: the stages hold %lld layers; the "
-                         "model has %lld",
-                         (long long)sum, (long long)layers);
+        return WP_FAIL(host, WEX_ERR_INVALID,
+                       "parallel/pp_layers: the stages hold %lld layers; the "
+                       "model has %lld",
+                       (long long)sum, (long long)layers);
     return WEX_OK;
 }
 
@@ -124,16 +113,16 @@ wex_status ws_pp_split(const wex_host_services *host,
     int64_t middle_layers = layers, middle_stages = pp, lo = 0, hi = pp;
 
     if (pp > layers)
-        return ws_refuse(host,
-                         "parallel/pp: %lld pipeline stages for %lld layers; "
-                         "%s needs at least one layer per stage",
-                         (long long)pp, (long long)layers, engine);
+        return WP_FAIL(host, WEX_ERR_INVALID,
+                       "parallel/pp: %lld pipeline stages for %lld layers; "
+                       "%s needs at least one layer per stage",
+                       (long long)pp, (long long)layers, engine);
     if (host->opt_type(parallel, "/pp_layers") != WEX_JSON_MISSING)
         return explicit_split(host, parallel, engine, layers, pp, counts);
     if ((first >= 0 || last >= 0) && pp == 1)
-        return ws_refuse(host,
-                         "parallel/first_stage_layers: uneven stages need "
-                         "pp > 1");
+        return WP_FAIL(host, WEX_ERR_INVALID,
+                       "parallel/first_stage_layers: uneven stages need "
+                       "pp > 1");
     if (first >= 0) {
         counts[lo++] = first;
         middle_layers -= first;
@@ -145,22 +134,22 @@ wex_status ws_pp_split(const wex_host_services *host,
         middle_stages--;
     }
     if (middle_layers < 0 || (middle_stages == 0 && middle_layers != 0))
-        return ws_refuse(host,
-                         "parallel/first_stage_layers: the first and last "
-                         "stages hold more or fewer than the model's %lld "
-                         "layers",
-                         (long long)layers);
+        return WP_FAIL(host, WEX_ERR_INVALID,
+                       "parallel/first_stage_layers: the first and last "
+                       "stages hold more or fewer than the model's %lld "
+                       "layers",
+                       (long long)layers);
     if (middle_stages == 0)
         return WEX_OK;
     if (even || first >= 0 || last >= 0) {
         if (middle_layers % middle_stages != 0)
-            return ws_refuse(host,
-                             "parallel/pp: %s splits %lld layers evenly over "
-                             "%lld pipeline stages, which does not divide "
-                             "(set first_stage_layers/last_stage_layers or "
-                             "pp_layers for an uneven split)",
-                             engine, (long long)middle_layers,
-                             (long long)middle_stages);
+            return WP_FAIL(host, WEX_ERR_INVALID,
+                           "parallel/pp: %s splits %lld layers evenly over "
+                           "%lld pipeline stages, which does not divide "
+                           "(set first_stage_layers/last_stage_layers or "
+                           "pp_layers for an uneven split)",
+                           engine, (long long)middle_layers,
+                           (long long)middle_stages);
         for (int64_t s = lo; s < hi; s++)
             counts[s] = middle_layers / middle_stages;
     } else {
@@ -174,10 +163,10 @@ wex_status ws_pp_split(const wex_host_services *host,
     }
     for (int64_t s = 0; s < pp; s++)
         if (counts[s] < 1)
-            return ws_refuse(host,
-                             "parallel/pp: stage %lld would hold %lld layers; "
-                             "%s needs at least one layer per stage",
-                             (long long)s, (long long)counts[s], engine);
+            return WP_FAIL(host, WEX_ERR_INVALID,
+                           "parallel/pp: stage %lld would hold %lld layers; "
+                           "%s needs at least one layer per stage",
+                           (long long)s, (long long)counts[s], engine);
     return WEX_OK;
 }
 

@@ -40,10 +40,6 @@ wex_status ws_stage_table(const wex_host_services *host,
                           int64_t layers, int64_t pp, int even,
                           int64_t **first_p);
 
-/* Refusal helper: sets the error and returns WEX_ERR_INVALID. */
-wex_status ws_refuse(const wex_host_services *host, const char *fmt, ...)
-    WEX_PRINTF(2, 3);
-
 /* Rank decomposition: rank = ((c0 * n1 + c1) * n2 + c2) ... with the last
  * size varying fastest. */
 void ws_unrank(uint64_t rank, const int64_t *sizes, int n, int64_t *coords);

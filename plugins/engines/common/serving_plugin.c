@@ -1,11 +1,11 @@
 #include "serving_plugin.h"
 
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "holding.h"
 #include "parallel_cfg.h"
+#include "plugin_fail.h"
+#include "plugin_options.h"
 
 void ws_serving_ctx_destroy(wex_engine_ctx *ctx)
 {
@@ -16,54 +16,26 @@ void ws_serving_ctx_destroy(wex_engine_ctx *ctx)
     free(ctx);
 }
 
-wex_status ws_option_choice(const wex_host_services *host,
-                            const wex_options *options, const char *engine,
-                            const char *key, const char *const *values,
-                            int fallback, int *index_p)
-{
-    char pointer[64], expected[256];
-    const char *v = NULL;
-    size_t used = 0;
-
-    snprintf(pointer, sizeof(pointer), "/%s", key);
-    *index_p = fallback;
-    if (host->opt_type(options, pointer) == WEX_JSON_MISSING)
-        return WEX_OK;
-    if (host->opt_get_str(options, pointer, &v) == WEX_OK)
-        for (int i = 0; values[i] != NULL; i++)
-            if (strcmp(v, values[i]) == 0) {
-                *index_p = i;
-                return WEX_OK;
-            }
-    expected[0] = '\0';
-    for (int i = 0; values[i] != NULL && used < sizeof(expected); i++)
-        used += (size_t)snprintf(expected + used, sizeof(expected) - used,
-                                 "%s\"%s\"", i ? ", " : "", values[i]);
-    return ws_refuse(host, "options/%s: expected one of %s for %s%s%s%s", key,
-                     expected, engine, v ? ", got \"" : "", v ? v : "",
-                     v ? "\"" : "");
-}
-
 /* options/model: the main model, or the multi-token-prediction drafter
  * the engine builds beside it for speculative decoding. */
 static wex_status read_model(wex_engine_ctx *ctx, const wex_options *options)
 {
     static const char *const models[] = {"main", "mtp-drafter", NULL};
     const char *name = ctx->engine->flavor->engine;
-    int which;
+    int which = 0;
     wex_status st;
 
-    st = ws_option_choice(ctx->host, options, name, "model", models, 0, &which);
+    st = wp_option_enum(ctx->host, options, "/model", models, &which);
     if (st != WEX_OK)
         return st;
     ctx->sizes.drafter = which == 1;
     if (ctx->sizes.drafter && ctx->p[WS_P_PP] > 1)
-        return ws_refuse(ctx->host,
-                         "parallel/pp: the MTP drafter (options/model "
-                         "\"mtp-drafter\") is modelled for pp = 1 only, where "
-                         "%s shares the target's embedding with it; got pp = "
-                         "%lld",
-                         name, (long long)ctx->p[WS_P_PP]);
+        return WP_FAIL(ctx->host, WEX_ERR_INVALID,
+                       "parallel/pp: the MTP drafter (options/model "
+                       "\"mtp-drafter\") is modelled for pp = 1 only, where "
+                       "%s shares the target's embedding with it; got pp = "
+                       "%lld",
+                       name, (long long)ctx->p[WS_P_PP]);
     return WEX_OK;
 }
 
@@ -76,7 +48,7 @@ static wex_status configure(wex_engine_ctx *ctx, const wex_options *parallel,
     ws_emit e;
     wex_status st;
 
-    st = ws_read_holding(h, options, name, 0, &ctx->hold);
+    st = ws_read_holding(h, options, 0, &ctx->hold);
     if (st == WEX_OK)
         st = ws_parallel_read(h, parallel, name, en->keys, en->extra, ctx->p);
     if (st == WEX_OK)

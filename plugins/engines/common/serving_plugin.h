@@ -44,14 +44,6 @@ typedef struct ws_serving_engine {
                  ws_serving_rank *r, ws_emit *e);
 } ws_serving_engine;
 
-/* options/<key> as the index of its value in `values` (NULL-terminated);
- * `fallback` when absent. Anything else is refused in one line naming
- * the option, the engine and the values expected. */
-wex_status ws_option_choice(const wex_host_services *host,
-                            const wex_options *options, const char *engine,
-                            const char *key, const char *const *values,
-                            int fallback, int *index_p);
-
 wex_status ws_serving_ctx_create(const ws_serving_engine *engine,
                                  wex_plugin_state *state,
                                  const wex_engine_args *args,

@@ -55,7 +55,7 @@ static wex_status fsdp_ctx_create(wex_plugin_state *state,
     ctx->host = state->host;
     ctx->model = args->model;
     ctx->dp = dp;
-    st = ws_read_holding(state->host, args->options, "fsdp", 1, &ctx->hold);
+    st = ws_read_holding(state->host, args->options, 1, &ctx->hold);
     if (st != WEX_OK) {
         free(ctx);
         return st;
@@ -150,8 +150,8 @@ static const wex_plugin_desc fsdp_desc = {
     .flags = WEX_PLUGIN_THREAD_PER_CTX,
     .name = "fsdp",
     .version = "0.1.0",
-    .init = ws_plugin_init,
-    .fini = ws_plugin_fini,
+    .init = wp_plugin_init,
+    .fini = wp_plugin_fini,
     .ops = &fsdp_ops,
 };
 

@@ -9,10 +9,8 @@
 #include <wex/plugin.h>
 
 #include "holding.h"
-
-struct wex_plugin_state {
-    const wex_host_services *host;
-};
+#include "plugin_fail.h"
+#include "plugin_state.h"
 
 struct wex_engine_ctx {
     const wex_host_services *host;
@@ -20,23 +18,6 @@ struct wex_engine_ctx {
     uint64_t replicas; /* parallel.dp */
     uint32_t hold;     /* options/dtype: 0 the checkpoint's, or bf16 */
 };
-
-static wex_status hf_init(const wex_host_services *host,
-                          wex_plugin_state **state_p)
-{
-    wex_plugin_state *state = calloc(1, sizeof(*state));
-
-    if (state == NULL)
-        return WEX_ERR_NOMEM;
-    state->host = host;
-    *state_p = state;
-    return WEX_OK;
-}
-
-static void hf_fini(wex_plugin_state *state)
-{
-    free(state);
-}
 
 /* hf has no sharding: any tp, pp, ep... other than 1 is a mistake to
  * report. dp is the one key it takes: that many replicas, each holding the
@@ -53,22 +34,18 @@ static wex_status read_parallel(const wex_host_services *host,
         int64_t v = 1;
         if (host->opt_type(parallel, keys[i]) == WEX_JSON_MISSING)
             continue;
-        if (host->opt_get_i64(parallel, keys[i], &v) != WEX_OK || v != 1) {
-            host->set_error(host->ctx, WEX_ERR_INVALID,
-                            "parallel%s: the hf layout is one unsharded "
-                            "rank per replica; expected 1",
-                            keys[i]);
-            return WEX_ERR_INVALID;
-        }
+        if (host->opt_get_i64(parallel, keys[i], &v) != WEX_OK || v != 1)
+            return WP_FAIL(host, WEX_ERR_INVALID,
+                           "parallel%s: the hf layout is one unsharded "
+                           "rank per replica; expected 1",
+                           keys[i]);
     }
     if (host->opt_type(parallel, "/dp") != WEX_JSON_MISSING &&
         (host->opt_get_i64(parallel, "/dp", &dp) != WEX_OK || dp < 1 ||
-         dp > 65536)) {
-        host->set_error(host->ctx, WEX_ERR_INVALID,
-                        "parallel/dp: expected an integer from 1 to 65536 "
-                        "(replicas of the whole checkpoint)");
-        return WEX_ERR_INVALID;
-    }
+         dp > 65536))
+        return WP_FAIL(host, WEX_ERR_INVALID,
+                       "parallel/dp: expected an integer from 1 to 65536 "
+                       "(replicas of the whole checkpoint)");
     *replicas_p = (uint64_t)dp;
     return WEX_OK;
 }
@@ -83,7 +60,7 @@ static wex_status hf_ctx_create(wex_plugin_state *state,
     wex_status status = read_parallel(state->host, args->parallel, &replicas);
 
     if (status == WEX_OK)
-        status = ws_read_holding(state->host, args->options, "hf", 0, &hold);
+        status = ws_read_holding(state->host, args->options, 0, &hold);
 
     if (status != WEX_OK)
         return status;
@@ -161,8 +138,8 @@ static const wex_plugin_desc hf_desc = {
     .flags = WEX_PLUGIN_THREAD_PER_CTX,
     .name = "hf",
     .version = "0.1.0",
-    .init = hf_init,
-    .fini = hf_fini,
+    .init = wp_plugin_init,
+    .fini = wp_plugin_fini,
     .ops = &hf_ops,
 };
 

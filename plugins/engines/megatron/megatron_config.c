@@ -5,11 +5,12 @@
  * fp8 block scales must not be cut.
  */
 #include <stdlib.h>
-#include <string.h>
 
 #include "megatron.h"
 #include "holding.h"
 #include "parallel_cfg.h"
+#include "plugin_fail.h"
+#include "plugin_options.h"
 
 #define VOCAB_MULTIPLE_MAX 2147483647 /* keeps padded sizes far from overflow */
 #define RANKS_MAX (INT64_C(1) << 40)
@@ -20,39 +21,30 @@
  * what a trainer of such a model sets. */
 static wex_status read_options(wex_engine_ctx *ctx, const wex_options *opts)
 {
+    static const char *const inners[] = {"mtp_model_layer", "transformer_layer",
+                                         NULL};
     const wex_host_services *h = ctx->host;
     int64_t multiple = 128, mtp = -1;
     int32_t grouped = 0;
-    const char *inner = "mtp_model_layer";
+    int inner = 0;
+    wex_status st;
 
     /* The host applies the schema's defaults; absent still means them. */
-    if (h->opt_type(opts, "/make_vocab_size_divisible_by") != WEX_JSON_MISSING &&
-        (h->opt_get_i64(opts, "/make_vocab_size_divisible_by", &multiple) !=
-             WEX_OK ||
-         multiple < 1 || multiple > VOCAB_MULTIPLE_MAX))
-        return ws_refuse(h, "options/make_vocab_size_divisible_by: expected an "
-                            "integer in [1, %d]",
-                         VOCAB_MULTIPLE_MAX);
-    if (h->opt_type(opts, "/moe_grouped_gemm") != WEX_JSON_MISSING &&
-        h->opt_get_bool(opts, "/moe_grouped_gemm", &grouped) != WEX_OK)
-        return ws_refuse(h, "options/moe_grouped_gemm: expected a boolean");
-    if (h->opt_type(opts, "/mtp_num_layers") != WEX_JSON_MISSING &&
-        (h->opt_get_i64(opts, "/mtp_num_layers", &mtp) != WEX_OK || mtp < 0))
-        return ws_refuse(h, "options/mtp_num_layers: expected an integer >= 0");
-    if (h->opt_type(opts, "/mtp_layer_name") != WEX_JSON_MISSING &&
-        (h->opt_get_str(opts, "/mtp_layer_name", &inner) != WEX_OK ||
-         (strcmp(inner, "mtp_model_layer") != 0 &&
-          strcmp(inner, "transformer_layer") != 0)))
-        return ws_refuse(h, "options/mtp_layer_name: expected "
-                            "\"mtp_model_layer\" or \"transformer_layer\"");
+    if ((st = wp_option_i64(h, opts, "/make_vocab_size_divisible_by", 1,
+                            VOCAB_MULTIPLE_MAX, &multiple)) != WEX_OK ||
+        (st = wp_option_bool(h, opts, "/moe_grouped_gemm", &grouped)) !=
+            WEX_OK ||
+        (st = wp_option_i64(h, opts, "/mtp_num_layers", 0, INT64_MAX, &mtp)) !=
+            WEX_OK ||
+        (st = wp_option_enum(h, opts, "/mtp_layer_name", inners, &inner)) !=
+            WEX_OK)
+        return st;
     ctx->vocab_multiple = multiple;
     ctx->grouped_gemm = grouped != 0;
     ctx->mtp_layers = mtp;
     /* A literal: the option's string lives only as long as its document. */
-    ctx->mtp_inner = strcmp(inner, "transformer_layer") == 0
-                         ? "transformer_layer"
-                         : "mtp_model_layer";
-    return ws_read_holding(h, opts, "megatron", 1, &ctx->hold);
+    ctx->mtp_inner = inners[inner];
+    return ws_read_holding(h, opts, 1, &ctx->hold);
 }
 
 /* Megatron builds options/mtp_num_layers MTP layers (by default the
@@ -244,8 +236,9 @@ static wex_status read_parallel(wex_engine_ctx *ctx, const wex_options *parallel
         p[MG_ETP] = p[MG_TP];
     if (p[MG_TP] > RANKS_MAX / p[MG_PP] ||
         p[MG_DP] > RANKS_MAX / (p[MG_TP] * p[MG_PP]))
-        return ws_refuse(h, "parallel/dp: tp x pp x dp is over %lld ranks",
-                         (long long)RANKS_MAX);
+        return WP_FAIL(h, WEX_ERR_INVALID,
+                       "parallel/dp: tp x pp x dp is over %lld ranks",
+                       (long long)RANKS_MAX);
     return WEX_OK;
 }
 
@@ -267,13 +260,13 @@ static wex_status split_stages(wex_engine_ctx *ctx, const wex_options *parallel)
     for (int64_t s = 0; st == WEX_OK && s < pp; s++) {
         /* As pp_layers and pp <= layers already demand: no empty stage. */
         if (counts[s] < 1)
-            st = ws_refuse(ctx->host,
-                           "parallel/%s: pipeline stage %lld would hold no "
-                           "layers; megatron needs at least one per stage",
-                           s == 0        ? "first_stage_layers"
-                           : s == pp - 1 ? "last_stage_layers"
-                                         : "pp",
-                           (long long)s);
+            st = WP_FAIL(ctx->host, WEX_ERR_INVALID,
+                         "parallel/%s: pipeline stage %lld would hold no "
+                         "layers; megatron needs at least one per stage",
+                         s == 0        ? "first_stage_layers"
+                         : s == pp - 1 ? "last_stage_layers"
+                                       : "pp",
+                         (long long)s);
         ctx->stage_first[s + 1] = ctx->stage_first[s] + counts[s];
     }
     free(counts);

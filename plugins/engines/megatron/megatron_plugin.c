@@ -103,8 +103,8 @@ static const wex_plugin_desc mg_desc = {
     .flags = WEX_PLUGIN_THREAD_PER_CTX,
     .name = "megatron",
     .version = "0.1.0",
-    .init = ws_plugin_init,
-    .fini = ws_plugin_fini,
+    .init = wp_plugin_init,
+    .fini = wp_plugin_fini,
     .ops = &mg_ops,
 };
 

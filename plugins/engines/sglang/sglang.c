@@ -33,6 +33,9 @@
 #include <string.h>
 
 #include "parallel_cfg.h"
+#include "plugin_fail.h"
+#include "plugin_options.h"
+#include "plugin_state.h"
 #include "serving_plugin.h"
 
 enum { P_EP = WS_P_DP + 1, P_ATTN_DP };
@@ -51,21 +54,21 @@ static wex_status check_sizes(const wex_engine_ctx *ctx, int a2a)
     const int64_t *p = ctx->p;
 
     if (p[WS_P_TP] % p[P_EP] != 0)
-        return ws_refuse(ctx->host,
-                         "parallel/ep: SGLang's ep must divide tp (each expert "
-                         "group is tp / ep ranks); tp=%lld, ep=%lld",
-                         (long long)p[WS_P_TP], (long long)p[P_EP]);
+        return WP_FAIL(ctx->host, WEX_ERR_INVALID,
+                       "parallel/ep: SGLang's ep must divide tp (each expert "
+                       "group is tp / ep ranks); tp=%lld, ep=%lld",
+                       (long long)p[WS_P_TP], (long long)p[P_EP]);
     if (p[WS_P_TP] % p[P_ATTN_DP] != 0)
-        return ws_refuse(ctx->host,
-                         "parallel/attn_dp: DP attention needs attn_dp to "
-                         "divide tp; tp=%lld, attn_dp=%lld",
-                         (long long)p[WS_P_TP], (long long)p[P_ATTN_DP]);
+        return WP_FAIL(ctx->host, WEX_ERR_INVALID,
+                       "parallel/attn_dp: DP attention needs attn_dp to "
+                       "divide tp; tp=%lld, attn_dp=%lld",
+                       (long long)p[WS_P_TP], (long long)p[P_ATTN_DP]);
     if (a2a != 0 && p[P_EP] != p[WS_P_TP])
-        return ws_refuse(ctx->host,
-                         "parallel/ep: options/moe_a2a_backend \"%s\" makes "
-                         "SGLang set ep to tp; expected ep = %lld, got %lld",
-                         a2a_backends[a2a], (long long)p[WS_P_TP],
-                         (long long)p[P_EP]);
+        return WP_FAIL(ctx->host, WEX_ERR_INVALID,
+                       "parallel/ep: options/moe_a2a_backend \"%s\" makes "
+                       "SGLang set ep to tp; expected ep = %lld, got %lld",
+                       a2a_backends[a2a], (long long)p[WS_P_TP],
+                       (long long)p[P_EP]);
     return WEX_OK;
 }
 
@@ -94,11 +97,11 @@ static wex_status read_fusion(const wex_engine_ctx *ctx,
 {
     static const char *const modes[] = {"auto", "on", "off", NULL};
     const char *arch = e->host->model_architecture(e->model);
-    int mode;
+    int mode = FUSION_AUTO;
     wex_status st;
 
-    st = ws_option_choice(ctx->host, options, "sglang",
-                          "shared_experts_fusion", modes, FUSION_AUTO, &mode);
+    st = wp_option_enum(ctx->host, options, "/shared_experts_fusion", modes,
+                        &mode);
     if (st != WEX_OK)
         return st;
     *fused_p = mode == FUSION_ON ||
@@ -107,17 +110,17 @@ static wex_status read_fusion(const wex_engine_ctx *ctx,
         return WEX_OK;
     if (ctx->view.shared_experts != 1 ||
         !has_shared(e, &ctx->view, "shared_experts"))
-        return ws_refuse(ctx->host,
-                         "options/shared_experts_fusion: \"on\" fuses one "
-                         "DeepSeek shared expert (mlp.shared_experts, "
-                         "n_shared_experts = 1) into the routed experts; this "
-                         "model has none; expected \"auto\" or \"off\"");
+        return WP_FAIL(ctx->host, WEX_ERR_INVALID,
+                       "options/shared_experts_fusion: \"on\" fuses one "
+                       "DeepSeek shared expert (mlp.shared_experts, "
+                       "n_shared_experts = 1) into the routed experts; this "
+                       "model has none; expected \"auto\" or \"off\"");
     if (ctx->p[P_EP] > 1 || a2a != 0)
-        return ws_refuse(ctx->host,
-                         "options/shared_experts_fusion: \"on\" with ep > 1 or "
-                         "an all-to-all backend (per-rank shared-expert slots) "
-                         "is not modelled; expected ep = 1, "
-                         "options/moe_a2a_backend \"none\", or \"off\"");
+        return WP_FAIL(ctx->host, WEX_ERR_INVALID,
+                       "options/shared_experts_fusion: \"on\" with ep > 1 or "
+                       "an all-to-all backend (per-rank shared-expert slots) "
+                       "is not modelled; expected ep = 1, "
+                       "options/moe_a2a_backend \"none\", or \"off\"");
     return WEX_OK;
 }
 
@@ -126,11 +129,11 @@ static wex_status sglang_sizes(wex_engine_ctx *ctx, const wex_options *options,
 {
     const int64_t *p = ctx->p;
     ws_serving_sizes *s = &ctx->sizes;
-    int a2a, fused;
+    int a2a = 0, fused;
     wex_status st;
 
-    st = ws_option_choice(ctx->host, options, "sglang", "moe_a2a_backend",
-                          a2a_backends, 0, &a2a);
+    st = wp_option_enum(ctx->host, options, "/moe_a2a_backend", a2a_backends,
+                        &a2a);
     if (st == WEX_OK)
         st = check_sizes(ctx, a2a);
     if (st == WEX_OK)
@@ -138,11 +141,11 @@ static wex_status sglang_sizes(wex_engine_ctx *ctx, const wex_options *options,
     if (st != WEX_OK)
         return st;
     if (a2a != 0 && has_shared(e, &ctx->view, "shared_expert"))
-        return ws_refuse(ctx->host,
-                         "options/moe_a2a_backend: \"%s\" with Qwen2-MoE's "
-                         "mlp.shared_expert is not modelled (only DeepSeek's "
-                         "shared_experts); expected \"none\"",
-                         a2a_backends[a2a]);
+        return WP_FAIL(ctx->host, WEX_ERR_INVALID,
+                       "options/moe_a2a_backend: \"%s\" with Qwen2-MoE's "
+                       "mlp.shared_expert is not modelled (only DeepSeek's "
+                       "shared_experts); expected \"none\"",
+                       a2a_backends[a2a]);
     s->tp = p[WS_P_TP];
     s->attn_tp = p[WS_P_TP] / p[P_ATTN_DP];
     s->ep = p[P_EP];
@@ -194,8 +197,8 @@ static const wex_plugin_desc sglang_desc = {
     .flags = WEX_PLUGIN_THREAD_PER_CTX,
     .name = "sglang",
     .version = "0.1.0",
-    .init = ws_plugin_init,
-    .fini = ws_plugin_fini,
+    .init = wp_plugin_init,
+    .fini = wp_plugin_fini,
     .ops = &sglang_ops,
 };
 

@@ -33,6 +33,9 @@
 #include <string.h>
 
 #include "parallel_cfg.h"
+#include "plugin_fail.h"
+#include "plugin_options.h"
+#include "plugin_state.h"
 #include "serving_plugin.h"
 
 enum { P_EP = WS_P_DP + 1 };
@@ -71,29 +74,29 @@ static wex_status read_data_parallel(wex_engine_ctx *ctx,
     int wide = dp > 1 && ep > tp && ep == tp * dp;
     wex_status st;
 
-    st = ws_option_choice(ctx->host, options, "vllm", "data_parallel", modes,
-                          wide ? DP_INTERNAL : DP_REPLICAS, mode_p);
+    *mode_p = wide ? DP_INTERNAL : DP_REPLICAS;
+    st = wp_option_enum(ctx->host, options, "/data_parallel", modes, mode_p);
     if (st != WEX_OK)
         return st;
     if (*mode_p == DP_REPLICAS && wide)
-        return ws_refuse(ctx->host,
-                         "parallel/ep: %lld = tp * dp spans the dp ranks, which "
-                         "only one server with internal data parallelism does; "
-                         "expected ep = 1 or tp = %lld with options/"
-                         "data_parallel \"replicas\"",
-                         (long long)ep, (long long)tp);
+        return WP_FAIL(ctx->host, WEX_ERR_INVALID,
+                       "parallel/ep: %lld = tp * dp spans the dp ranks, which "
+                       "only one server with internal data parallelism does; "
+                       "expected ep = 1 or tp = %lld with options/"
+                       "data_parallel \"replicas\"",
+                       (long long)ep, (long long)tp);
     if (*mode_p == DP_INTERNAL && ep != 1 && ep != tp * dp)
-        return ws_refuse(ctx->host,
-                         "parallel/ep: with options/data_parallel \"internal\" "
-                         "vLLM's expert parallelism spans all tp * dp ranks; "
-                         "expected 1 or %lld, got %lld",
-                         (long long)(tp * dp), (long long)ep);
+        return WP_FAIL(ctx->host, WEX_ERR_INVALID,
+                       "parallel/ep: with options/data_parallel \"internal\" "
+                       "vLLM's expert parallelism spans all tp * dp ranks; "
+                       "expected 1 or %lld, got %lld",
+                       (long long)(tp * dp), (long long)ep);
     if (*mode_p == DP_REPLICAS && ep != 1 && ep != tp)
-        return ws_refuse(ctx->host,
-                         "parallel/ep: vLLM's expert parallelism spans a "
-                         "server's TP group or the whole TP x DP group; "
-                         "expected 1, tp = %lld or tp * dp = %lld, got %lld",
-                         (long long)tp, (long long)(tp * dp), (long long)ep);
+        return WP_FAIL(ctx->host, WEX_ERR_INVALID,
+                       "parallel/ep: vLLM's expert parallelism spans a "
+                       "server's TP group or the whole TP x DP group; "
+                       "expected 1, tp = %lld or tp * dp = %lld, got %lld",
+                       (long long)tp, (long long)(tp * dp), (long long)ep);
     return WEX_OK;
 }
 
@@ -102,14 +105,14 @@ static wex_status vllm_sizes(wex_engine_ctx *ctx, const wex_options *options,
 {
     const int64_t *p = ctx->p;
     ws_serving_sizes *s = &ctx->sizes;
-    int mode, backend;
+    int mode, backend = 0;
     int64_t moe_ranks;
     wex_status st;
 
     st = read_data_parallel(ctx, options, &mode);
     if (st == WEX_OK)
-        st = ws_option_choice(ctx->host, options, "vllm", "all2all_backend",
-                              backends, 0, &backend);
+        st = wp_option_enum(ctx->host, options, "/all2all_backend", backends,
+                            &backend);
     if (st != WEX_OK)
         return st;
     /* Ranks the experts are spread or split over. */
@@ -171,8 +174,8 @@ static const wex_plugin_desc vllm_desc = {
     .flags = WEX_PLUGIN_THREAD_PER_CTX,
     .name = "vllm",
     .version = "0.1.0",
-    .init = ws_plugin_init,
-    .fini = ws_plugin_fini,
+    .init = wp_plugin_init,
+    .fini = wp_plugin_fini,
     .ops = &vllm_ops,
 };
 

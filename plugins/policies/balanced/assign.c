@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "balanced.h"
+#include "plugin_fail.h"
 
 wex_status pb_push(pb_ops *ops, const pb_op *op)
 {
@@ -185,14 +186,12 @@ static wex_status one_cell(pb_job *job, uint64_t c, uint64_t ndst, uint64_t j,
     if (nh == 0) {
         if (h != holders)
             free(h);
-        job->host->set_error(job->host->ctx, WEX_ERR_INVALID,
-                             "no %ssource piece holds part of canonical "
-                             "tensor %llu that destination rank %llu needs%s",
-                             job->dead_count ? "live " : "",
-                             (unsigned long long)c,
-                             (unsigned long long)d->rank,
-                             job->dead_count ? " (its holders are dead)" : "");
-        return WEX_ERR_INVALID;
+        return WP_FAIL(job->host, WEX_ERR_INVALID,
+                       "no %ssource piece holds part of canonical tensor "
+                       "%llu that destination rank %llu needs%s",
+                       job->dead_count ? "live " : "", (unsigned long long)c,
+                       (unsigned long long)d->rank,
+                       job->dead_count ? " (its holders are dead)" : "");
     }
     /* Only a choice between holders needs the piece's place among the
      * destinations; one holder serves them all. */

@@ -7,10 +7,8 @@
 #include <string.h>
 
 #include "balanced.h"
-
-struct wex_plugin_state {
-    const wex_host_services *host;
-};
+#include "plugin_options.h"
+#include "plugin_state.h"
 
 struct wex_policy_ctx {
     const wex_host_services *host;
@@ -18,44 +16,30 @@ struct wex_policy_ctx {
     pb_cache cache;
 };
 
-static wex_status pb_init(const wex_host_services *host,
-                          wex_plugin_state **state_p)
-{
-    wex_plugin_state *state = calloc(1, sizeof(*state));
-
-    if (state == NULL)
-        return WEX_ERR_NOMEM;
-    state->host = host;
-    *state_p = state;
-    return WEX_OK;
-}
-
-static void pb_fini(wex_plugin_state *state)
-{
-    free(state);
-}
-
+/* The defaults are the manifest's (manifest.json.in). */
 static wex_status pb_ctx_create(wex_plugin_state *state,
                                 const wex_policy_args *args,
                                 wex_policy_ctx **ctx_p)
 {
     const wex_host_services *h = state->host;
-    wex_policy_ctx *ctx = calloc(1, sizeof(*ctx));
-    int32_t flag;
-    int64_t n;
+    const wex_options *o = args->options;
+    int32_t prefer_local = 1, coalesce = 1;
+    int64_t split_min_bytes = INT64_C(1) << 20;
+    wex_policy_ctx *ctx;
+    wex_status st;
 
+    if ((st = wp_option_bool(h, o, "/prefer_local", &prefer_local)) != WEX_OK ||
+        (st = wp_option_bool(h, o, "/coalesce", &coalesce)) != WEX_OK ||
+        (st = wp_option_i64(h, o, "/split_min_bytes", 1, INT64_MAX,
+                            &split_min_bytes)) != WEX_OK)
+        return st;
+    ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL)
         return WEX_ERR_NOMEM;
     ctx->host = h;
-    ctx->cfg.prefer_local = 1;
-    ctx->cfg.coalesce = 1;
-    ctx->cfg.split_min_bytes = 1u << 20;
-    if (h->opt_get_bool(args->options, "/prefer_local", &flag) == WEX_OK)
-        ctx->cfg.prefer_local = flag;
-    if (h->opt_get_bool(args->options, "/coalesce", &flag) == WEX_OK)
-        ctx->cfg.coalesce = flag;
-    if (h->opt_get_i64(args->options, "/split_min_bytes", &n) == WEX_OK && n > 0)
-        ctx->cfg.split_min_bytes = (uint64_t)n;
+    ctx->cfg.prefer_local = prefer_local;
+    ctx->cfg.coalesce = coalesce;
+    ctx->cfg.split_min_bytes = (uint64_t)split_min_bytes;
     *ctx_p = ctx;
     return WEX_OK;
 }
@@ -189,8 +173,8 @@ static const wex_plugin_desc pb_desc = {
     .flags = WEX_PLUGIN_THREAD_PER_CTX,
     .name = "balanced",
     .version = "0.1.0",
-    .init = pb_init,
-    .fini = pb_fini,
+    .init = wp_plugin_init,
+    .fini = wp_plugin_fini,
     .ops = &pb_ops_table,
 };
 

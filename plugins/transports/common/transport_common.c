@@ -1,49 +1,8 @@
 #include "transport_common.h"
 
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
-#include "transport_state.h"
-
-wex_status wt_option_i64(const wex_host_services *h, const wex_options *o,
-                         const char *ptr, int64_t lo, int64_t hi, int64_t *v)
-{
-    if (o == NULL || h->opt_type(o, ptr) == WEX_JSON_MISSING)
-        return WEX_OK;
-    if (h->opt_get_i64(o, ptr, v) != WEX_OK || *v < lo || *v > hi)
-        return FAIL(h, WEX_ERR_INVALID, "%s: expected an integer in "
-                    "%lld..%lld", ptr, (long long)lo, (long long)hi);
-    return WEX_OK;
-}
-
-wex_status wt_option_enum(const wex_host_services *h, const wex_options *o,
-                          const char *ptr, const char *const *names, int *v)
-{
-    const char *got = NULL;
-    char expected[256];
-    size_t used = 0;
-
-    if (o == NULL || h->opt_type(o, ptr) == WEX_JSON_MISSING)
-        return WEX_OK;
-    if (h->opt_get_str(o, ptr, &got) == WEX_OK)
-        for (int i = 0; names[i] != NULL; i++)
-            if (strcmp(got, names[i]) == 0) {
-                *v = i;
-                return WEX_OK;
-            }
-    /* "auto", "put" or "am" */
-    expected[0] = '\0';
-    for (int i = 0; names[i] != NULL && used < sizeof(expected); i++)
-        used += (size_t)snprintf(expected + used, sizeof(expected) - used,
-                                 "%s\"%s\"",
-                                 i == 0                ? ""
-                                 : names[i + 1] == NULL ? " or "
-                                                        : ", ",
-                                 names[i]);
-    return FAIL(h, WEX_ERR_INVALID, "%s: expected %s", ptr, expected);
-}
+#include "plugin_fail.h"
 
 double wt_now_ms(void)
 {
@@ -64,28 +23,28 @@ wex_status wt_check_args(const wex_host_services *h,
     uint64_t ranks;
 
     if (args == NULL || args->struct_size < WEX_TRANSPORT_ARGS_SIZE_1_0)
-        return FAIL(h, WEX_ERR_ABI,
-                    "transport args too small (%u bytes, ABI 1.0 has %u)",
-                    args ? args->struct_size : 0u,
-                    (unsigned)WEX_TRANSPORT_ARGS_SIZE_1_0);
+        return WP_FAIL(h, WEX_ERR_ABI,
+                       "transport args too small (%u bytes, ABI 1.0 has %u)",
+                       args ? args->struct_size : 0u,
+                       (unsigned)WEX_TRANSPORT_ARGS_SIZE_1_0);
     if (args->side != WEX_SIDE_SOURCE && args->side != WEX_SIDE_DESTINATION)
-        return FAIL(h, WEX_ERR_INVALID, "side %u is neither source nor "
-                    "destination", args->side);
+        return WP_FAIL(h, WEX_ERR_INVALID, "side %u is neither source nor "
+                       "destination", args->side);
     ranks = args->side == WEX_SIDE_SOURCE ? args->source_ranks
                                           : args->destination_ranks;
     if (ranks == 0)
-        return FAIL(h, WEX_ERR_INVALID, "%s rank %llu: the job has no %s "
-                    "ranks", side_name(args->side),
-                    (unsigned long long)args->rank, side_name(args->side));
+        return WP_FAIL(h, WEX_ERR_INVALID, "%s rank %llu: the job has no %s "
+                       "ranks", side_name(args->side),
+                       (unsigned long long)args->rank, side_name(args->side));
     if (args->rank >= ranks)
-        return FAIL(h, WEX_ERR_INVALID, "%s rank %llu is outside 0..%llu",
-                    side_name(args->side), (unsigned long long)args->rank,
-                    (unsigned long long)(ranks - 1));
+        return WP_FAIL(h, WEX_ERR_INVALID, "%s rank %llu is outside 0..%llu",
+                       side_name(args->side), (unsigned long long)args->rank,
+                       (unsigned long long)(ranks - 1));
     if (args->options == NULL)
-        return FAIL(h, WEX_ERR_INVALID, "transport args without options");
+        return WP_FAIL(h, WEX_ERR_INVALID, "transport args without options");
     if (args->peer_count > 0 && args->peer_ranks == NULL)
-        return FAIL(h, WEX_ERR_INVALID, "%llu peer ranks but no list",
-                    (unsigned long long)args->peer_count);
+        return WP_FAIL(h, WEX_ERR_INVALID, "%llu peer ranks but no list",
+                       (unsigned long long)args->peer_count);
     return WEX_OK;
 }
 
@@ -97,13 +56,13 @@ wex_status wt_check_register(const wex_host_services *h,
     uint64_t at = (uint64_t)(uintptr_t)address;
 
     if (memory_kind != kind)
-        return FAIL(h, WEX_ERR_UNSUPPORTED,
-                    "memory kind %u: %s moves %s memory only", memory_kind,
-                    transport,
-                    kind == WEX_MEMORY_CUDA ? "CUDA device" : "host");
+        return WP_FAIL(h, WEX_ERR_UNSUPPORTED,
+                       "memory kind %u: %s moves %s memory only", memory_kind,
+                       transport,
+                       kind == WEX_MEMORY_CUDA ? "CUDA device" : "host");
     if (address == NULL || bytes == 0 || at + bytes < at)
-        return FAIL(h, WEX_ERR_INVALID, "mem_register of %p + %llu bytes",
-                    address, (unsigned long long)bytes);
+        return WP_FAIL(h, WEX_ERR_INVALID, "mem_register of %p + %llu bytes",
+                       address, (unsigned long long)bytes);
     return WEX_OK;
 }
 
@@ -112,12 +71,12 @@ wex_status wt_check_mem_key(const wex_host_services *h, uint32_t side,
                             const uint64_t *key_len)
 {
     if (side != WEX_SIDE_DESTINATION)
-        return FAIL(h, WEX_ERR_UNSUPPORTED,
-                    "mem_key on source rank %llu: only destination ranks "
-                    "expose buffers",
-                    (unsigned long long)rank);
+        return WP_FAIL(h, WEX_ERR_UNSUPPORTED,
+                       "mem_key on source rank %llu: only destination ranks "
+                       "expose buffers",
+                       (unsigned long long)rank);
     if (mem == NULL || key == NULL || key_len == NULL)
-        return FAIL(h, WEX_ERR_INVALID, "mem_key: NULL argument");
+        return WP_FAIL(h, WEX_ERR_INVALID, "mem_key: NULL argument");
     return WEX_OK;
 }
 
@@ -126,21 +85,21 @@ wex_status wt_key_check(const wex_host_services *h, const char *transport,
                         const char *why, const uint64_t *key_rank)
 {
     if (key_len > WEX_TRANSPORT_KEY_MAX)
-        return FAIL(h, WEX_ERR_INVALID,
-                    "key for destination rank %llu: %llu bytes, more than "
-                    "any %s key",
-                    (unsigned long long)peer_rank,
-                    (unsigned long long)key_len, transport);
+        return WP_FAIL(h, WEX_ERR_INVALID,
+                       "key for destination rank %llu: %llu bytes, more than "
+                       "any %s key",
+                       (unsigned long long)peer_rank,
+                       (unsigned long long)key_len, transport);
     if (decode_rc != 0)
-        return FAIL(h, WEX_ERR_INVALID,
-                    "key for destination rank %llu is not a valid %s key: "
-                    "%s",
-                    (unsigned long long)peer_rank, transport, why);
+        return WP_FAIL(h, WEX_ERR_INVALID,
+                       "key for destination rank %llu is not a valid %s key: "
+                       "%s",
+                       (unsigned long long)peer_rank, transport, why);
     if (*key_rank != peer_rank)
-        return FAIL(h, WEX_ERR_INVALID,
-                    "the key is destination rank %llu's, not rank %llu's",
-                    (unsigned long long)*key_rank,
-                    (unsigned long long)peer_rank);
+        return WP_FAIL(h, WEX_ERR_INVALID,
+                       "the key is destination rank %llu's, not rank %llu's",
+                       (unsigned long long)*key_rank,
+                       (unsigned long long)peer_rank);
     return WEX_OK;
 }
 
@@ -148,27 +107,10 @@ wex_status wt_check_put(const wex_host_services *h, uint64_t rank,
                         uint64_t size, uint64_t offset, uint64_t bytes)
 {
     if (!wt_span_inside(offset, bytes, size))
-        return FAIL(h, WEX_ERR_INVALID,
-                    "put of %llu bytes at offset %llu overruns destination "
-                    "rank %llu's %llu-byte buffer",
-                    (unsigned long long)bytes, (unsigned long long)offset,
-                    (unsigned long long)rank, (unsigned long long)size);
+        return WP_FAIL(h, WEX_ERR_INVALID,
+                       "put of %llu bytes at offset %llu overruns destination "
+                       "rank %llu's %llu-byte buffer",
+                       (unsigned long long)bytes, (unsigned long long)offset,
+                       (unsigned long long)rank, (unsigned long long)size);
     return WEX_OK;
-}
-
-wex_status wt_plugin_init(const wex_host_services *host,
-                          wex_plugin_state **state_p)
-{
-    wex_plugin_state *state = calloc(1, sizeof(*state));
-
-    if (state == NULL)
-        return WEX_ERR_NOMEM;
-    state->host = host;
-    *state_p = state;
-    return WEX_OK;
-}
-
-void wt_plugin_fini(wex_plugin_state *state)
-{
-    free(state);
 }

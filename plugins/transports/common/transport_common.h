@@ -1,7 +1,8 @@
-/* What the in-tree transports share: failing with a message, reading an
- * integer option, the monotonic clock, and the checks every transport
- * makes of its arguments (ctx_create's, a registration's, a key's, a
- * put's), each in one wording.
+/* What the in-tree transports share beyond what every plugin does
+ * (plugins/common: the per-load state, failing with a message, reading
+ * options): the monotonic clock, and the checks every transport makes of
+ * its arguments (ctx_create's, a registration's, a key's, a put's), each
+ * in one wording.
  *
  * Names here start with wt_ ("wex transport"): they belong to this
  * folder's static library, private to the in-tree transports that link
@@ -11,22 +12,6 @@
 
 #include <stdint.h>
 #include <wex/plugin.h>
-
-/* Sets the host's last error and evaluates to `status`. */
-#define FAIL(h, status, ...)                                               \
-    ((h)->set_error((h)->ctx, (status), __VA_ARGS__), (status))
-
-/* Reads integer option `ptr` (a JSON pointer) into *v when it is set,
- * refusing values outside lo..hi with a message naming it; leaves *v,
- * the default, alone when it is not. */
-wex_status wt_option_i64(const wex_host_services *h, const wex_options *o,
-                         const char *ptr, int64_t lo, int64_t hi, int64_t *v);
-
-/* Reads string option `ptr` into *v, the index of its value in `names`
- * (NULL-terminated) when it is set, refusing any other value with a
- * message that lists them; leaves *v, the default, alone when it is not. */
-wex_status wt_option_enum(const wex_host_services *h, const wex_options *o,
-                          const char *ptr, const char *const *names, int *v);
 
 /* Milliseconds on the monotonic clock: deadlines. */
 double wt_now_ms(void);

@@ -28,9 +28,11 @@
 #include "cuda_ipc_allocs.h"
 #include "cuda_ipc_key.h"
 #include "cuda_device.h"
+#include "plugin_fail.h"
+#include "plugin_options.h"
+#include "plugin_state.h"
 #include "row_batch.h"
 #include "transport_common.h"
-#include "transport_state.h"
 
 #define FLUSH_TIMEOUT_DEFAULT_MS 60000
 #define TIMEOUT_MAX_MS 3600000
@@ -67,9 +69,9 @@ struct wex_transport_ctx {
 static wex_status cuda_fail(const wex_host_services *h, cudaError_t e,
                             const char *what)
 {
-    return FAIL(h, e == cudaErrorMemoryAllocation ? WEX_ERR_NOMEM
-                                                  : WEX_ERR_SYSTEM,
-                "%s: %s", what, cudaGetErrorString(e));
+    return WP_FAIL(h, e == cudaErrorMemoryAllocation ? WEX_ERR_NOMEM
+                                                     : WEX_ERR_SYSTEM,
+                   "%s: %s", what, cudaGetErrorString(e));
 }
 
 static void ipc_ctx_destroy(wex_transport_ctx *ctx);
@@ -88,7 +90,7 @@ static wex_status ipc_ctx_create(wex_plugin_state *state,
 
     st = wt_check_args(h, args);
     if (st == WEX_OK)
-        st = wt_option_i64(h, args->options, "/flush_timeout_ms", 1,
+        st = wp_option_i64(h, args->options, "/flush_timeout_ms", 1,
                            TIMEOUT_MAX_MS, &timeout);
     if (st == WEX_OK)
         st = wt_cuda_device(h, args->options, &device);
@@ -96,7 +98,7 @@ static wex_status ipc_ctx_create(wex_plugin_state *state,
         return st;
     ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL)
-        return FAIL(h, WEX_ERR_NOMEM, "out of memory");
+        return WP_FAIL(h, WEX_ERR_NOMEM, "out of memory");
     ctx->host = h;
     ctx->side = args->side;
     ctx->rank = args->rank;
@@ -154,8 +156,9 @@ static wex_status ipc_mem_alloc(wex_transport_ctx *ctx, uint64_t bytes,
     (void)bytes;
     (void)address_p;
     (void)mem_p;
-    return FAIL(ctx->host, WEX_ERR_UNSUPPORTED, "cuda-ipc does not allocate: "
-                "register device memory (wex allocates it with cudaMalloc)");
+    return WP_FAIL(ctx->host, WEX_ERR_UNSUPPORTED,
+                   "cuda-ipc does not allocate: register device memory (wex "
+                   "allocates it with cudaMalloc)");
 }
 
 /* The allocation holding the buffer, exported once. */
@@ -176,13 +179,14 @@ static wex_status export_alloc(wex_transport_ctx *ctx, uint64_t address,
         return WEX_OK;
     }
     if (ctx->address_range(&base, &size, address) != 0)
-        return FAIL(h, WEX_ERR_INVALID, "0x%llx is not device memory of a "
-                    "CUDA allocation", (unsigned long long)address);
+        return WP_FAIL(h, WEX_ERR_INVALID, "0x%llx is not device memory of a "
+                       "CUDA allocation", (unsigned long long)address);
     if (address + bytes > base + size)
-        return FAIL(h, WEX_ERR_INVALID, "buffer 0x%llx + %llu bytes runs past "
-                    "its allocation 0x%llx + %zu bytes",
-                    (unsigned long long)address, (unsigned long long)bytes,
-                    base, size);
+        return WP_FAIL(h, WEX_ERR_INVALID,
+                       "buffer 0x%llx + %llu bytes runs past its allocation "
+                       "0x%llx + %zu bytes",
+                       (unsigned long long)address, (unsigned long long)bytes,
+                       base, size);
     e = cudaIpcGetMemHandle(&handle, (void *)(uintptr_t)base);
     if (e != cudaSuccess)
         return cuda_fail(h, e, "cudaIpcGetMemHandle (memory from cudaMalloc "
@@ -190,7 +194,7 @@ static wex_status export_alloc(wex_transport_ctx *ctx, uint64_t address,
                          "it cannot)");
     a = ipc_allocs_add(&ctx->exported, 0, base, size);
     if (a == NULL)
-        return FAIL(h, WEX_ERR_NOMEM, "out of memory");
+        return WP_FAIL(h, WEX_ERR_NOMEM, "out of memory");
     memcpy(a->handle, &handle, sizeof(a->handle));
     *alloc_p = a;
     return WEX_OK;
@@ -209,7 +213,7 @@ static wex_status ipc_mem_register(wex_transport_ctx *ctx, void *address,
         return st;
     m = calloc(1, sizeof(*m));
     if (m == NULL)
-        return FAIL(h, WEX_ERR_NOMEM, "out of memory");
+        return WP_FAIL(h, WEX_ERR_NOMEM, "out of memory");
     m->address = (uint64_t)(uintptr_t)address;
     m->bytes = bytes;
     st = export_alloc(ctx, m->address, bytes, &m->alloc);
@@ -237,7 +241,7 @@ static wex_status ipc_mem_key(wex_transport_ctx *ctx, wex_transport_mem *m,
     size_t len;
 
     if (m == NULL || key == NULL || key_len == NULL)
-        return FAIL(ctx->host, WEX_ERR_INVALID, "mem_key: NULL argument");
+        return WP_FAIL(ctx->host, WEX_ERR_INVALID, "mem_key: NULL argument");
     memset(&k, 0, sizeof(k));
     k.pid = (uint32_t)getpid();
     k.device = (uint32_t)ctx->device;
@@ -249,9 +253,9 @@ static wex_status ipc_mem_key(wex_transport_ctx *ctx, wex_transport_mem *m,
     memcpy(k.handle, m->alloc->handle, sizeof(k.handle));
     len = cuda_ipc_key_encode(&k, key, (size_t)*key_len);
     if (len == 0)
-        return FAIL(ctx->host, WEX_ERR_INVALID, "mem_key: a %llu-byte key "
-                    "buffer is too small (%u bytes needed)",
-                    (unsigned long long)*key_len, CUDA_IPC_KEY_BYTES);
+        return WP_FAIL(ctx->host, WEX_ERR_INVALID, "mem_key: a %llu-byte key "
+                       "buffer is too small (%u bytes needed)",
+                       (unsigned long long)*key_len, CUDA_IPC_KEY_BYTES);
     *key_len = len;
     return WEX_OK;
 }
@@ -273,21 +277,21 @@ static wex_status open_alloc(wex_transport_ctx *ctx, const cuda_ipc_key *k,
         return WEX_OK;
     }
     if (k->pid == (uint32_t)getpid())
-        return FAIL(h, WEX_ERR_UNSUPPORTED, "destination rank %llu is this "
-                    "process: CUDA IPC shares memory between processes only",
-                    (unsigned long long)k->rank);
+        return WP_FAIL(h, WEX_ERR_UNSUPPORTED, "destination rank %llu is this "
+                       "process: CUDA IPC shares memory between processes only",
+                       (unsigned long long)k->rank);
     memcpy(&handle, k->handle, sizeof(handle));
     e = cudaIpcOpenMemHandle(&mapped, handle,
                              cudaIpcMemLazyEnablePeerAccess);
     if (e != cudaSuccess)
-        return FAIL(h, WEX_ERR_PEER, "opening destination rank %llu's (pid "
-                    "%u, device %u) memory: cudaIpcOpenMemHandle: %s",
-                    (unsigned long long)k->rank, k->pid, k->device,
-                    cudaGetErrorString(e));
+        return WP_FAIL(h, WEX_ERR_PEER, "opening destination rank %llu's (pid "
+                       "%u, device %u) memory: cudaIpcOpenMemHandle: %s",
+                       (unsigned long long)k->rank, k->pid, k->device,
+                       cudaGetErrorString(e));
     a = ipc_allocs_add(&ctx->opened, k->pid, k->alloc_base, k->alloc_size);
     if (a == NULL) {
         cudaIpcCloseMemHandle(mapped);
-        return FAIL(h, WEX_ERR_NOMEM, "out of memory");
+        return WP_FAIL(h, WEX_ERR_NOMEM, "out of memory");
     }
     a->mapped = mapped;
     *alloc_p = a;
@@ -312,7 +316,7 @@ static wex_status ipc_peer_attach(wex_transport_ctx *ctx, uint64_t peer_rank,
         return st;
     p = calloc(1, sizeof(*p));
     if (p == NULL)
-        return FAIL(h, WEX_ERR_NOMEM, "out of memory");
+        return WP_FAIL(h, WEX_ERR_NOMEM, "out of memory");
     st = open_alloc(ctx, &k, &p->alloc);
     if (st != WEX_OK) {
         free(p);
@@ -361,11 +365,11 @@ static wex_status issue(wex_transport_ctx *ctx, const wt_rows *r)
                               r->src_pitch, r->width, r->height,
                               cudaMemcpyDefault, ctx->stream);
     if (e != cudaSuccess)
-        return FAIL(ctx->host, WEX_ERR_SYSTEM, "copy of %llu rows of %llu "
-                    "bytes into destination rank %llu: %s",
-                    (unsigned long long)r->height,
-                    (unsigned long long)r->width,
-                    (unsigned long long)p->rank, cudaGetErrorString(e));
+        return WP_FAIL(ctx->host, WEX_ERR_SYSTEM, "copy of %llu rows of %llu "
+                       "bytes into destination rank %llu: %s",
+                       (unsigned long long)r->height,
+                       (unsigned long long)r->width,
+                       (unsigned long long)p->rank, cudaGetErrorString(e));
     return WEX_OK;
 }
 
@@ -401,15 +405,15 @@ static wex_status ipc_flush(wex_transport_ctx *ctx)
     while (e == cudaSuccess &&
            (e = cudaEventQuery(ctx->done)) == cudaErrorNotReady) {
         if (wt_now_ms() > deadline)
-            return FAIL(ctx->host, WEX_ERR_TIMEOUT, "device copies did not "
-                        "complete within flush_timeout_ms (%lld ms)",
-                        (long long)ctx->flush_timeout_ms);
+            return WP_FAIL(ctx->host, WEX_ERR_TIMEOUT, "device copies did not "
+                           "complete within flush_timeout_ms (%lld ms)",
+                           (long long)ctx->flush_timeout_ms);
         nanosleep(&nap, NULL);
         e = cudaSuccess;
     }
     if (e != cudaSuccess)
-        return FAIL(ctx->host, WEX_ERR_SYSTEM, "device copies failed: %s",
-                    cudaGetErrorString(e));
+        return WP_FAIL(ctx->host, WEX_ERR_SYSTEM, "device copies failed: %s",
+                       cudaGetErrorString(e));
     return WEX_OK;
 }
 
@@ -439,8 +443,8 @@ static const wex_plugin_desc ipc_desc = {
     .flags = WEX_PLUGIN_THREAD_PER_CTX,
     .name = "cuda-ipc",
     .version = "0.1.0",
-    .init = wt_plugin_init,
-    .fini = wt_plugin_fini,
+    .init = wp_plugin_init,
+    .fini = wp_plugin_fini,
     .ops = &ipc_ops,
 };
 

@@ -29,7 +29,8 @@
 
 #include "cuda_device.h"
 #include "nccl_internal.h"
-#include "transport_state.h"
+#include "plugin_options.h"
+#include "plugin_state.h"
 
 /* ---- context ------------------------------------------------------- */
 
@@ -44,8 +45,8 @@ static wex_status ctx_setup(wex_transport_ctx *ctx)
     if (e == cudaSuccess)
         e = cudaEventCreateWithFlags(&ctx->done, cudaEventDisableTiming);
     if (e != cudaSuccess)
-        return FAIL(ctx->host, WEX_ERR_SYSTEM, "setting up the CUDA stream: "
-                    "%s", cudaGetErrorString(e));
+        return WP_FAIL(ctx->host, WEX_ERR_SYSTEM, "setting up the CUDA stream: "
+                       "%s", cudaGetErrorString(e));
     return WEX_OK;
 }
 
@@ -65,11 +66,12 @@ static wex_status nccl_ctx_create(wex_plugin_state *state,
         return st;
     if (nccl_group_rank(args->side, args->rank, args->source_ranks,
                         args->destination_ranks) < 0)
-        return FAIL(h, WEX_ERR_INVALID, "%llu source and %llu destination "
-                    "ranks do not make one communicator with this rank in it",
-                    (unsigned long long)args->source_ranks,
-                    (unsigned long long)args->destination_ranks);
-    st = wt_option_i64(h, args->options, "/timeout_ms", 1, TIMEOUT_MAX_MS,
+        return WP_FAIL(h, WEX_ERR_INVALID, "%llu source and %llu destination "
+                       "ranks do not make one communicator with this rank in "
+                       "it",
+                       (unsigned long long)args->source_ranks,
+                       (unsigned long long)args->destination_ranks);
+    st = wp_option_i64(h, args->options, "/timeout_ms", 1, TIMEOUT_MAX_MS,
                        &timeout);
     if (st == WEX_OK)
         st = wt_cuda_device(h, args->options, &device);
@@ -77,7 +79,7 @@ static wex_status nccl_ctx_create(wex_plugin_state *state,
         return st;
     ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL)
-        return FAIL(h, WEX_ERR_NOMEM, "out of memory");
+        return WP_FAIL(h, WEX_ERR_NOMEM, "out of memory");
     ctx->host = h;
     ctx->side = args->side;
     ctx->rank = args->rank;
@@ -94,7 +96,7 @@ static wex_status nccl_ctx_create(wex_plugin_state *state,
                         sizeof(uint64_t));
     if (ctx->peers == NULL) {
         free(ctx);
-        return FAIL(h, WEX_ERR_NOMEM, "out of memory");
+        return WP_FAIL(h, WEX_ERR_NOMEM, "out of memory");
     }
     if (args->peer_count > 0)
         memcpy(ctx->peers, args->peer_ranks,
@@ -137,23 +139,23 @@ static wex_status nccl_connect(wex_transport_ctx *ctx,
     wex_status st;
 
     if (ctx->comm != NULL || ctx->broken)
-        return FAIL(h, WEX_ERR_INVALID, "connect: called twice");
+        return WP_FAIL(h, WEX_ERR_INVALID, "connect: called twice");
     if (ex == NULL || ex->struct_size < WEX_TRANSPORT_EXCHANGE_SIZE_1_3)
-        return FAIL(h, WEX_ERR_ABI, "connect: no exchange of ABI 1.3");
+        return WP_FAIL(h, WEX_ERR_ABI, "connect: no exchange of ABI 1.3");
     memset(&id, 0, sizeof(id));
     if (ctx->group_rank == 0) {
         cudaSetDevice(ctx->device);
         r = ncclGetUniqueId(&id);
         if (r != ncclSuccess)
-            return FAIL(h, WEX_ERR_SYSTEM, "ncclGetUniqueId: %s",
-                        ncclGetErrorString(r));
+            return WP_FAIL(h, WEX_ERR_SYSTEM, "ncclGetUniqueId: %s",
+                           ncclGetErrorString(r));
         st = ex->publish(ex->ctx, NCCL_ID_NAME, &id, sizeof(id));
     } else {
         st = ex->fetch(ex->ctx, NCCL_ID_NAME, &id, sizeof(id), &len);
         if (st == WEX_OK && len != sizeof(id))
-            return FAIL(h, WEX_ERR_INVALID, "connect: the unique id "
-                        "destination rank 0 published has %llu bytes, not "
-                        "%zu", (unsigned long long)len, sizeof(id));
+            return WP_FAIL(h, WEX_ERR_INVALID, "connect: the unique id "
+                           "destination rank 0 published has %llu bytes, not "
+                           "%zu", (unsigned long long)len, sizeof(id));
     }
     if (st != WEX_OK)
         return st; /* the host's message */
@@ -168,8 +170,8 @@ static wex_status nccl_mem_alloc(wex_transport_ctx *ctx, uint64_t bytes,
     (void)bytes;
     (void)address_p;
     (void)mem_p;
-    return FAIL(ctx->host, WEX_ERR_UNSUPPORTED, "nccl does not allocate: "
-                "register device memory (wex allocates it with cudaMalloc)");
+    return WP_FAIL(ctx->host, WEX_ERR_UNSUPPORTED, "nccl does not allocate: "
+                   "register device memory (wex allocates it with cudaMalloc)");
 }
 
 static wex_status nccl_mem_register(wex_transport_ctx *ctx, void *address,
@@ -184,7 +186,7 @@ static wex_status nccl_mem_register(wex_transport_ctx *ctx, void *address,
         return st;
     m = calloc(1, sizeof(*m));
     if (m == NULL)
-        return FAIL(ctx->host, WEX_ERR_NOMEM, "out of memory");
+        return WP_FAIL(ctx->host, WEX_ERR_NOMEM, "out of memory");
     m->address = address;
     m->bytes = bytes;
     *mem_p = m;
@@ -213,8 +215,9 @@ static wex_status nccl_mem_key(wex_transport_ctx *ctx, wex_transport_mem *m,
     k.group_size = (uint64_t)ctx->group_size;
     len = nccl_key_encode(&k, key, (size_t)*key_len);
     if (len == 0)
-        return FAIL(ctx->host, WEX_ERR_INVALID, "mem_key: %u bytes do not "
-                    "fit %llu", NCCL_KEY_BYTES, (unsigned long long)*key_len);
+        return WP_FAIL(ctx->host, WEX_ERR_INVALID,
+                       "mem_key: %u bytes do not fit %llu", NCCL_KEY_BYTES,
+                       (unsigned long long)*key_len);
     *key_len = len;
     return WEX_OK;
 }
@@ -248,8 +251,8 @@ static const wex_plugin_desc nccl_desc = {
     .flags = WEX_PLUGIN_THREAD_PER_CTX,
     .name = "nccl",
     .version = "0.1.0",
-    .init = wt_plugin_init,
-    .fini = wt_plugin_fini,
+    .init = wp_plugin_init,
+    .fini = wp_plugin_fini,
     .ops = &nccl_ops,
 };
 

@@ -22,20 +22,21 @@ wex_status nccl_peer_attach(wex_transport_ctx *ctx, uint64_t peer_rank,
     int rc = -1;
 
     if (ctx->broken)
-        return FAIL(h, WEX_ERR_PEER, "the job's communicator was aborted");
+        return WP_FAIL(h, WEX_ERR_PEER, "the job's communicator was aborted");
     if (key_len <= WEX_TRANSPORT_KEY_MAX)
         rc = nccl_key_decode(key, (size_t)key_len, &k, why, sizeof(why));
     st = wt_key_check(h, "nccl", peer_rank, key_len, rc, why, &k.rank);
     if (st != WEX_OK)
         return st;
     if (k.group_size != (uint64_t)ctx->group_size)
-        return FAIL(h, WEX_ERR_INVALID, "destination rank %llu's key counts "
-                    "%llu ranks in the job, this rank %d: the ranks disagree "
-                    "on the job", (unsigned long long)peer_rank,
-                    (unsigned long long)k.group_size, ctx->group_size);
+        return WP_FAIL(h, WEX_ERR_INVALID, "destination rank %llu's key counts "
+                       "%llu ranks in the job, this rank %d: the ranks "
+                       "disagree "
+                       "on the job", (unsigned long long)peer_rank,
+                       (unsigned long long)k.group_size, ctx->group_size);
     p = calloc(1, sizeof(*p));
     if (p == NULL)
-        return FAIL(h, WEX_ERR_NOMEM, "out of memory");
+        return WP_FAIL(h, WEX_ERR_NOMEM, "out of memory");
     p->rank = peer_rank;
     p->bytes = k.bytes;
     *peer_p = p;
@@ -54,16 +55,16 @@ static wex_status enqueue(wex_transport_ctx *ctx, int peer, int send,
                           void *ptr, uint64_t bytes)
 {
     if (ctx->broken)
-        return FAIL(ctx->host, WEX_ERR_PEER, "the job's communicator was "
-                    "aborted after an earlier failure");
+        return WP_FAIL(ctx->host, WEX_ERR_PEER, "the job's communicator was "
+                       "aborted after an earlier failure");
     if (ctx->comm == NULL)
-        return FAIL(ctx->host, WEX_ERR_INVALID, "not connected: the host "
-                    "calls connect (ABI 1.3) before any transfer");
+        return WP_FAIL(ctx->host, WEX_ERR_INVALID, "not connected: the host "
+                       "calls connect (ABI 1.3) before any transfer");
     if (ctx->queued == ctx->queue_cap) {
         size_t cap = ctx->queue_cap ? ctx->queue_cap * 2 : 256;
         nccl_transfer *q = realloc(ctx->queue, cap * sizeof(*q));
         if (q == NULL)
-            return FAIL(ctx->host, WEX_ERR_NOMEM, "out of memory");
+            return WP_FAIL(ctx->host, WEX_ERR_NOMEM, "out of memory");
         ctx->queue = q;
         ctx->queue_cap = cap;
     }
@@ -99,20 +100,23 @@ wex_status nccl_recv(wex_transport_ctx *ctx, uint64_t peer_rank,
     const uint64_t *at;
 
     if (ctx->side != WEX_SIDE_DESTINATION || m == NULL)
-        return FAIL(ctx->host, WEX_ERR_INVALID, "recv from source rank %llu: "
-                    "not a destination with senders",
-                    (unsigned long long)peer_rank);
+        return WP_FAIL(ctx->host, WEX_ERR_INVALID,
+                       "recv from source rank %llu: not a destination with "
+                       "senders",
+                       (unsigned long long)peer_rank);
     at = bsearch(&peer_rank, ctx->peers, ctx->peer_count, sizeof(uint64_t),
                  cmp_u64);
     if (at == NULL)
-        return FAIL(ctx->host, WEX_ERR_INVALID, "recv from source rank %llu, "
-                    "which is not among this rank's peers",
-                    (unsigned long long)peer_rank);
+        return WP_FAIL(ctx->host, WEX_ERR_INVALID,
+                       "recv from source rank %llu, which is not among this "
+                       "rank's peers",
+                       (unsigned long long)peer_rank);
     if (!wt_span_inside(offset, bytes, m->bytes))
-        return FAIL(ctx->host, WEX_ERR_INVALID, "recv of %llu bytes at offset "
-                    "%llu overruns a %llu-byte buffer",
-                    (unsigned long long)bytes, (unsigned long long)offset,
-                    (unsigned long long)m->bytes);
+        return WP_FAIL(ctx->host, WEX_ERR_INVALID,
+                       "recv of %llu bytes at offset %llu overruns a "
+                       "%llu-byte buffer",
+                       (unsigned long long)bytes, (unsigned long long)offset,
+                       (unsigned long long)m->bytes);
     if (bytes == 0)
         return WEX_OK;
     return enqueue(ctx, (int)nccl_group_rank(WEX_SIDE_SOURCE, peer_rank,
@@ -138,9 +142,9 @@ static wex_status issue(wex_transport_ctx *ctx)
         ncclGroupEnd();
     if (r != ncclSuccess && r != ncclInProgress) {
         nccl_abort(ctx);
-        return FAIL(ctx->host, WEX_ERR_SYSTEM, "issuing %zu transfers: %s; "
-                    "communicator aborted", ctx->queued,
-                    ncclGetErrorString(r));
+        return WP_FAIL(ctx->host, WEX_ERR_SYSTEM, "issuing %zu transfers: %s; "
+                       "communicator aborted", ctx->queued,
+                       ncclGetErrorString(r));
     }
     return WEX_OK;
 }
@@ -153,8 +157,8 @@ wex_status nccl_flush(wex_transport_ctx *ctx)
     wex_status st;
 
     if (ctx->broken)
-        return FAIL(ctx->host, WEX_ERR_PEER, "the job's communicator was "
-                    "aborted after an earlier failure");
+        return WP_FAIL(ctx->host, WEX_ERR_PEER, "the job's communicator was "
+                       "aborted after an earlier failure");
     if (ctx->queued == 0)
         return WEX_OK;
     st = ctx->ready ? WEX_OK : nccl_settle(ctx, deadline, "connecting");
@@ -171,23 +175,23 @@ wex_status nccl_flush(wex_transport_ctx *ctx)
         ncclCommGetAsyncError(ctx->comm, &state);
         if (state != ncclSuccess && state != ncclInProgress) {
             nccl_abort(ctx);
-            return FAIL(ctx->host, WEX_ERR_PEER, "transfers failed: %s; "
-                        "communicator aborted", ncclGetErrorString(state));
+            return WP_FAIL(ctx->host, WEX_ERR_PEER, "transfers failed: %s; "
+                           "communicator aborted", ncclGetErrorString(state));
         }
         if (wt_now_ms() > deadline) {
             nccl_abort(ctx);
-            return FAIL(ctx->host, WEX_ERR_TIMEOUT, "transfers did not "
-                        "complete within timeout_ms (%lld ms): a peer is "
-                        "gone or stuck; communicator aborted",
-                        (long long)ctx->timeout_ms);
+            return WP_FAIL(ctx->host, WEX_ERR_TIMEOUT, "transfers did not "
+                           "complete within timeout_ms (%lld ms): a peer is "
+                           "gone or stuck; communicator aborted",
+                           (long long)ctx->timeout_ms);
         }
         nccl_nap();
         e = cudaSuccess;
     }
     if (e != cudaSuccess) {
         nccl_abort(ctx);
-        return FAIL(ctx->host, WEX_ERR_SYSTEM, "transfers failed: %s",
-                    cudaGetErrorString(e));
+        return WP_FAIL(ctx->host, WEX_ERR_SYSTEM, "transfers failed: %s",
+                       cudaGetErrorString(e));
     }
     return WEX_OK;
 }
@@ -206,14 +210,14 @@ wex_status nccl_fence(wex_transport_ctx *ctx, wex_transport_fence *f)
     int destination = ctx->side == WEX_SIDE_DESTINATION;
 
     if (f == NULL || f->struct_size < WEX_TRANSPORT_FENCE_SIZE_1_4)
-        return FAIL(h, WEX_ERR_ABI, "fence: a wex_transport_fence smaller "
-                    "than ABI 1.4's");
+        return WP_FAIL(h, WEX_ERR_ABI, "fence: a wex_transport_fence smaller "
+                       "than ABI 1.4's");
     if (f->op == WEX_FENCE_WRITE && !destination && f->epoch != 0)
         return WEX_OK;
     if (f->op == WEX_FENCE_OPEN && destination && f->epoch != 0)
-        return ctx->broken ? FAIL(h, WEX_ERR_PEER, "the job's communicator "
-                                  "was aborted after an earlier failure: "
-                                  "open the job again")
+        return ctx->broken ? WP_FAIL(h, WEX_ERR_PEER, "the job's communicator "
+                                     "was aborted after an earlier failure: "
+                                     "open the job again")
                            : WEX_OK;
     if (f->op == WEX_FENCE_CLOSE && destination) {
         f->rekeyed = 0;
@@ -226,7 +230,7 @@ wex_status nccl_fence(wex_transport_ctx *ctx, wex_transport_fence *f)
         }
         return WEX_OK;
     }
-    return FAIL(h, WEX_ERR_INVALID, "fence: op %u%s on a %s", f->op,
-                f->epoch == 0 ? " with epoch 0" : "",
-                destination ? "destination" : "source");
+    return WP_FAIL(h, WEX_ERR_INVALID, "fence: op %u%s on a %s", f->op,
+                   f->epoch == 0 ? " with epoch 0" : "",
+                   destination ? "destination" : "source");
 }

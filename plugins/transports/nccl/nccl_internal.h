@@ -19,6 +19,7 @@
 #include <wex/plugin.h>
 
 #include "nccl_key.h"
+#include "plugin_fail.h"
 #include "transport_common.h"
 
 #define TIMEOUT_DEFAULT_MS 60000

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "plugin_options.h"
 #include "shm_internal.h"
 
 #define CONNECT_TIMEOUT_DEFAULT_MS 10000
@@ -40,6 +41,8 @@
 
 /* ---- plugin -------------------------------------------------------- */
 
+/* Not plugins/common's init and fini: shm's state holds more (why:
+ * shm_internal.h). */
 static wex_status shm_init(const wex_host_services *host,
                            wex_plugin_state **state_p)
 {
@@ -149,13 +152,13 @@ static wex_status shm_ctx_create(wex_plugin_state *state,
     wex_status st;
 
     if ((st = wt_check_args(h, args)) != WEX_OK ||
-        (st = wt_option_i64(h, args->options, "/connect_timeout_ms", 0,
+        (st = wp_option_i64(h, args->options, "/connect_timeout_ms", 0,
                             CONNECT_TIMEOUT_MAX_MS, &timeout)) != WEX_OK)
         return st;
 
     ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL)
-        return FAIL(h, WEX_ERR_NOMEM, "out of memory");
+        return WP_FAIL(h, WEX_ERR_NOMEM, "out of memory");
     ctx->state = state;
     ctx->host = h;
     ctx->side = args->side;

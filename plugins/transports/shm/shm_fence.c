@@ -100,22 +100,22 @@ wex_status shm_fence_setup(wex_transport_ctx *ctx)
     ctx->fence_fd = -1;
     ctx->writers = malloc(SHM_FENCE_SLOTS * sizeof(*ctx->writers));
     if (ctx->writers == NULL)
-        return FAIL(h, WEX_ERR_NOMEM, "out of memory");
+        return WP_FAIL(h, WEX_ERR_NOMEM, "out of memory");
     for (uint32_t i = 0; i < SHM_FENCE_SLOTS; i++)
         ctx->writers[i] = (shm_writer){-1, 0, -1};
     ctx->fence_fd = memfd_create("wex-fence", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (ctx->fence_fd < 0)
-        return FAIL(h, WEX_ERR_SYSTEM, "memfd_create: %s", strerror(errno));
+        return WP_FAIL(h, WEX_ERR_SYSTEM, "memfd_create: %s", strerror(errno));
     if (ftruncate(ctx->fence_fd, (off_t)bytes) != 0)
-        return FAIL(h, WEX_ERR_SYSTEM, "the fence page: ftruncate: %s",
-                    strerror(errno));
+        return WP_FAIL(h, WEX_ERR_SYSTEM, "the fence page: ftruncate: %s",
+                       strerror(errno));
     (void)fcntl(ctx->fence_fd, F_ADD_SEALS,
                 F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
     map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->fence_fd,
                0);
     if (map == MAP_FAILED)
-        return FAIL(h, WEX_ERR_SYSTEM, "mapping the fence page: %s",
-                    strerror(errno));
+        return WP_FAIL(h, WEX_ERR_SYSTEM, "mapping the fence page: %s",
+                       strerror(errno));
     ctx->fence = map;
     return WEX_OK;
 }
@@ -250,18 +250,19 @@ static wex_status stop_by_force(wex_transport_ctx *ctx, uint32_t *inside,
     }
     pthread_mutex_unlock(&ctx->lock);
     if (cannot)
-        return FAIL(h, WEX_ERR_PEER,
-                    "source process pid %ld stayed inside a write of a try "
-                    "this destination gave up on and cannot be stopped (%s): "
-                    "destination rank %llu takes no writes until it is gone",
-                    (long)stuck, why, (unsigned long long)ctx->rank);
+        return WP_FAIL(h, WEX_ERR_PEER,
+                       "source process pid %ld stayed inside a write of a try "
+                       "this destination gave up on and cannot be stopped "
+                       "(%s): destination rank %llu takes no writes until it "
+                       "is gone",
+                       (long)stuck, why, (unsigned long long)ctx->rank);
     while (writers_inside(ctx, inside) > 0) {
         if (now_ms() >= deadline)
-            return FAIL(h, WEX_ERR_PEER,
-                        "a source process killed for staying inside a write "
-                        "of an abandoned try had not exited after %d ms: "
-                        "destination rank %llu takes no writes until it has",
-                        KILL_WAIT_MS, (unsigned long long)ctx->rank);
+            return WP_FAIL(h, WEX_ERR_PEER,
+                           "a source process killed for staying inside a write "
+                           "of an abandoned try had not exited after %d ms: "
+                           "destination rank %llu takes no writes until it has",
+                           KILL_WAIT_MS, (unsigned long long)ctx->rank);
         nap_ms(1);
     }
     return WEX_OK;
@@ -275,7 +276,7 @@ static wex_status fence_close(wex_transport_ctx *ctx, uint32_t grace_ms)
     wex_status st = WEX_OK;
 
     if (inside == NULL)
-        return FAIL(ctx->host, WEX_ERR_NOMEM, "out of memory");
+        return WP_FAIL(ctx->host, WEX_ERR_NOMEM, "out of memory");
     atomic_store(&ctx->fence->open.word, 0);
     while ((n = writers_inside(ctx, inside)) > 0 && now_ms() < deadline)
         nap_ms(1);
@@ -292,16 +293,16 @@ static wex_status fence_open(wex_transport_ctx *ctx, uint64_t epoch)
     pid_t pid;
 
     if (inside == NULL)
-        return FAIL(ctx->host, WEX_ERR_NOMEM, "out of memory");
+        return WP_FAIL(ctx->host, WEX_ERR_NOMEM, "out of memory");
     n = writers_inside(ctx, inside);
     pid = n > 0 ? ctx->writers[inside[0]].pid : 0;
     free(inside);
     if (n > 0)
-        return FAIL(ctx->host, WEX_ERR_PEER,
-                    "source process pid %ld is still inside a write of a try "
-                    "destination rank %llu gave up on: it takes no writes "
-                    "until that process is gone",
-                    (long)pid, (unsigned long long)ctx->rank);
+        return WP_FAIL(ctx->host, WEX_ERR_PEER,
+                       "source process pid %ld is still inside a write of a "
+                       "try destination rank %llu gave up on: it takes no "
+                       "writes until that process is gone",
+                       (long)pid, (unsigned long long)ctx->rank);
     atomic_store(&ctx->fence->open.word, epoch);
     return WEX_OK;
 }
@@ -312,8 +313,8 @@ wex_status shm_fence(wex_transport_ctx *ctx, wex_transport_fence *f)
     int destination = ctx->side == WEX_SIDE_DESTINATION;
 
     if (f == NULL || f->struct_size < WEX_TRANSPORT_FENCE_SIZE_1_4)
-        return FAIL(h, WEX_ERR_ABI, "fence: a wex_transport_fence smaller "
-                    "than ABI 1.4's");
+        return WP_FAIL(h, WEX_ERR_ABI, "fence: a wex_transport_fence smaller "
+                       "than ABI 1.4's");
     if (f->op == WEX_FENCE_WRITE && !destination && f->epoch != 0) {
         ctx->epoch = f->epoch;
         return WEX_OK;
@@ -324,9 +325,9 @@ wex_status shm_fence(wex_transport_ctx *ctx, wex_transport_fence *f)
         f->rekeyed = 0; /* nothing to revoke: sources map the pages */
         return fence_close(ctx, f->grace_ms);
     }
-    return FAIL(h, WEX_ERR_INVALID, "fence: op %u%s on a %s", f->op,
-                f->epoch == 0 ? " with epoch 0" : "",
-                destination ? "destination" : "source");
+    return WP_FAIL(h, WEX_ERR_INVALID, "fence: op %u%s on a %s", f->op,
+                   f->epoch == 0 ? " with epoch 0" : "",
+                   destination ? "destination" : "source");
 }
 
 /* ---- the source's side -------------------------------------------------- */
@@ -349,7 +350,7 @@ wex_status shm_fence_attach(wex_transport_ctx *ctx, wex_transport_peer *p,
         }
     r = calloc(1, sizeof(*r));
     if (r == NULL)
-        return FAIL(h, WEX_ERR_NOMEM, "out of memory");
+        return WP_FAIL(h, WEX_ERR_NOMEM, "out of memory");
     memset(&ask.request, 0, sizeof(ask.request));
     ask.request.magic = SHM_WIRE_MAGIC;
     ask.request.kind = SHM_KIND_FENCE;
@@ -362,10 +363,10 @@ wex_status shm_fence_attach(wex_transport_ctx *ctx, wex_transport_peer *p,
     close(fd);
     if (map == MAP_FAILED || r->slot >= SHM_FENCE_SLOTS) {
         st = map == MAP_FAILED
-                 ? FAIL(h, WEX_ERR_SYSTEM, "mapping %s's fence page: %s",
-                        f->who, strerror(errno))
-                 : FAIL(h, WEX_ERR_PEER, "%s gave fence slot %u of %u",
-                        f->who, r->slot, SHM_FENCE_SLOTS);
+                 ? WP_FAIL(h, WEX_ERR_SYSTEM, "mapping %s's fence page: %s",
+                           f->who, strerror(errno))
+                 : WP_FAIL(h, WEX_ERR_PEER, "%s gave fence slot %u of %u",
+                           f->who, r->slot, SHM_FENCE_SLOTS);
         if (map != MAP_FAILED)
             munmap(map, page_bytes());
         close(r->sock);
@@ -402,11 +403,11 @@ static wex_status fenced(wex_transport_ctx *ctx, const wex_transport_peer *p)
 {
     atomic_store_explicit(&p->fence->page->writing[p->fence->slot].word, 0,
                           memory_order_release);
-    return FAIL(ctx->host, WEX_ERR_PEER,
-                "fenced: destination rank %llu (pid %ld) takes no more writes "
-                "of this try (it gave up on the step); this source stopped "
-                "before writing into it",
-                (unsigned long long)p->rank, (long)p->pid);
+    return WP_FAIL(ctx->host, WEX_ERR_PEER,
+                   "fenced: destination rank %llu (pid %ld) takes no more "
+                   "writes of this try (it gave up on the step); this source "
+                   "stopped before writing into it",
+                   (unsigned long long)p->rank, (long)p->pid);
 }
 
 wex_status shm_fence_enter(wex_transport_ctx *ctx,

@@ -22,11 +22,16 @@
 
 #include <wex/plugin.h>
 
+#include "plugin_fail.h"
 #include "shm_fdpass.h"
 #include "shm_key.h"
 #include "transport_common.h"
 #include "transport_list.h"
 
+/* shm's own per-load state rather than plugins/common's (plugin_state.h):
+ * besides the host's services it keeps what is process-wide here, under
+ * a lock, since Yama's ptracer exception and the names of contexts
+ * without a job id belong to the process, not to one context. */
 struct wex_plugin_state {
     const wex_host_services *host;
     pthread_mutex_t lock;

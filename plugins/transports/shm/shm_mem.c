@@ -61,18 +61,18 @@ wex_status shm_mem_alloc(wex_transport_ctx *ctx, uint64_t bytes,
     int fd, err;
 
     if (bytes == 0 || map_bytes < bytes || map_bytes > (uint64_t)INT64_MAX)
-        return FAIL(h, WEX_ERR_INVALID, "mem_alloc of %llu bytes",
-                    (unsigned long long)bytes);
+        return WP_FAIL(h, WEX_ERR_INVALID, "mem_alloc of %llu bytes",
+                       (unsigned long long)bytes);
     fd = memfd_create("wex-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0)
-        return FAIL(h, WEX_ERR_SYSTEM, "memfd_create: %s", strerror(errno));
+        return WP_FAIL(h, WEX_ERR_SYSTEM, "memfd_create: %s", strerror(errno));
     if (ftruncate(fd, (off_t)map_bytes) != 0) {
         err = errno;
         close(fd);
-        return FAIL(h, err == ENOMEM || err == ENOSPC || err == EFBIG
-                           ? WEX_ERR_NOMEM : WEX_ERR_SYSTEM,
-                    "memfd of %llu bytes: ftruncate: %s",
-                    (unsigned long long)map_bytes, strerror(err));
+        return WP_FAIL(h, err == ENOMEM || err == ENOSPC || err == EFBIG
+                              ? WEX_ERR_NOMEM : WEX_ERR_SYSTEM,
+                       "memfd of %llu bytes: ftruncate: %s",
+                       (unsigned long long)map_bytes, strerror(err));
     }
     /* Reserve the pages now: running out later would be a SIGBUS in
      * whichever process touched the page first. */
@@ -80,10 +80,10 @@ wex_status shm_mem_alloc(wex_transport_ctx *ctx, uint64_t bytes,
         errno != ENOSYS) {
         err = errno;
         close(fd);
-        return FAIL(h, err == ENOSPC || err == ENOMEM ? WEX_ERR_NOMEM
-                                                      : WEX_ERR_SYSTEM,
-                    "cannot reserve %llu bytes of shared memory: %s",
-                    (unsigned long long)map_bytes, strerror(err));
+        return WP_FAIL(h, err == ENOSPC || err == ENOMEM ? WEX_ERR_NOMEM
+                                                         : WEX_ERR_SYSTEM,
+                       "cannot reserve %llu bytes of shared memory: %s",
+                       (unsigned long long)map_bytes, strerror(err));
     }
     /* Nobody, sources included, may resize it under a mapping. */
     if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) !=
@@ -93,15 +93,15 @@ wex_status shm_mem_alloc(wex_transport_ctx *ctx, uint64_t bytes,
     if (address == MAP_FAILED) {
         err = errno;
         close(fd);
-        return FAIL(h, err == ENOMEM ? WEX_ERR_NOMEM : WEX_ERR_SYSTEM,
-                    "mmap of a %llu-byte memfd: %s",
-                    (unsigned long long)map_bytes, strerror(err));
+        return WP_FAIL(h, err == ENOMEM ? WEX_ERR_NOMEM : WEX_ERR_SYSTEM,
+                       "mmap of a %llu-byte memfd: %s",
+                       (unsigned long long)map_bytes, strerror(err));
     }
     m = calloc(1, sizeof(*m));
     if (m == NULL) {
         munmap(address, map_bytes);
         close(fd);
-        return FAIL(h, WEX_ERR_NOMEM, "out of memory");
+        return WP_FAIL(h, WEX_ERR_NOMEM, "out of memory");
     }
     m->kind = SHM_KIND_MEMFD;
     m->fd = fd;
@@ -127,7 +127,7 @@ wex_status shm_mem_register(wex_transport_ctx *ctx, void *address,
         return st;
     m = calloc(1, sizeof(*m));
     if (m == NULL)
-        return FAIL(h, WEX_ERR_NOMEM, "out of memory");
+        return WP_FAIL(h, WEX_ERR_NOMEM, "out of memory");
     m->kind = SHM_KIND_PRIVATE;
     m->fd = -1;
     m->address = address;
@@ -182,11 +182,11 @@ wex_status shm_mem_key(wex_transport_ctx *ctx, wex_transport_mem *m,
                                                ? *key_len
                                                : WEX_TRANSPORT_KEY_MAX));
     if (len == 0)
-        return FAIL(h, WEX_ERR_INVALID,
-                    "mem_key: a %llu-byte key buffer is too small (%u bytes "
-                    "needed)",
-                    (unsigned long long)*key_len,
-                    SHM_KEY_HEADER + k.name_len);
+        return WP_FAIL(h, WEX_ERR_INVALID,
+                       "mem_key: a %llu-byte key buffer is too small (%u bytes "
+                       "needed)",
+                       (unsigned long long)*key_len,
+                       SHM_KEY_HEADER + k.name_len);
     *key_len = len;
     return WEX_OK;
 }

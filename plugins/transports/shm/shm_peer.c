@@ -58,45 +58,46 @@ static wex_status vm_error(wex_transport_ctx *ctx,
 
     switch (err) {
     case ESRCH:
-        return FAIL(h, WEX_ERR_PEER, "destination rank %llu (pid %ld) is gone",
-                    rank, pid);
+        return WP_FAIL(h, WEX_ERR_PEER,
+                       "destination rank %llu (pid %ld) is gone", rank, pid);
     case EPERM:
         if (scope >= 0)
-            return FAIL(h, WEX_ERR_SYSTEM,
-                        "process_vm_writev into destination rank %llu (pid "
-                        "%ld) was refused (EPERM): no ptrace access; "
-                        "kernel.yama.ptrace_scope is %d (0, or 1 with the "
-                        "destination's PR_SET_PTRACER, allow it; 2 and 3 do "
-                        "not), and both ranks must run as the same user with "
-                        "a dumpable destination and no seccomp profile "
-                        "forbidding it; mem_alloc buffers need no ptrace "
-                        "access",
-                        rank, pid, scope);
-        return FAIL(h, WEX_ERR_SYSTEM,
-                    "process_vm_writev into destination rank %llu (pid %ld) "
-                    "was refused (EPERM): no ptrace access (no Yama LSM, so "
-                    "kernel.yama.ptrace_scope plays no part: the ranks run "
-                    "as different users, the destination is not dumpable, "
-                    "or a seccomp profile forbids it); mem_alloc buffers "
-                    "need no ptrace access",
-                    rank, pid);
+            return WP_FAIL(h, WEX_ERR_SYSTEM,
+                           "process_vm_writev into destination rank %llu (pid "
+                           "%ld) was refused (EPERM): no ptrace access; "
+                           "kernel.yama.ptrace_scope is %d (0, or 1 with the "
+                           "destination's PR_SET_PTRACER, allow it; 2 and 3 do "
+                           "not), and both ranks must run as the same user "
+                           "with a dumpable destination and no seccomp profile "
+                           "forbidding it; mem_alloc buffers need no ptrace "
+                           "access",
+                           rank, pid, scope);
+        return WP_FAIL(h, WEX_ERR_SYSTEM,
+                       "process_vm_writev into destination rank %llu (pid %ld) "
+                       "was refused (EPERM): no ptrace access (no Yama LSM, so "
+                       "kernel.yama.ptrace_scope plays no part: the ranks run "
+                       "as different users, the destination is not dumpable, "
+                       "or a seccomp profile forbids it); mem_alloc buffers "
+                       "need no ptrace access",
+                       rank, pid);
     case EFAULT:
-        return FAIL(h, WEX_ERR_PEER,
-                    "destination rank %llu (pid %ld): bytes %llu..%llu of its "
-                    "registered buffer at 0x%llx are not mapped there any "
-                    "more (or the source memory is unreadable)",
-                    rank, pid, (unsigned long long)offset,
-                    (unsigned long long)(offset + bytes),
-                    (unsigned long long)p->address);
+        return WP_FAIL(h, WEX_ERR_PEER,
+                       "destination rank %llu (pid %ld): bytes %llu..%llu of "
+                       "its registered buffer at 0x%llx are not mapped there "
+                       "any more (or the source memory is unreadable)",
+                       rank, pid, (unsigned long long)offset,
+                       (unsigned long long)(offset + bytes),
+                       (unsigned long long)p->address);
     case ENOSYS:
-        return FAIL(h, WEX_ERR_UNSUPPORTED,
-                    "process_vm_writev is not available here (kernel or "
-                    "seccomp); destination buffers must come from mem_alloc");
+        return WP_FAIL(h, WEX_ERR_UNSUPPORTED,
+                       "process_vm_writev is not available here (kernel or "
+                       "seccomp); destination buffers must come from "
+                       "mem_alloc");
     default:
-        return FAIL(h, WEX_ERR_SYSTEM,
-                    "process_vm_writev into destination rank %llu (pid %ld): "
-                    "%s",
-                    rank, pid, strerror(err));
+        return WP_FAIL(h, WEX_ERR_SYSTEM,
+                       "process_vm_writev into destination rank %llu (pid "
+                       "%ld): %s",
+                       rank, pid, strerror(err));
     }
 }
 
@@ -126,23 +127,23 @@ static wex_status attach_memfd(wex_transport_ctx *ctx, wex_transport_peer *p,
     void *map;
 
     if (fstat(fd, &st) != 0)
-        return FAIL(h, WEX_ERR_SYSTEM, "fstat of destination rank %llu's "
-                    "memfd: %s", (unsigned long long)p->rank,
-                    strerror(errno));
+        return WP_FAIL(h, WEX_ERR_SYSTEM, "fstat of destination rank %llu's "
+                       "memfd: %s", (unsigned long long)p->rank,
+                       strerror(errno));
     if ((uint64_t)st.st_size < p->bytes)
-        return FAIL(h, WEX_ERR_PEER,
-                    "destination rank %llu (pid %ld) passed a memfd of %lld "
-                    "bytes for a %llu-byte buffer",
-                    (unsigned long long)p->rank, (long)p->pid,
-                    (long long)st.st_size, (unsigned long long)p->bytes);
+        return WP_FAIL(h, WEX_ERR_PEER,
+                       "destination rank %llu (pid %ld) passed a memfd of %lld "
+                       "bytes for a %llu-byte buffer",
+                       (unsigned long long)p->rank, (long)p->pid,
+                       (long long)st.st_size, (unsigned long long)p->bytes);
     /* Populated now, so no step pays for page faults. */
     map = mmap(NULL, p->bytes, PROT_READ | PROT_WRITE,
                MAP_SHARED | MAP_POPULATE, fd, 0);
     if (map == MAP_FAILED)
-        return FAIL(h, errno == ENOMEM ? WEX_ERR_NOMEM : WEX_ERR_SYSTEM,
-                    "mapping destination rank %llu's %llu-byte buffer: %s",
-                    (unsigned long long)p->rank,
-                    (unsigned long long)p->bytes, strerror(errno));
+        return WP_FAIL(h, errno == ENOMEM ? WEX_ERR_NOMEM : WEX_ERR_SYSTEM,
+                       "mapping destination rank %llu's %llu-byte buffer: %s",
+                       (unsigned long long)p->rank,
+                       (unsigned long long)p->bytes, strerror(errno));
     p->map = map;
     return WEX_OK;
 }
@@ -180,7 +181,7 @@ wex_status shm_peer_attach(wex_transport_ctx *ctx, uint64_t peer_rank,
         return st;
     p = calloc(1, sizeof(*p));
     if (p == NULL)
-        return FAIL(h, WEX_ERR_NOMEM, "out of memory");
+        return WP_FAIL(h, WEX_ERR_NOMEM, "out of memory");
     p->kind = k.kind;
     p->pid = (pid_t)k.pid;
     p->rank = k.rank;

@@ -53,6 +53,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "plugin_options.h"
 #include "ucx_internal.h"
 
 /* ---- destination progress thread ----------------------------------- */
@@ -102,7 +103,7 @@ static wex_status progress_start(wex_transport_ctx *ctx)
 
     ctx->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (ctx->wake_fd < 0)
-        return FAIL(h, WEX_ERR_SYSTEM, "eventfd: %s", strerror(errno));
+        return WP_FAIL(h, WEX_ERR_SYSTEM, "eventfd: %s", strerror(errno));
     st = ucp_worker_get_efd(ctx->worker, &ctx->efd);
     if (st != UCS_OK) {
         WEX_DEBUG(h, "destination rank %llu: no worker event fd (%s): the "
@@ -112,8 +113,8 @@ static wex_status progress_start(wex_transport_ctx *ctx)
     }
     err = pthread_create(&ctx->thread, NULL, progress_main, ctx);
     if (err != 0)
-        return FAIL(h, WEX_ERR_SYSTEM, "cannot start the progress thread: "
-                    "%s", strerror(err));
+        return WP_FAIL(h, WEX_ERR_SYSTEM, "cannot start the progress thread: "
+                       "%s", strerror(err));
     ctx->thread_started = 1;
     return WEX_OK;
 }
@@ -141,7 +142,7 @@ static wex_status get_err_mode(const wex_host_services *h,
 {
     static const char *const names[] = {"peer", "none", NULL};
     int v = 0;
-    wex_status st = wt_option_enum(h, options, "/error_handling", names, &v);
+    wex_status st = wp_option_enum(h, options, "/error_handling", names, &v);
 
     *mode = v == 1 ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER;
     return st;
@@ -177,8 +178,9 @@ static wex_status read_config(const wex_host_services *h, int64_t segment,
 
     if (us != UCS_OK) {
         *config = NULL;
-        return FAIL(h, WEX_ERR_SYSTEM, "ucp_config_read: %s (check the UCX_* "
-                    "environment)", ucs_status_string(us));
+        return WP_FAIL(h, WEX_ERR_SYSTEM,
+                       "ucp_config_read: %s (check the UCX_* environment)",
+                       ucs_status_string(us));
     }
     if (getenv("UCX_TCP_RX_SEG_SIZE") != NULL || !tcp_may_open())
         return WEX_OK;
@@ -187,8 +189,8 @@ static wex_status read_config(const wex_host_services *h, int64_t segment,
     if (us != UCS_OK) {
         ucp_config_release(*config);
         *config = NULL;
-        return FAIL(h, WEX_ERR_SYSTEM, "ucp_config_modify RX_SEG_SIZE: %s",
-                    ucs_status_string(us));
+        return WP_FAIL(h, WEX_ERR_SYSTEM, "ucp_config_modify RX_SEG_SIZE: %s",
+                       ucs_status_string(us));
     }
     return WEX_OK;
 }
@@ -230,23 +232,23 @@ static wex_status ucx_ctx_create(wex_plugin_state *state,
     wex_status st;
 
     if ((st = wt_check_args(h, args)) != WEX_OK ||
-        (st = wt_option_i64(h, args->options, "/flush_timeout_ms", 1,
+        (st = wp_option_i64(h, args->options, "/flush_timeout_ms", 1,
                          TIMEOUT_MAX_MS, &flush_timeout)) != WEX_OK ||
-        (st = wt_option_i64(h, args->options, "/connect_timeout_ms", 0,
+        (st = wp_option_i64(h, args->options, "/connect_timeout_ms", 0,
                          TIMEOUT_MAX_MS, &connect_timeout)) != WEX_OK ||
-        (st = wt_option_i64(h, args->options, "/max_outstanding", 1,
+        (st = wp_option_i64(h, args->options, "/max_outstanding", 1,
                          MAX_OUTSTANDING_MAX, &max_outstanding)) != WEX_OK ||
-        (st = wt_option_i64(h, args->options, "/tcp_segment_bytes",
+        (st = wp_option_i64(h, args->options, "/tcp_segment_bytes",
                             TCP_SEGMENT_MIN, TCP_SEGMENT_MAX,
                             &tcp_segment)) != WEX_OK ||
         (st = get_err_mode(h, args->options, &err_mode)) != WEX_OK ||
-        (st = wt_option_enum(h, args->options, "/data_path", data_paths,
+        (st = wp_option_enum(h, args->options, "/data_path", data_paths,
                              &data_path)) != WEX_OK)
         return st;
 
     ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL)
-        return FAIL(h, WEX_ERR_NOMEM, "out of memory");
+        return WP_FAIL(h, WEX_ERR_NOMEM, "out of memory");
     ctx->state = state;
     ctx->host = h;
     ctx->side = args->side;
@@ -285,9 +287,10 @@ static wex_status ucx_ctx_create(wex_plugin_state *state,
     ucp_config_release(config);
     if (us != UCS_OK) {
         ctx->context = NULL;
-        st = FAIL(h, us == UCS_ERR_NO_MEMORY ? WEX_ERR_NOMEM : WEX_ERR_SYSTEM,
-                  "ucp_init: %s (check the UCX_* environment, e.g. "
-                  "UCX_TLS)", ucs_status_string(us));
+        st = WP_FAIL(h,
+                     us == UCS_ERR_NO_MEMORY ? WEX_ERR_NOMEM : WEX_ERR_SYSTEM,
+                     "ucp_init: %s (check the UCX_* environment, e.g. "
+                     "UCX_TLS)", ucs_status_string(us));
         goto fail;
     }
     memset(&wp, 0, sizeof(wp));
@@ -298,8 +301,8 @@ static wex_status ucx_ctx_create(wex_plugin_state *state,
     us = ucp_worker_create(ctx->context, &wp, &ctx->worker);
     if (us != UCS_OK) {
         ctx->worker = NULL;
-        st = FAIL(h, WEX_ERR_SYSTEM, "ucp_worker_create: %s",
-                  ucs_status_string(us));
+        st = WP_FAIL(h, WEX_ERR_SYSTEM, "ucp_worker_create: %s",
+                     ucs_status_string(us));
         goto fail;
     }
     if (ctx->data_path != UCX_PATH_PUT &&
@@ -310,8 +313,8 @@ static wex_status ucx_ctx_create(wex_plugin_state *state,
                                     &ctx->address_len);
         if (us != UCS_OK) {
             ctx->address = NULL;
-            st = FAIL(h, WEX_ERR_SYSTEM, "ucp_worker_get_address: %s",
-                      ucs_status_string(us));
+            st = WP_FAIL(h, WEX_ERR_SYSTEM, "ucp_worker_get_address: %s",
+                         ucs_status_string(us));
             goto fail;
         }
         if ((st = progress_start(ctx)) != WEX_OK)
@@ -394,8 +397,8 @@ static const wex_plugin_desc ucx_desc = {
     .flags = WEX_PLUGIN_THREAD_PER_CTX,
     .name = "ucx",
     .version = "0.1.0",
-    .init = wt_plugin_init,
-    .fini = wt_plugin_fini,
+    .init = wp_plugin_init,
+    .fini = wp_plugin_fini,
     .ops = &ucx_ops,
 };
 

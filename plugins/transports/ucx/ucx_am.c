@@ -216,7 +216,7 @@ wex_status ucx_am_put(wex_transport_ctx *ctx, wex_transport_peer *p,
     send_op *op = malloc(sizeof(*op));
 
     if (op == NULL)
-        return FAIL(ctx->host, WEX_ERR_NOMEM, "out of memory");
+        return WP_FAIL(ctx->host, WEX_ERR_NOMEM, "out of memory");
     op->conn = c;
     op->h.data.nonce = ctx->nonce;
     op->h.data.rank = ctx->rank;
@@ -500,9 +500,9 @@ static wex_status set_handler(wex_transport_ctx *ctx, unsigned id,
     hp.arg = ctx;
     us = ucp_worker_set_am_recv_handler(ctx->worker, &hp);
     if (us != UCS_OK)
-        return FAIL(ctx->host, WEX_ERR_SYSTEM,
-                    "ucp_worker_set_am_recv_handler: %s",
-                    ucs_status_string(us));
+        return WP_FAIL(ctx->host, WEX_ERR_SYSTEM,
+                       "ucp_worker_set_am_recv_handler: %s",
+                       ucs_status_string(us));
     return WEX_OK;
 }
 

@@ -79,14 +79,14 @@ static void drop_failed_ep(wex_transport_ctx *ctx, ucx_conn *c)
 wex_status ucx_peer_failed(wex_transport_ctx *ctx, ucx_conn *c)
 {
     drop_failed_ep(ctx, c);
-    return FAIL(ctx->host, WEX_ERR_PEER,
-                "destination rank %llu unreachable: %s (host %s, pid %u)%s",
-                (unsigned long long)c->rank, ucs_status_string(c->failure),
-                c->host, c->pid,
-                ctx->epoch != 0 ? ": it died, the network failed, or it "
-                                  "fenced this source out of a step it gave "
-                                  "up on (closing its connection)"
-                                : "");
+    return WP_FAIL(ctx->host, WEX_ERR_PEER,
+                   "destination rank %llu unreachable: %s (host %s, pid %u)%s",
+                   (unsigned long long)c->rank, ucs_status_string(c->failure),
+                   c->host, c->pid,
+                   ctx->epoch != 0 ? ": it died, the network failed, or it "
+                                     "fenced this source out of a step it gave "
+                                     "up on (closing its connection)"
+                                   : "");
 }
 
 /* Closes endpoints: those without buffers (all = 0) or every one. They
@@ -230,7 +230,7 @@ wex_status ucx_conn_open(wex_transport_ctx *ctx, const ucx_key *k,
     c = calloc(1, sizeof(*c));
     if (c == NULL || (c->address = malloc(k->worker_address_len)) == NULL) {
         free(c);
-        return FAIL(h, WEX_ERR_NOMEM, "out of memory");
+        return WP_FAIL(h, WEX_ERR_NOMEM, "out of memory");
     }
     c->ctx = ctx;
     memcpy(c->address, k->worker_address, k->worker_address_len);
@@ -277,12 +277,12 @@ wex_status ucx_conn_open(wex_transport_ctx *ctx, const ucx_key *k,
     if (c->failure != UCS_OK || !c->flush_done) {
         wex_status st = c->failure != UCS_OK
                             ? ucx_peer_failed(ctx, c)
-                            : FAIL(h, WEX_ERR_TIMEOUT,
-                                   "destination rank %llu (host %s, pid %u): "
-                                   "no connection within %d ms "
-                                   "(connect_timeout_ms)",
-                                   (unsigned long long)c->rank, c->host,
-                                   c->pid, ctx->connect_timeout_ms);
+                            : WP_FAIL(h, WEX_ERR_TIMEOUT,
+                                      "destination rank %llu (host %s, pid "
+                                      "%u): no connection within %d ms "
+                                      "(connect_timeout_ms)",
+                                      (unsigned long long)c->rank, c->host,
+                                      c->pid, ctx->connect_timeout_ms);
         ucx_flush_abandon(c);
         if (c->failure == UCS_OK)
             c->failure = UCS_ERR_TIMED_OUT;

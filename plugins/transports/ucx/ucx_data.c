@@ -23,10 +23,10 @@ wex_status ucx_peer_attach(wex_transport_ctx *ctx, uint64_t peer_rank,
     int rc = -1;
 
     if (ctx->side != WEX_SIDE_SOURCE)
-        return FAIL(h, WEX_ERR_UNSUPPORTED,
-                    "peer_attach on destination rank %llu: only source "
-                    "ranks write",
-                    (unsigned long long)ctx->rank);
+        return WP_FAIL(h, WEX_ERR_UNSUPPORTED,
+                       "peer_attach on destination rank %llu: only source "
+                       "ranks write",
+                       (unsigned long long)ctx->rank);
     if (key_len <= WEX_TRANSPORT_KEY_MAX)
         rc = ucx_key_decode(key, (size_t)key_len, &k, why, sizeof(why));
     st = wt_key_check(h, "ucx", peer_rank, key_len, rc, why, &k.rank);
@@ -34,15 +34,15 @@ wex_status ucx_peer_attach(wex_transport_ctx *ctx, uint64_t peer_rank,
         return st;
     c = ucx_find_conn(ctx, &k);
     if (c != NULL && c->rank != k.rank)
-        return FAIL(h, WEX_ERR_INVALID,
-                    "the key names the worker of destination rank %llu, "
-                    "already attached as rank %llu",
-                    (unsigned long long)k.rank, (unsigned long long)c->rank);
+        return WP_FAIL(h, WEX_ERR_INVALID,
+                       "the key names the worker of destination rank %llu, "
+                       "already attached as rank %llu",
+                       (unsigned long long)k.rank, (unsigned long long)c->rank);
     if (c != NULL && c->failure != UCS_OK)
         return ucx_peer_failed(ctx, c);
     p = calloc(1, sizeof(*p));
     if (p == NULL)
-        return FAIL(h, WEX_ERR_NOMEM, "out of memory");
+        return WP_FAIL(h, WEX_ERR_NOMEM, "out of memory");
     if (c == NULL) {
         if ((st = ucx_conn_open(ctx, &k, &c)) != WEX_OK) {
             free(p);
@@ -54,10 +54,10 @@ wex_status ucx_peer_attach(wex_transport_ctx *ctx, uint64_t peer_rank,
     if (us != UCS_OK) {
         free(p);
         ucx_close_conns(ctx, 0);
-        return FAIL(h, WEX_ERR_INVALID,
-                    "destination rank %llu's rkey does not unpack: %s (a key "
-                    "from another UCX version or configuration?)",
-                    (unsigned long long)k.rank, ucs_status_string(us));
+        return WP_FAIL(h, WEX_ERR_INVALID,
+                       "destination rank %llu's rkey does not unpack: %s (a "
+                       "key from another UCX version or configuration?)",
+                       (unsigned long long)k.rank, ucs_status_string(us));
     }
     c->peers++;
     p->conn = c;
@@ -145,12 +145,12 @@ static wex_status put_once(wex_transport_ctx *ctx, wex_transport_peer *p,
                 return ucx_peer_failed(ctx, c);
             if (ucx_now_ms() >= deadline) {
                 c->stuck = 1;
-                return FAIL(ctx->host, WEX_ERR_TIMEOUT,
-                            "put to destination rank %llu: %llu puts still "
-                            "in flight after %d ms (flush_timeout_ms)",
-                            (unsigned long long)p->rank,
-                            (unsigned long long)ctx->outstanding,
-                            ctx->flush_timeout_ms);
+                return WP_FAIL(ctx->host, WEX_ERR_TIMEOUT,
+                               "put to destination rank %llu: %llu puts still "
+                               "in flight after %d ms (flush_timeout_ms)",
+                               (unsigned long long)p->rank,
+                               (unsigned long long)ctx->outstanding,
+                               ctx->flush_timeout_ms);
             }
             ucx_source_progress(ctx, &idle);
         }
@@ -243,32 +243,32 @@ static wex_status flush_once(wex_transport_ctx *ctx)
         uint64_t n = r->am_fenced - r->am_fenced_told;
 
         r->am_fenced_told = r->am_fenced;
-        return FAIL(h, WEX_ERR_PEER,
-                    "fenced: destination rank %llu (host %s, pid %u) takes no "
-                    "more writes of this try (it gave up on the step) and "
-                    "dropped %llu bytes this source sent",
-                    (unsigned long long)r->rank, r->host, r->pid,
-                    (unsigned long long)n);
+        return WP_FAIL(h, WEX_ERR_PEER,
+                       "fenced: destination rank %llu (host %s, pid %u) takes "
+                       "no more writes of this try (it gave up on the step) "
+                       "and dropped %llu bytes this source sent",
+                       (unsigned long long)r->rank, r->host, r->pid,
+                       (unsigned long long)n);
     }
     if (refused != NULL) {
         ucx_conn *r = (ucx_conn *)refused;
         uint64_t n = r->am_refused - r->am_refused_told;
 
         r->am_refused_told = r->am_refused;
-        return FAIL(h, WEX_ERR_INVALID,
-                    "flush: destination rank %llu (host %s, pid %u) did not "
-                    "place %llu bytes: aimed outside every buffer it maps (a "
-                    "buffer deregistered while a source still wrote to it?), "
-                    "or lost to a failed receive",
-                    (unsigned long long)r->rank, r->host, r->pid,
-                    (unsigned long long)n);
+        return WP_FAIL(h, WEX_ERR_INVALID,
+                       "flush: destination rank %llu (host %s, pid %u) did not "
+                       "place %llu bytes: aimed outside every buffer it maps "
+                       "(a buffer deregistered while a source still wrote to "
+                       "it?), or lost to a failed receive",
+                       (unsigned long long)r->rank, r->host, r->pid,
+                       (unsigned long long)n);
     }
     if (pending != 0)
-        return FAIL(h, WEX_ERR_TIMEOUT,
-                    "flush: destination rank %llu (host %s, pid %u)%s did not "
-                    "confirm its puts within %d ms (flush_timeout_ms)",
-                    (unsigned long long)late->rank, late->host, late->pid,
-                    pending > 1 ? " and others" : "", ctx->flush_timeout_ms);
+        return WP_FAIL(h, WEX_ERR_TIMEOUT,
+                       "flush: destination rank %llu (host %s, pid %u)%s did "
+                       "not confirm its puts within %d ms (flush_timeout_ms)",
+                       (unsigned long long)late->rank, late->host, late->pid,
+                       pending > 1 ? " and others" : "", ctx->flush_timeout_ms);
     return WEX_OK;
 }
 

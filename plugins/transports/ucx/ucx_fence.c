@@ -73,12 +73,12 @@ static wex_status fence_close(wex_transport_ctx *ctx, uint32_t grace_ms)
     while ((n = receiving(ctx)) > 0 && ucx_now_ms() < deadline)
         nap_ms(1);
     if (n > 0)
-        return FAIL(h, WEX_ERR_PEER,
-                    "%llu receive%s of a try destination rank %llu gave up "
-                    "on did not end within %d ms of closing their "
-                    "endpoints: it takes no writes until they have",
-                    (unsigned long long)n, n == 1 ? "" : "s",
-                    (unsigned long long)ctx->rank, CUT_WAIT_MS);
+        return WP_FAIL(h, WEX_ERR_PEER,
+                       "%llu receive%s of a try destination rank %llu gave up "
+                       "on did not end within %d ms of closing their "
+                       "endpoints: it takes no writes until they have",
+                       (unsigned long long)n, n == 1 ? "" : "s",
+                       (unsigned long long)ctx->rank, CUT_WAIT_MS);
     return WEX_OK;
 }
 
@@ -94,11 +94,11 @@ static wex_status fence_open(wex_transport_ctx *ctx, uint64_t epoch)
     }
     pthread_mutex_unlock(&ctx->lock);
     if (n > 0)
-        return FAIL(ctx->host, WEX_ERR_PEER,
-                    "%llu receive%s of a try destination rank %llu gave up "
-                    "on still in flight: it takes no writes until they end",
-                    (unsigned long long)n, n == 1 ? "" : "s",
-                    (unsigned long long)ctx->rank);
+        return WP_FAIL(ctx->host, WEX_ERR_PEER,
+                       "%llu receive%s of a try destination rank %llu gave up "
+                       "on still in flight: it takes no writes until they end",
+                       (unsigned long long)n, n == 1 ? "" : "s",
+                       (unsigned long long)ctx->rank);
     return WEX_OK;
 }
 
@@ -108,8 +108,8 @@ wex_status ucx_fence(wex_transport_ctx *ctx, wex_transport_fence *f)
     int destination = ctx->side == WEX_SIDE_DESTINATION;
 
     if (f == NULL || f->struct_size < WEX_TRANSPORT_FENCE_SIZE_1_4)
-        return FAIL(h, WEX_ERR_ABI, "fence: a wex_transport_fence smaller "
-                    "than ABI 1.4's");
+        return WP_FAIL(h, WEX_ERR_ABI, "fence: a wex_transport_fence smaller "
+                       "than ABI 1.4's");
     if (f->op == WEX_FENCE_WRITE && !destination && f->epoch != 0) {
         /* answers count the dropped bytes of their flush's epoch: a new
          * one starts from none told */
@@ -133,7 +133,7 @@ wex_status ucx_fence(wex_transport_ctx *ctx, wex_transport_fence *f)
         f->rekeyed = rekeyed > 0;
         return st;
     }
-    return FAIL(h, WEX_ERR_INVALID, "fence: op %u%s on a %s", f->op,
-                f->epoch == 0 ? " with epoch 0" : "",
-                destination ? "destination" : "source");
+    return WP_FAIL(h, WEX_ERR_INVALID, "fence: op %u%s on a %s", f->op,
+                   f->epoch == 0 ? " with epoch 0" : "",
+                   destination ? "destination" : "source");
 }

@@ -23,7 +23,8 @@
 #include "ucx_key.h"
 #include "transport_common.h"
 #include "transport_list.h"
-#include "transport_state.h"
+#include "plugin_fail.h"
+#include "plugin_state.h"
 
 #define FLUSH_TIMEOUT_DEFAULT_MS 60000
 #define CONNECT_TIMEOUT_DEFAULT_MS 10000

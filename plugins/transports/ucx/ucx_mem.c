@@ -36,11 +36,11 @@ static wex_status map_memory(wex_transport_ctx *ctx, void *address,
     us = ucp_mem_map(ctx->context, &mp, memh_p);
     pthread_mutex_unlock(&ctx->lock);
     if (us != UCS_OK)
-        return FAIL(ctx->host,
-                    us == UCS_ERR_NO_MEMORY ? WEX_ERR_NOMEM : WEX_ERR_SYSTEM,
-                    "ucp_mem_map of %llu bytes at %p: %s",
-                    (unsigned long long)bytes, address,
-                    ucs_status_string(us));
+        return WP_FAIL(ctx->host,
+                       us == UCS_ERR_NO_MEMORY ? WEX_ERR_NOMEM : WEX_ERR_SYSTEM,
+                       "ucp_mem_map of %llu bytes at %p: %s",
+                       (unsigned long long)bytes, address,
+                       ucs_status_string(us));
     return WEX_OK;
 }
 
@@ -52,7 +52,7 @@ static wex_status mem_new(wex_transport_ctx *ctx, void *address,
     wex_status st;
 
     if (m == NULL)
-        return FAIL(ctx->host, WEX_ERR_NOMEM, "out of memory");
+        return WP_FAIL(ctx->host, WEX_ERR_NOMEM, "out of memory");
     st = map_memory(ctx, address, bytes, &m->memh);
     if (st != WEX_OK) {
         free(m);
@@ -126,8 +126,8 @@ wex_status ucx_mem_alloc(wex_transport_ctx *ctx, uint64_t bytes,
     wex_status st;
 
     if (bytes == 0 || map_bytes < bytes || map_bytes > (uint64_t)SIZE_MAX / 2)
-        return FAIL(h, WEX_ERR_INVALID, "mem_alloc of %llu bytes",
-                    (unsigned long long)bytes);
+        return WP_FAIL(h, WEX_ERR_INVALID, "mem_alloc of %llu bytes",
+                       (unsigned long long)bytes);
     if (ctx->err_mode == UCP_ERR_HANDLING_MODE_NONE &&
         (*mem_p = ucx_allocated(ctx, bytes, page)) != NULL) {
         *address_p = (*mem_p)->address;
@@ -139,9 +139,9 @@ wex_status ucx_mem_alloc(wex_transport_ctx *ctx, uint64_t bytes,
     address = mmap(NULL, (size_t)map_bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (address == MAP_FAILED)
-        return FAIL(h, errno == ENOMEM ? WEX_ERR_NOMEM : WEX_ERR_SYSTEM,
-                    "mmap of %llu bytes: %s", (unsigned long long)map_bytes,
-                    strerror(errno));
+        return WP_FAIL(h, errno == ENOMEM ? WEX_ERR_NOMEM : WEX_ERR_SYSTEM,
+                       "mmap of %llu bytes: %s", (unsigned long long)map_bytes,
+                       strerror(errno));
     st = mem_new(ctx, address, bytes, map_bytes, mem_p);
     if (st != WEX_OK) {
         munmap(address, (size_t)map_bytes);
@@ -243,8 +243,8 @@ wex_status ucx_mem_key(wex_transport_ctx *ctx, wex_transport_mem *m,
     us = ucp_rkey_pack(ctx->context, m->memh, &rkey, &rkey_len);
     pthread_mutex_unlock(&ctx->lock);
     if (us != UCS_OK)
-        return FAIL(h, WEX_ERR_SYSTEM, "ucp_rkey_pack: %s",
-                    ucs_status_string(us));
+        return WP_FAIL(h, WEX_ERR_SYSTEM, "ucp_rkey_pack: %s",
+                       ucs_status_string(us));
     memset(&k, 0, sizeof(k));
     k.pid = (uint32_t)getpid();
     k.rank = ctx->rank;
@@ -261,11 +261,12 @@ wex_status ucx_mem_key(wex_transport_ctx *ctx, wex_transport_mem *m,
     len = ucx_key_encode(&k, key, cap);
     ucp_rkey_buffer_release(rkey);
     if (len == 0)
-        return FAIL(h, WEX_ERR_INVALID,
-                    "mem_key: a %llu-byte key buffer is too small (%zu bytes "
-                    "needed: a %zu-byte worker address, a %zu-byte rkey)",
-                    (unsigned long long)*key_len, ucx_key_length(&k),
-                    ctx->address_len, rkey_len);
+        return WP_FAIL(h, WEX_ERR_INVALID,
+                       "mem_key: a %llu-byte key buffer is too small (%zu "
+                       "bytes needed: a %zu-byte worker address, a %zu-byte "
+                       "rkey)",
+                       (unsigned long long)*key_len, ucx_key_length(&k),
+                       ctx->address_len, rkey_len);
     *key_len = len;
     return WEX_OK;
 }

@@ -11,6 +11,11 @@
 
 #include <wex/plugin.h>
 
+/* The per-load state, init and fini: what every plugin writes, here by
+ * hand since an out-of-tree plugin has the SDK alone. The in-tree plugins
+ * share these lines (and failing with a message, and reading options)
+ * from a static library private to them, plugins/common, which is not
+ * installed; a third party with several plugins would do the same. */
 struct wex_plugin_state {
     const wex_host_services *host;
 };

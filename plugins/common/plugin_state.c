@@ -2,7 +2,7 @@
 
 #include <stdlib.h>
 
-wex_status ws_plugin_init(const wex_host_services *host,
+wex_status wp_plugin_init(const wex_host_services *host,
                           wex_plugin_state **state_p)
 {
     wex_plugin_state *state = calloc(1, sizeof(*state));
@@ -14,7 +14,7 @@ wex_status ws_plugin_init(const wex_host_services *host,
     return WEX_OK;
 }
 
-void ws_plugin_fini(wex_plugin_state *state)
+void wp_plugin_fini(wex_plugin_state *state)
 {
     free(state);
 }
