@@ -15,8 +15,9 @@ $sudo apt-get install -y -qq --no-install-recommends \
 # python3 first on PATH. torch is pinned to the CPU wheel this machine
 # carries: an unpinned torch would download a CUDA build of several GB.
 # transformers 4.x: its model classes' parameter names are the checkpoints'
-# (5.x fuses MoE experts; see docs/python.md).
+# (5.x fuses MoE experts; see docs/python.md). mypy checks the package's
+# type hints.
 python3 -m pip install -q --disable-pip-version-check \
     "torch==2.13.0" "transformers==4.57.6" safetensors numpy pytest \
-    "scikit-build-core>=0.10"
+    "scikit-build-core>=0.10" mypy
 echo "dependencies installed"

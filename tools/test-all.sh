@@ -38,6 +38,8 @@ build-venv/bin/python -m pip install -q --disable-pip-version-check \
 (cd / && env -u WEX_LIBRARY "$OLDPWD/build-venv/bin/python" -c \
     'import wex; print("import wex:", wex.__version__, wex.__file__)')
 env -u WEX_LIBRARY build-venv/bin/python -m pytest -q tests/python
+echo "== the Python package's type hints (mypy --strict)"
+python3 -m mypy --strict --cache-dir build-mypy sdk/python/wex
 
 echo "== the suite under AddressSanitizer + UndefinedBehaviorSanitizer"
 cmake -S . -B build-asan -DWEX_WERROR=ON -DWEX_SANITIZE=ON \

@@ -21,7 +21,7 @@ from ._documents import layout, plan
 from . import _lib
 
 
-def _version():
+def _version() -> str:
     try:
         return _lib.lib().wex_version().decode("ascii")
     except (ImportError, OSError):

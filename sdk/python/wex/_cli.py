@@ -5,7 +5,7 @@ import sys
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def main():
+def main() -> int:
     program = os.path.join(_HERE, "bin", "wex")
     if not os.access(program, os.X_OK):
         sys.stderr.write("wex: the wex program is not beside the package "

@@ -11,7 +11,8 @@ class WexError(RuntimeError):
     begun without this rank (it rejoined while the step ran): nothing was
     written, and the rank goes on with a later step."""
 
-    def __init__(self, code, message, missed=False):
+    def __init__(self, code: int, message: str,
+                 missed: bool = False) -> None:
         self.code = int(code)
         self.missed = bool(missed)
         self.status = _lib.STATUS_NAMES.get(self.code, "UNKNOWN")
@@ -20,12 +21,12 @@ class WexError(RuntimeError):
         super().__init__("%s: %s" % (self.status, message))
 
 
-def invalid(message):
+def invalid(message: str) -> WexError:
     """A WexError of status INVALID raised by the package itself."""
     return WexError(-1, message)
 
 
-def check(code, missed=False):
+def check(code: int, missed: bool = False) -> int:
     """Raises WexError with libwex's last error unless `code` is WEX_OK."""
     if code != 0:
         text = _lib.lib().wex_last_error()

@@ -1,34 +1,64 @@
 """wex.Job: one rank of a weight-sync job, over the engine API of
 <wex/wex.h>."""
-import collections
+from __future__ import annotations
+
 import ctypes
 import json
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from . import _dtypes, _lib
 from ._closing import Closing
 from ._errors import check, invalid
 
-TensorSpec = collections.namedtuple("TensorSpec", "name dtype shape nbytes")
-TensorSpec.__doc__ = """One local tensor of this rank, as its engine holds it:
-its name (the engine's own, a state-dict name), dtype (a torch.dtype, or the
-wex name such as "BF16" when torch is not installed), shape and size."""
+if TYPE_CHECKING:
+    import torch
 
-SyncReport = collections.namedtuple(
-    "SyncReport", "step committed_step operations bytes peers seconds "
-    "verified attempts failed_over puts")
-SyncReport.__doc__ = """What one wex_sync did on this rank: the step, the
-step this destination has committed since, its operations and bytes sent or
-received, its peers, the seconds from the step's barrier to commit, whether
-digests were checked and matched, how many tries the step took, how many
-dead sources it went without, and (sources) the transport puts it issued."""
+    # A job config: its file's path, its JSON text, or the document itself.
+    Config = str | os.PathLike[str] | Mapping[str, Any]
+    # What bind takes: named tensors, or a module whose state dict names them.
+    Tensors = (Mapping[str, torch.Tensor] | Iterable[tuple[str, torch.Tensor]]
+               | torch.nn.Module)
+    # One local tensor as libwex describes it: name, wex dtype, shape, bytes.
+    _Spec = tuple[str, str, tuple[int, ...], int]
+    # What tensors sharing memory have in common: device type, index, address.
+    _StorageKey = tuple[str, int | None, int]
+
+
+class TensorSpec(NamedTuple):
+    """One local tensor of this rank, as its engine holds it:
+    its name (the engine's own, a state-dict name), dtype (a torch.dtype, or the
+    wex name such as "BF16" when torch is not installed), shape and size."""
+    name: str
+    dtype: torch.dtype | str
+    shape: tuple[int, ...]
+    nbytes: int
+
+
+class SyncReport(NamedTuple):
+    """What one wex_sync did on this rank: the step, the
+    step this destination has committed since, its operations and bytes sent or
+    received, its peers, the seconds from the step's barrier to commit, whether
+    digests were checked and matched, how many tries the step took, how many
+    dead sources it went without, and (sources) the transport puts it issued."""
+    step: int
+    committed_step: int
+    operations: int
+    bytes: int
+    peers: int
+    seconds: float
+    verified: bool
+    attempts: int
+    failed_over: int
+    puts: int
+
 
 _SIDES = {"source": _lib.SIDE_SOURCE, "destination": _lib.SIDE_DESTINATION}
 
 
-def _config_text(config):
+def _config_text(config: Config) -> str:
     """A job config as libwex takes it: a path, or the JSON text itself."""
     if isinstance(config, Mapping):
         return json.dumps(config)
@@ -40,7 +70,7 @@ def _config_text(config):
                     "not %s" % type(config).__name__)
 
 
-def _encode(text):
+def _encode(text: object) -> bytes | None:
     return None if text is None else str(text).encode("utf-8")
 
 
@@ -80,8 +110,10 @@ class Job(Closing):
     a dirty destination.
     """
 
-    def __init__(self, config, side, rank, *, rendezvous=None, token=None,
-                 job_id=None, checkpoint=None):
+    def __init__(self, config: Config, side: str, rank: int, *,
+                 rendezvous: str | None = None, token: str | None = None,
+                 job_id: str | None = None,
+                 checkpoint: str | os.PathLike[str] | None = None) -> None:
         if side not in _SIDES:
             raise invalid("wex.Job: side must be 'source' or 'destination', "
                           "not %r" % (side,))
@@ -91,9 +123,11 @@ class Job(Closing):
         self.side = side
         self.rank = rank
         self._handle = ctypes.c_void_p()
-        self._bound = {}    # name -> the tensor whose memory wex holds
-        self._allocated = None
-        self._guards = []   # (name, tensor, data_ptr, nbytes) of bind()
+        # name -> the tensor whose memory wex holds (None: a checkpoint's)
+        self._bound: dict[str, torch.Tensor | None] = {}
+        self._allocated: dict[str, torch.Tensor] | None = None
+        # (name, tensor, data_ptr, nbytes) of bind()
+        self._guards: list[tuple[str, torch.Tensor, int, int]] = []
         self._lock = threading.RLock()
         options = _lib.JobOptions(ctypes.sizeof(_lib.JobOptions), 0,
                                   _encode(rendezvous), _encode(token),
@@ -114,8 +148,8 @@ class Job(Closing):
 
     # ---- what this rank holds ---------------------------------------------
 
-    def _read_specs(self):
-        specs = []
+    def _read_specs(self) -> list[_Spec]:
+        specs: list[_Spec] = []
         for i in range(_lib.lib().wex_job_tensor_count(self._handle)):
             t = _lib.Tensor()
             t.struct_size = ctypes.sizeof(t)
@@ -125,7 +159,7 @@ class Job(Closing):
         return specs
 
     @property
-    def tensors(self):
+    def tensors(self) -> list[TensorSpec]:
         """This rank's local tensors, in the engine's order: TensorSpecs."""
         out = []
         for name, dtype, shape, nbytes in self._specs:
@@ -136,14 +170,14 @@ class Job(Closing):
             out.append(TensorSpec(name, torch_dtype or dtype, shape, nbytes))
         return out
 
-    def _live(self):
+    def _live(self) -> ctypes.c_void_p:
         if not self._handle:
             raise invalid("wex.Job: the job is closed")
         return self._handle
 
     # ---- memory -----------------------------------------------------------
 
-    def bind(self, tensors, strict=True):
+    def bind(self, tensors: Tensors, strict: bool = True) -> None:
         """Hands wex this rank's tensors, where they live (no copy).
 
         ``tensors`` is a Mapping name -> torch.Tensor, an iterable of
@@ -156,18 +190,22 @@ class Job(Closing):
         memory. The job keeps a reference to each; their storage must stay
         where it is (no resize, no reallocation) for the job's life.
         """
-        import torch
+        import torch  # noqa: F401 - without torch, fail before the lock
 
         with self._lock:
-            self._bind(tensors, strict, torch)
+            self._bind(tensors, strict)
 
-    def _bind(self, tensors, strict, torch):
+    def _bind(self, tensors: Tensors, strict: bool) -> None:
+        import torch
+
         handle = self._live()
         if self._bound or self._allocated is not None:
             raise invalid("bind: this job's tensors are already bound")
-        pairs = _named_tensors(tensors, torch)
+        pairs = _named_tensors(tensors)
         specs = {s[0]: (i, s) for i, s in enumerate(self._specs)}
-        chosen, problems, storages = {}, [], {}
+        chosen: dict[str, torch.Tensor] = {}
+        problems: list[str] = []
+        storages: dict[_StorageKey, str] = {}
         for name, tensor in pairs:
             if not isinstance(tensor, torch.Tensor):
                 problems.append("%s: expected a torch.Tensor, got %s"
@@ -191,7 +229,7 @@ class Job(Closing):
                                 % (name, self.side, self.rank, dtype,
                                    list(shape)))
                 continue
-            why = _mismatch(chosen[name], dtype, shape, torch)
+            why = _mismatch(chosen[name], dtype, shape)
             if why:
                 problems.append("%s: %s" % (name, why))
         if problems:
@@ -209,7 +247,7 @@ class Job(Closing):
             self._guards.append((name, tensor, tensor.data_ptr(),
                                  tensor.numel() * tensor.element_size()))
 
-    def _check_bound(self, call):
+    def _check_bound(self, call: str) -> None:
         """Refuses a call when a bound tensor's storage moved or changed
         size since bind (libwex holds the old pointer)."""
         for name, tensor, ptr, nbytes in self._guards:
@@ -227,39 +265,44 @@ class Job(Closing):
                     "(strides %s): bind tensors whose storage stays put"
                     % (call, name, list(tensor.stride())))
 
-    def allocate(self):
+    def allocate(self) -> dict[str, torch.Tensor]:
         """Lets wex allocate every local tensor in memory its transport
         writes into directly (shm's one-copy path) and returns them as a
         dict name -> torch.Tensor (cpu), zeroed. They live until close()."""
-        import torch
+        import torch  # noqa: F401 - without torch, fail before the lock
 
         with self._lock:
-            return self._allocate(torch)
+            return self._allocate()
 
-    def _allocate(self, torch):
+    def _allocate(self) -> dict[str, torch.Tensor]:
+        import torch
+
         handle = self._live()
         if self._bound or self._allocated is not None:
             raise invalid("allocate: this job's tensors are already bound")
-        out = {}
+        out: dict[str, torch.Tensor] = {}
         for index, (name, dtype, shape, nbytes) in enumerate(self._specs):
             address = ctypes.c_void_p()
             check(_lib.lib().wex_job_alloc(handle, index,
                                            ctypes.byref(address)))
-            raw = (ctypes.c_uint8 * nbytes).from_address(address.value)
+            # address.value is set once wex_job_alloc succeeded; a dtype
+            # this torch lacks (None) is view's to refuse.
+            raw = (ctypes.c_uint8 * nbytes).from_address(
+                cast(int, address.value))
             out[name] = torch.frombuffer(raw, dtype=torch.uint8).view(
-                _dtypes.torch_dtype(dtype)).reshape(shape)
+                cast("torch.dtype", _dtypes.torch_dtype(dtype))).reshape(shape)
         self._allocated = out
         return dict(out)
 
     # ---- syncing ----------------------------------------------------------
 
-    def connect(self):
+    def connect(self) -> None:
         """Meets every other rank (layouts agreed, memory exchanged).
         Optional: sync() connects on first use."""
         with self._lock:
             check(_lib.lib().wex_job_connect(self._live()))
 
-    def sync(self, step):
+    def sync(self, step: int) -> SyncReport:
         """One step on this rank: sources write, destinations commit `step`
         only when everything landed (and matched). Returns a SyncReport;
         raises WexError naming the peers at fault otherwise (its
@@ -277,7 +320,8 @@ class Job(Closing):
                           report.seconds, bool(report.verified),
                           report.attempts, report.failed_over, report.puts)
 
-    def save(self, directory, shard_bytes=5_000_000_000):
+    def save(self, directory: str | os.PathLike[str],
+             shard_bytes: int = 5_000_000_000) -> None:
         """Writes what this side holds to `directory` (which must not exist,
         or be empty) as a Hugging Face checkpoint: canonical names and
         dtypes, shards of at most `shard_bytes` (0: one model.safetensors)
@@ -296,13 +340,13 @@ class Job(Closing):
                                           shard_bytes))
 
     @property
-    def committed_step(self):
+    def committed_step(self) -> int:
         """The last step this destination committed (0: none yet)."""
         with self._lock:
             return _lib.lib().wex_job_committed_step(self._live())
 
     @property
-    def dirty(self):
+    def dirty(self) -> bool:
         """True when a failed step may have left this destination's tensors
         holding a mix of two steps; cleared by the next committed step
         (always False on a source). An engine whose job is dirty should stop
@@ -313,7 +357,7 @@ class Job(Closing):
         with self._lock:
             return bool(fn(self._live()))
 
-    def peer_path(self, destination_rank):
+    def peer_path(self, destination_rank: int) -> str | None:
         """How this source's bytes reach `destination_rank` once connected:
         the transport's name for the way (ucx: "am" for active messages,
         "put" for one-sided puts), or the transport's own name when it has
@@ -329,7 +373,7 @@ class Job(Closing):
 
     # ---- the end ------------------------------------------------------------
 
-    def close(self):
+    def close(self) -> None:
         """Leaves the job and frees what wex allocated. Idempotent; waits
         for a sync running in another thread to finish first."""
         lock = getattr(self, "_lock", None)
@@ -343,7 +387,7 @@ class Job(Closing):
             self._allocated = None
             self._guards = []
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<wex.Job %s rank %d, %d tensors%s>" % (
             self.side, self.rank, len(self._specs),
             "" if self._handle else ", closed")
@@ -352,7 +396,7 @@ class Job(Closing):
 _STEP_END = 2 ** 63
 
 
-def _check_step(step):
+def _check_step(step: object) -> None:
     """Steps are integers in [1, 2**63): refused before libwex's uint64
     would wrap them."""
     if isinstance(step, bool) or not isinstance(step, int):
@@ -363,8 +407,11 @@ def _check_step(step):
                       % step)
 
 
-def _named_tensors(tensors, torch):
-    """(name, tensor) pairs from a Mapping, an nn.Module or pairs."""
+def _named_tensors(tensors: Tensors) -> list[tuple[str, object]]:
+    """(name, tensor) pairs from a Mapping, an nn.Module or pairs; _bind
+    refuses what is not a tensor."""
+    import torch
+
     if isinstance(tensors, torch.nn.Module):
         return list(tensors.state_dict(keep_vars=True).items())
     if isinstance(tensors, Mapping):
@@ -377,12 +424,13 @@ def _named_tensors(tensors, torch):
                         "torch.nn.Module, not %s" % type(tensors).__name__)
 
 
-def _storage_key(tensor):
+def _storage_key(tensor: torch.Tensor) -> _StorageKey:
     """What two tensors sharing memory (tied weights) have in common."""
     return (tensor.device.type, tensor.device.index, tensor.data_ptr())
 
 
-def _mismatch(tensor, dtype, shape, torch):
+def _mismatch(tensor: torch.Tensor, dtype: str,
+              shape: tuple[int, ...]) -> str | None:
     """Why `tensor` cannot be bound as a (dtype, shape) local tensor, or
     None."""
     want = _dtypes.torch_dtype(dtype)

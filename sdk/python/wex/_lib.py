@@ -6,8 +6,17 @@ where ``pip install`` puts it, its plugins in ``wex/lib/wex/plugins``).
 ctypes releases the GIL for the duration of every call, so a rank blocked
 in ``wex_sync`` or ``wex_job_connect`` never holds up the interpreter.
 """
+from __future__ import annotations
+
 import ctypes
 import os
+from typing import TYPE_CHECKING, Callable, Protocol, cast
+
+if TYPE_CHECKING:
+    from ctypes import _CArgObject, _CDataType
+
+    # (restype, argtypes) of one C function, as ctypes takes them.
+    Prototype = tuple[type[_CDataType] | None, list[type[_CDataType]]]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -46,8 +55,15 @@ STATUS_MACROS = {
 }
 
 
+# The mirrors' fields are annotated as ctypes reads them back (a char *
+# as bytes, None for NULL), for type checkers; _fields_ is the layout.
 class JobOptions(ctypes.Structure):
     """wex_job_options."""
+    struct_size: int
+    reserved0: int
+    rendezvous: bytes | None
+    token: bytes | None
+    job_id: bytes | None
     _fields_ = [("struct_size", ctypes.c_uint32), ("reserved0", ctypes.c_uint32),
                 ("rendezvous", ctypes.c_char_p), ("token", ctypes.c_char_p),
                 ("job_id", ctypes.c_char_p)]
@@ -55,6 +71,13 @@ class JobOptions(ctypes.Structure):
 
 class Tensor(ctypes.Structure):
     """wex_tensor."""
+    struct_size: int
+    dtype: int
+    ndim: int
+    reserved0: int
+    name: bytes  # never NULL once wex_job_tensor succeeded
+    shape: ctypes._Pointer[ctypes.c_uint64]
+    bytes: int
     _fields_ = [("struct_size", ctypes.c_uint32), ("dtype", ctypes.c_uint32),
                 ("ndim", ctypes.c_uint32), ("reserved0", ctypes.c_uint32),
                 ("name", ctypes.c_char_p), ("shape", ctypes.POINTER(ctypes.c_uint64)),
@@ -63,6 +86,18 @@ class Tensor(ctypes.Structure):
 
 class SyncReport(ctypes.Structure):
     """wex_sync_report."""
+    struct_size: int
+    verified: int
+    step: int
+    committed_step: int
+    operations: int
+    bytes: int
+    peers: int
+    seconds: float
+    attempts: int
+    missed: int
+    failed_over: int
+    puts: int
     _fields_ = [("struct_size", ctypes.c_uint32), ("verified", ctypes.c_int32),
                 ("step", ctypes.c_uint64), ("committed_step", ctypes.c_uint64),
                 ("operations", ctypes.c_uint64), ("bytes", ctypes.c_uint64),
@@ -71,7 +106,7 @@ class SyncReport(ctypes.Structure):
                 ("failed_over", ctypes.c_uint64), ("puts", ctypes.c_uint64)]
 
 
-def library_path():
+def library_path() -> str:
     """Where libwex is: $WEX_LIBRARY, else the copy bundled with wex."""
     override = os.environ.get("WEX_LIBRARY")
     if override:
@@ -86,7 +121,7 @@ def library_path():
         "libwex.so" % _HERE)
 
 
-def prototypes():
+def prototypes() -> dict[str, Prototype]:
     """Every C function the package calls: name -> (restype, argtypes).
     tests/python/test_mirrors.py checks it against sdk/include/wex/wex.h."""
     p = ctypes.POINTER
@@ -118,13 +153,13 @@ def prototypes():
     }
 
 
-def optional_prototypes():
+def optional_prototypes() -> dict[str, Prototype]:
     """Functions looked up on first use, so the package still loads an
     older libwex without them."""
     return {"wex_job_dirty": (ctypes.c_int, [ctypes.c_void_p])}
 
 
-def _prototypes(lib):
+def _prototypes(lib: ctypes.CDLL) -> ctypes.CDLL:
     for name, (restype, argtypes) in prototypes().items():
         fn = getattr(lib, name)
         fn.restype = restype
@@ -132,17 +167,62 @@ def _prototypes(lib):
     return lib
 
 
-_lib = None
-_job_dirty = None
+class Libwex(Protocol):
+    """libwex's functions as the prototypes above make ctypes call them:
+    a uint64, int32 or int as int, a const char * as bytes (None where C
+    may return NULL), a handle as c_void_p, a pointer argument as what
+    ctypes.byref returns. What lib() is, to a type checker."""
+
+    def wex_job_open(self, config: bytes | None, side: int, rank: int,
+                     options: _CArgObject, job_p: _CArgObject, /) -> int: ...
+    def wex_job_close(self, job: ctypes.c_void_p, /) -> None: ...
+    def wex_job_tensor_count(self, job: ctypes.c_void_p, /) -> int: ...
+    def wex_job_tensor(self, job: ctypes.c_void_p, index: int,
+                       tensor: _CArgObject, /) -> int: ...
+    def wex_job_bind(self, job: ctypes.c_void_p, index: int,
+                     data: ctypes.c_void_p, nbytes: int, /) -> int: ...
+    def wex_job_alloc(self, job: ctypes.c_void_p, index: int,
+                      data_p: _CArgObject, /) -> int: ...
+    def wex_job_bind_memory(self, job: ctypes.c_void_p, index: int,
+                            data: ctypes.c_void_p, nbytes: int, kind: int,
+                            /) -> int: ...
+    def wex_job_alloc_memory(self, job: ctypes.c_void_p, index: int,
+                             kind: int, data_p: _CArgObject, /) -> int: ...
+    def wex_job_bind_checkpoint(self, job: ctypes.c_void_p,
+                                directory: bytes | None, /) -> int: ...
+    def wex_job_save(self, job: ctypes.c_void_p, directory: bytes | None,
+                     shard_bytes: int, /) -> int: ...
+    def wex_job_connect(self, job: ctypes.c_void_p, /) -> int: ...
+    def wex_sync(self, job: ctypes.c_void_p, step: int,
+                 report: _CArgObject, /) -> int: ...
+    def wex_job_committed_step(self, job: ctypes.c_void_p, /) -> int: ...
+    def wex_job_peer_path(self, job: ctypes.c_void_p,
+                          destination_rank: int, /) -> bytes | None: ...
+    def wex_last_error(self) -> bytes | None: ...
+    def wex_version(self) -> bytes: ...
+    def wex_store_open(self, listen: bytes | None, token: bytes | None,
+                       store_p: _CArgObject, /) -> int: ...
+    def wex_store_address(self, store: ctypes.c_void_p, /) -> bytes: ...
+    def wex_store_close(self, store: ctypes.c_void_p, /) -> None: ...
+    def wex_layout_json(self, model: bytes | None, engine: bytes | None,
+                        parallel: bytes | None, options: bytes | None,
+                        rank: int, json_p: _CArgObject, /) -> int: ...
+    def wex_plan_json(self, config: bytes | None, side: int, rank: int,
+                      json_p: _CArgObject, /) -> int: ...
+    def wex_free(self, pointer: ctypes.c_void_p, /) -> None: ...
 
 
-def job_dirty():
+_lib: ctypes.CDLL | None = None
+_job_dirty: Callable[[ctypes.c_void_p], int] | None = None
+
+
+def job_dirty() -> Callable[[ctypes.c_void_p], int]:
     """wex_job_dirty, looked up on first use so that the package still
     loads an older libwex without it; a clear ImportError when missing."""
     global _job_dirty
     if _job_dirty is None:
         try:
-            fn = lib().wex_job_dirty
+            fn = _loaded().wex_job_dirty
         except AttributeError:
             raise ImportError(
                 "wex: this libwex (%s) has no wex_job_dirty: Job.dirty needs "
@@ -152,14 +232,18 @@ def job_dirty():
     return _job_dirty
 
 
-def has_job_dirty():
+def has_job_dirty() -> bool:
     """Whether the loaded libwex exports wex_job_dirty."""
     return hasattr(lib(), "wex_job_dirty")
 
 
-def lib():
-    """The loaded libwex (loaded on first use)."""
+def _loaded() -> ctypes.CDLL:
     global _lib
     if _lib is None:
         _lib = _prototypes(ctypes.CDLL(library_path()))
     return _lib
+
+
+def lib() -> Libwex:
+    """The loaded libwex (loaded on first use)."""
+    return cast("Libwex", _loaded())

@@ -1,4 +1,6 @@
 """wex.Store: a job's rendezvous served in this process."""
+from __future__ import annotations
+
 import ctypes
 
 from . import _lib
@@ -13,7 +15,8 @@ class Store(Closing):
     ("127.0.0.1:0": loopback, a free port); every client must present
     ``token``. Stops at close() or at the end of a ``with`` block."""
 
-    def __init__(self, listen="127.0.0.1:0", token=None):
+    def __init__(self, listen: str = "127.0.0.1:0",
+                 token: str | None = None) -> None:
         if not token:
             raise invalid("wex.Store: a token is required (every rank "
                           "presents it)")
@@ -23,12 +26,12 @@ class Store(Closing):
                                         ctypes.byref(self._handle)))
         self.address = _lib.lib().wex_store_address(self._handle).decode()
 
-    def close(self):
+    def close(self) -> None:
         """Stops serving; clients still connected see it go. Idempotent."""
         if self._handle:
             _lib.lib().wex_store_close(self._handle)
             self._handle = ctypes.c_void_p()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<wex.Store %s%s>" % (self.address,
                                      "" if self._handle else ", closed")
