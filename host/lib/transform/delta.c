@@ -1,0 +1,403 @@
+/* Delta encoding of an operation's bytes (delta.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "delta.h"
+
+/* ---- writing ----------------------------------------------------------- */
+
+static unsigned varint_len(uint64_t v)
+{
+    unsigned n = 1;
+
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static uint8_t *put_varint(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+/* Elias-Fano's split: the largest l with n * 2^l <= u (n > 0). */
+static unsigned ef_low_bits(uint32_t n, uint32_t u)
+{
+    unsigned l = 0;
+
+    while (((uint64_t)n << (l + 1)) <= u)
+        l++;
+    return l;
+}
+
+static uint64_t ef_high_bits(uint32_t n, uint32_t u, unsigned l)
+{
+    return (uint64_t)n + (u >> l) + 1;
+}
+
+static size_t sparse_size(uint32_t n, uint32_t u, unsigned elem)
+{
+    unsigned l = ef_low_bits(n, u);
+
+    return 2 + varint_len(n) + ((uint64_t)n * l + 7) / 8 +
+           (ef_high_bits(n, u, l) + 7) / 8 + (size_t)n * elem;
+}
+
+static size_t bitmap_size(uint32_t n, uint32_t u, unsigned elem)
+{
+    return 1 + (u + 7) / 8 + (size_t)n * elem;
+}
+
+static void set_bit(uint8_t *bits, uint64_t i)
+{
+    bits[i / 8] |= (uint8_t)(1u << (i % 8));
+}
+
+static int get_bit(const uint8_t *bits, uint64_t i)
+{
+    return (bits[i / 8] >> (i % 8)) & 1;
+}
+
+/* Room for `n` more bytes, or the payload overflows from here on. */
+static uint8_t *room(wex__delta_enc *e, size_t n)
+{
+    if (e->overflow || e->cap - e->used < n) {
+        e->overflow = 1;
+        return NULL;
+    }
+    return e->out + e->used;
+}
+
+static void write_skip(wex__delta_enc *e)
+{
+    uint8_t *p;
+
+    if (e->skip == 0)
+        return;
+    if ((p = room(e, 1 + varint_len(e->skip))) != NULL) {
+        *p = WEX__DELTA_SKIP;
+        e->used = (size_t)(put_varint(p + 1, e->skip) - e->out);
+    }
+    e->skip = 0;
+}
+
+/* The chunk just scanned: its u elements' current bytes are at snap
+ * (the snapshot holds them now), n of them changed at pos[]. */
+static void write_chunk(wex__delta_enc *e, const uint8_t *snap, uint32_t u)
+{
+    unsigned elem = e->elem;
+    uint32_t n = e->n;
+    size_t sparse, bitmap, dense = 1 + (size_t)u * elem;
+    uint8_t *p;
+
+    if (n == 0) {
+        e->skip++;
+        return;
+    }
+    sparse = sparse_size(n, u, elem);
+    bitmap = bitmap_size(n, u, elem);
+    write_skip(e);
+    if (dense <= sparse && dense <= bitmap) {
+        if ((p = room(e, dense)) == NULL)
+            return;
+        *p = WEX__DELTA_DENSE;
+        memcpy(p + 1, snap, (size_t)u * elem);
+        e->used += dense;
+        return;
+    }
+    if (bitmap < sparse) {
+        if ((p = room(e, bitmap)) == NULL)
+            return;
+        *p++ = WEX__DELTA_BITMAP;
+        memset(p, 0, (u + 7) / 8);
+        for (uint32_t i = 0; i < n; i++)
+            set_bit(p, e->pos[i]);
+        p += (u + 7) / 8;
+    } else {
+        unsigned l = ef_low_bits(n, u);
+        uint64_t low_bytes = ((uint64_t)n * l + 7) / 8;
+        uint64_t high_bytes = (ef_high_bits(n, u, l) + 7) / 8;
+
+        if ((p = room(e, sparse)) == NULL)
+            return;
+        *p++ = WEX__DELTA_SPARSE;
+        p = put_varint(p, n);
+        *p++ = (uint8_t)l;
+        memset(p, 0, (size_t)(low_bytes + high_bytes));
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t x = e->pos[i];
+            for (unsigned b = 0; b < l; b++)
+                if ((x >> b) & 1)
+                    set_bit(p, (uint64_t)i * l + b);
+            set_bit(p + low_bytes, (uint64_t)(x >> l) + i);
+        }
+        p += low_bytes + high_bytes;
+    }
+    for (uint32_t i = 0; i < n; i++, p += elem)
+        memcpy(p, snap + (size_t)e->pos[i] * elem, elem);
+    e->used = (size_t)(p - e->out);
+}
+
+/* ---- encoding ---------------------------------------------------------- */
+
+int wex__delta_enc_alloc(wex__delta_enc *e)
+{
+    memset(e, 0, sizeof(*e));
+    e->pos = malloc(WEX__DELTA_CHUNK * sizeof(*e->pos));
+    return e->pos != NULL ? 0 : -1;
+}
+
+void wex__delta_enc_free(wex__delta_enc *e)
+{
+    free(e->pos);
+    e->pos = NULL;
+}
+
+void wex__delta_enc_start(wex__delta_enc *e, unsigned elem, uint8_t *out,
+                          size_t cap)
+{
+    e->elem = elem;
+    e->out = out;
+    e->cap = cap;
+    e->used = 0;
+    e->overflow = 0;
+    e->fill = e->n = 0;
+    e->skip = 0;
+    e->elems = e->changed = 0;
+    e->chunk_snap = NULL;
+}
+
+/* Blocks of 32 bytes compared as four words: the common case, nothing
+ * changed, costs two loads and a compare per word. */
+static int block_equal(const uint8_t *a, const uint8_t *b)
+{
+    uint64_t x[4], y[4];
+
+    memcpy(x, a, 32);
+    memcpy(y, b, 32);
+    return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) ==
+           0;
+}
+
+void wex__delta_enc_feed(wex__delta_enc *e, const uint8_t *cur, uint8_t *snap,
+                         size_t bytes)
+{
+    unsigned elem = e->elem, per_block = 32 / elem;
+    uint64_t left = bytes / elem;
+
+    while (left > 0) {
+        uint32_t take = WEX__DELTA_CHUNK - e->fill;
+        uint32_t i = 0;
+
+        if (take > left)
+            take = (uint32_t)left;
+        if (e->fill == 0)
+            e->chunk_snap = snap;
+        while (i < take) {
+            if (take - i >= per_block &&
+                block_equal(cur + (size_t)i * elem, snap + (size_t)i * elem)) {
+                i += per_block;
+                continue;
+            }
+            if (memcmp(cur + (size_t)i * elem, snap + (size_t)i * elem,
+                       elem) != 0) {
+                memcpy(snap + (size_t)i * elem, cur + (size_t)i * elem, elem);
+                e->pos[e->n++] = (uint16_t)(e->fill + i);
+            }
+            i++;
+        }
+        e->fill += take;
+        e->elems += take;
+        cur += (size_t)take * elem;
+        snap += (size_t)take * elem;
+        left -= take;
+        if (e->fill == WEX__DELTA_CHUNK) {
+            e->changed += e->n;
+            write_chunk(e, e->chunk_snap, e->fill);
+            e->fill = e->n = 0;
+        }
+    }
+}
+
+int64_t wex__delta_enc_end(wex__delta_enc *e)
+{
+    if (e->fill > 0) {
+        e->changed += e->n;
+        write_chunk(e, e->chunk_snap, e->fill);
+        e->fill = e->n = 0;
+    }
+    write_skip(e);
+    return e->overflow ? -1 : (int64_t)e->used;
+}
+
+uint64_t wex__delta_bound(uint64_t elems, unsigned elem)
+{
+    uint64_t chunks = (elems + WEX__DELTA_CHUNK - 1) / WEX__DELTA_CHUNK;
+
+    return chunks + elems * elem + 16;
+}
+
+/* ---- reading ----------------------------------------------------------- */
+
+typedef struct reader {
+    const uint8_t *p, *end;
+    char *why;
+    size_t cap;
+} reader;
+
+static int fail(reader *r, const char *what, uint64_t chunk)
+{
+    snprintf(r->why, r->cap, "delta payload, chunk %llu: %s",
+             (unsigned long long)chunk, what);
+    return -1;
+}
+
+static int get_varint(reader *r, uint64_t *v)
+{
+    unsigned shift = 0;
+
+    *v = 0;
+    while (r->p < r->end && shift < 64) {
+        uint8_t b = *r->p++;
+        *v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            return 0;
+        shift += 7;
+    }
+    return -1;
+}
+
+/* Gives the sink each run of consecutive positions; values follow one
+ * another in the payload in position order. */
+static int emit_runs(const uint32_t *pos, uint32_t n, uint64_t base,
+                     const uint8_t *values, unsigned elem,
+                     wex__delta_sink sink, void *arg)
+{
+    uint32_t start = 0;
+
+    for (uint32_t i = 1; i <= n; i++) {
+        if (i < n && pos[i] == pos[i - 1] + 1)
+            continue;
+        if (sink(arg, base + pos[start], values + (size_t)start * elem,
+                 i - start) != 0)
+            return -1;
+        start = i;
+    }
+    return 0;
+}
+
+static int read_sparse(reader *r, uint32_t u, unsigned elem, uint32_t *pos,
+                       uint64_t chunk, uint32_t *n_p)
+{
+    uint64_t n, low_bytes, high_bytes, hb;
+    const uint8_t *low, *high;
+    unsigned l;
+    uint64_t j = 0;
+
+    if (get_varint(r, &n) != 0 || n == 0 || n > u)
+        return fail(r, "a sparse count out of range", chunk);
+    if (r->p >= r->end || *r->p != ef_low_bits((uint32_t)n, u))
+        return fail(r, "a sparse split that is not n's", chunk);
+    l = *r->p++;
+    low_bytes = (n * l + 7) / 8;
+    hb = ef_high_bits((uint32_t)n, u, l);
+    high_bytes = (hb + 7) / 8;
+    if ((uint64_t)(r->end - r->p) < low_bytes + high_bytes + n * elem)
+        return fail(r, "sparse positions or values past the end", chunk);
+    low = r->p;
+    high = r->p + low_bytes;
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t x = 0;
+        while (j < hb && !get_bit(high, j))
+            j++;
+        if (j >= hb)
+            return fail(r, "fewer high parts than positions", chunk);
+        for (unsigned b = 0; b < l; b++)
+            x |= (uint32_t)get_bit(low, i * l + b) << b;
+        x |= (uint32_t)(j - i) << l;
+        if (x >= u || (i > 0 && x <= pos[i - 1]))
+            return fail(r, "sparse positions out of order or range", chunk);
+        pos[i] = x;
+        j++;
+    }
+    r->p += low_bytes + high_bytes;
+    *n_p = (uint32_t)n;
+    return 0;
+}
+
+int wex__delta_walk(const uint8_t *payload, size_t len, unsigned elem,
+                    uint64_t elems, wex__delta_sink sink, void *arg,
+                    char *why, size_t why_cap)
+{
+    uint64_t chunks = (elems + WEX__DELTA_CHUNK - 1) / WEX__DELTA_CHUNK;
+    uint64_t c = 0;
+    uint32_t *pos = malloc(WEX__DELTA_CHUNK * sizeof(*pos));
+    reader r = {payload, payload + len, why, why_cap};
+    int rc = 0;
+
+    if (pos == NULL)
+        return fail(&r, "out of memory", 0);
+    while (rc == 0 && r.p < r.end) {
+        uint64_t base = c * WEX__DELTA_CHUNK, k;
+        uint32_t u = (uint32_t)(elems - base < WEX__DELTA_CHUNK
+                                    ? elems - base
+                                    : WEX__DELTA_CHUNK);
+        uint8_t tag = *r.p++;
+        uint32_t n = 0;
+
+        if (c >= chunks) {
+            rc = fail(&r, "more chunks than the stream has", c);
+            break;
+        }
+        switch (tag) {
+        case WEX__DELTA_SKIP:
+            if (get_varint(&r, &k) != 0 || k == 0 || k > chunks - c)
+                rc = fail(&r, "a skip out of range", c);
+            else
+                c += k;
+            continue;
+        case WEX__DELTA_SPARSE:
+            rc = read_sparse(&r, u, elem, pos, c, &n);
+            break;
+        case WEX__DELTA_BITMAP:
+            if ((uint64_t)(r.end - r.p) < (u + 7) / 8) {
+                rc = fail(&r, "a bitmap past the end", c);
+                break;
+            }
+            for (uint32_t i = 0; i < u; i++)
+                if (get_bit(r.p, i))
+                    pos[n++] = i;
+            r.p += (u + 7) / 8;
+            if ((uint64_t)(r.end - r.p) < (uint64_t)n * elem)
+                rc = fail(&r, "bitmap values past the end", c);
+            break;
+        case WEX__DELTA_DENSE:
+            if ((uint64_t)(r.end - r.p) < (uint64_t)u * elem)
+                rc = fail(&r, "dense values past the end", c);
+            else if (sink(arg, base, r.p, u) != 0)
+                rc = fail(&r, "the sink stopped", c);
+            r.p += rc == 0 ? (size_t)u * elem : 0;
+            c++;
+            continue;
+        default:
+            rc = fail(&r, "an unknown tag", c);
+            continue;
+        }
+        if (rc == 0 && emit_runs(pos, n, base, r.p, elem, sink, arg) != 0)
+            rc = fail(&r, "the sink stopped", c);
+        r.p += rc == 0 ? (size_t)n * elem : 0;
+        c++;
+    }
+    if (rc == 0 && c != chunks)
+        rc = fail(&r, "the payload ends before the stream", c);
+    free(pos);
+    return rc;
+}

@@ -1,0 +1,93 @@
+/*
+ * Delta encoding of one operation's bytes: what changed since the bytes
+ * last sent (the snapshot), as positions and values.
+ *
+ * An operation's bytes form a stream (its runs in walk order) of
+ * elements of the wire dtype's size (1, 2, 4 or 8 bytes). The stream is
+ * cut into chunks of WEX__DELTA_CHUNK elements (the last may be short),
+ * and each chunk is written the smallest of three ways, or skipped:
+ *
+ *   SKIP    tag 0, varint k: the next k chunks did not change
+ *   SPARSE  tag 1, varint n, u8 l, the positions as Elias-Fano codes
+ *           (n low parts of l bits, then the high parts as a unary
+ *           bitmap of n + (U >> l) + 1 bits), then n values
+ *   BITMAP  tag 2, a bit per element (U bits), then the changed values
+ *   DENSE   tag 3, every value of the chunk
+ *
+ * where U is the chunk's element count; bit i of a byte array is bit
+ * (i % 8) of byte i / 8, varints are LEB128, values are the elements'
+ * bytes as they are. Sparse positions cost 2 + log2(U / n) bits each,
+ * so at 1 % of bf16 elements changed a delta is about 1.5 % of the
+ * stream's bytes (an int32 index and a value per element would be 3 %);
+ * at 0 % a SKIP per run of unchanged chunks; at 50 % the bitmap (56 %).
+ *
+ * Encoding reads the current bytes and the snapshot once, and writes
+ * into the snapshot only the elements that changed, so that afterwards
+ * the snapshot equals the current bytes.
+ */
+#ifndef WEX_HOST_DELTA_H
+#define WEX_HOST_DELTA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define WEX__DELTA_CHUNK 16384u
+
+enum {
+    WEX__DELTA_SKIP = 0,
+    WEX__DELTA_SPARSE = 1,
+    WEX__DELTA_BITMAP = 2,
+    WEX__DELTA_DENSE = 3
+};
+
+typedef struct wex__delta_enc {
+    unsigned elem;        /* bytes an element */
+    uint8_t *out;         /* the payload */
+    size_t cap, used;
+    int overflow;         /* the payload outgrew cap: nothing more written */
+    uint32_t fill;        /* elements scanned of the current chunk */
+    uint32_t n;           /* ... of which changed */
+    uint64_t skip;        /* unchanged chunks not yet written */
+    uint64_t elems, changed; /* totals */
+    uint16_t *pos;        /* [WEX__DELTA_CHUNK]: changed positions */
+    /* the snapshot of the chunk's first element: the caller's snapshot
+     * is one contiguous stream, and after the scan it holds the chunk's
+     * current bytes, which the payload's values are taken from */
+    const uint8_t *chunk_snap;
+} wex__delta_enc;
+
+/* Scratch for an encoder (its positions), made once and reused. */
+int wex__delta_enc_alloc(wex__delta_enc *e);
+void wex__delta_enc_free(wex__delta_enc *e);
+/* Starts a stream of `elem`-byte elements into out[0..cap). */
+void wex__delta_enc_start(wex__delta_enc *e, unsigned elem, uint8_t *out,
+                          size_t cap);
+/* The next `bytes` of the stream (a multiple of elem): compares cur with
+ * snap, records what changed, and copies the changed elements into
+ * snap. Successive calls' snap must follow each other in memory (one
+ * snapshot per stream); cur may come from anywhere (the runs of a
+ * box). */
+void wex__delta_enc_feed(wex__delta_enc *e, const uint8_t *cur, uint8_t *snap,
+                         size_t bytes);
+/* Ends the stream; the payload's length, or -1 when it outgrew cap (the
+ * snapshot is up to date either way). */
+int64_t wex__delta_enc_end(wex__delta_enc *e);
+
+/* The most bytes a payload of a stream of `elems` elements can take. */
+uint64_t wex__delta_bound(uint64_t elems, unsigned elem);
+
+/* Where decoded elements go: `count` elements starting at stream
+ * element `at`, their bytes at `values`. Called in stream order, with
+ * maximal runs of consecutive elements. Nonzero stops the walk. */
+typedef int (*wex__delta_sink)(void *arg, uint64_t at, const uint8_t *values,
+                               uint64_t count);
+
+/* Walks a payload of a stream of `elems` elements of `elem` bytes;
+ * 0, or -1 with a reason in `why` when it is malformed (a length past
+ * the payload, positions out of order or out of the chunk, a stream
+ * longer or shorter than elems) or the sink stopped. */
+int wex__delta_walk(const uint8_t *payload, size_t len, unsigned elem,
+                    uint64_t elems, wex__delta_sink sink, void *arg,
+                    char *why, size_t why_cap);
+
+#endif /* WEX_HOST_DELTA_H */

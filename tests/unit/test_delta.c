@@ -1,0 +1,225 @@
+/*
+ * The delta encoding (host/lib/transform/delta.c): what a source sends
+ * of the elements that changed, and a destination applies.
+ *  - round trips: every element size, fractions from 0 to 1, streams
+ *    that end inside a chunk, fed in pieces of any length; the snapshot
+ *    equals the current bytes afterwards, and the payload applied to the
+ *    old bytes gives the new ones;
+ *  - sizes: 1 % of bf16 elements changed at random positions costs at
+ *    most 1.6 % of the stream's bytes, none at most 0.1 %, half at most
+ *    1.02 x;
+ *  - a payload that outgrows its room is refused, the snapshot still
+ *    brought up to date;
+ *  - damaged payloads (cut at every length, bytes flipped) are refused
+ *    or stay inside the stream, never read or write past it.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_run.h"
+#include "delta.h"
+
+static uint64_t rng = 88172645463325252ull;
+
+static uint64_t next(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+/* A stream of n elements and the same with a fraction f of them
+ * changed at random positions. */
+static void make(uint8_t *old, uint8_t *cur, uint64_t n, unsigned elem,
+                 double f)
+{
+    for (uint64_t i = 0; i < n * elem; i++)
+        old[i] = (uint8_t)next();
+    memcpy(cur, old, n * elem);
+    for (uint64_t i = 0; i < n; i++)
+        if ((double)(next() % 1000000) < f * 1000000.0)
+            cur[i * elem] ^= (uint8_t)(1 + next() % 255);
+}
+
+typedef struct target {
+    uint8_t *buf;
+    unsigned elem;
+    uint64_t elems;
+} target;
+
+static int apply(void *arg, uint64_t at, const uint8_t *values,
+                 uint64_t count)
+{
+    target *t = arg;
+
+    if (at + count > t->elems)
+        return 1;
+    memcpy(t->buf + at * t->elem, values, count * t->elem);
+    return 0;
+}
+
+/* Encodes cur against a snapshot of old, fed in random pieces; returns
+ * the payload's length and checks the round trip. */
+static int64_t round_trip(const uint8_t *old, const uint8_t *cur, uint64_t n,
+                          unsigned elem, uint8_t *payload, size_t cap)
+{
+    uint8_t *snap = malloc(n * elem + 1), *applied = malloc(n * elem + 1);
+    wex__delta_enc e;
+    target t = {applied, elem, n};
+    uint64_t done = 0;
+    char why[200];
+    int64_t len;
+
+    ck_assert_int_eq(wex__delta_enc_alloc(&e), 0);
+    memcpy(snap, old, n * elem);
+    memcpy(applied, old, n * elem);
+    wex__delta_enc_start(&e, elem, payload, cap);
+    while (done < n) {
+        uint64_t piece = 1 + next() % 40000;
+        if (piece > n - done)
+            piece = n - done;
+        wex__delta_enc_feed(&e, cur + done * elem, snap + done * elem,
+                            piece * elem);
+        done += piece;
+    }
+    len = wex__delta_enc_end(&e);
+    ck_assert_msg(memcmp(snap, cur, n * elem) == 0,
+                  "the snapshot is the current bytes after encoding");
+    ck_assert_uint_eq(e.elems, n);
+    if (len >= 0) {
+        ck_assert_msg(wex__delta_walk(payload, (size_t)len, elem, n, apply,
+                                      &t, why, sizeof(why)) == 0,
+                      "%s", why);
+        ck_assert_msg(memcmp(applied, cur, n * elem) == 0,
+                      "applying the payload gives the current bytes");
+    }
+    wex__delta_enc_free(&e);
+    free(snap);
+    free(applied);
+    return len;
+}
+
+START_TEST(round_trips)
+{
+    static const unsigned elems[] = {1, 2, 4, 8};
+    static const double fractions[] = {0, 0.0001, 0.01, 0.1, 0.3, 0.5, 1};
+    static const uint64_t lengths[] = {0, 1, 31, 16384, 16385, 100003};
+
+    for (size_t a = 0; a < 4; a++)
+        for (size_t b = 0; b < sizeof(fractions) / sizeof(*fractions); b++)
+            for (size_t c = 0; c < sizeof(lengths) / sizeof(*lengths); c++) {
+                unsigned elem = elems[a];
+                uint64_t n = lengths[c];
+                size_t cap = wex__delta_bound(n, elem);
+                uint8_t *old = malloc(n * elem + 1), *cur = malloc(n * elem + 1);
+                uint8_t *payload = malloc(cap);
+                make(old, cur, n, elem, fractions[b]);
+                ck_assert_int_ge(round_trip(old, cur, n, elem, payload, cap),
+                                 0);
+                free(old);
+                free(cur);
+                free(payload);
+            }
+}
+END_TEST
+
+static double ratio_at(double f)
+{
+    uint64_t n = 1u << 22; /* 8 MiB of bf16 */
+    size_t cap = wex__delta_bound(n, 2);
+    uint8_t *old = malloc(n * 2), *cur = malloc(n * 2), *payload = malloc(cap);
+    int64_t len;
+
+    make(old, cur, n, 2, f);
+    len = round_trip(old, cur, n, 2, payload, cap);
+    free(old);
+    free(cur);
+    free(payload);
+    return (double)len / (double)(n * 2);
+}
+
+START_TEST(sizes_meet_their_bounds)
+{
+    double none = ratio_at(0), one = ratio_at(0.01), half = ratio_at(0.5);
+
+    printf("delta of 8 MiB of bf16: %.4f %% of the bytes with none changed, "
+           "%.3f %% with 1 %%, %.1f %% with 50 %%\n", none * 100, one * 100,
+           half * 100);
+    ck_assert_msg(none <= 0.001, "0 %%: %.5f of the bytes", none);
+    ck_assert_msg(one <= 0.016, "1 %%: %.5f of the bytes", one);
+    ck_assert_msg(half <= 1.02, "50 %%: %.5f of the bytes", half);
+    ck_assert_msg(ratio_at(1) <= 1.02, "all changed: within 1.02 x");
+}
+END_TEST
+
+START_TEST(overflow_is_refused_and_the_snapshot_kept_current)
+{
+    uint64_t n = 50000;
+    uint8_t *old = malloc(n * 2), *cur = malloc(n * 2), payload[64];
+
+    make(old, cur, n, 2, 0.2);
+    ck_assert_int_eq(round_trip(old, cur, n, 2, payload, sizeof(payload)),
+                     -1);
+    free(old);
+    free(cur);
+}
+END_TEST
+
+START_TEST(damaged_payloads_stay_inside_the_stream)
+{
+    uint64_t n = 40000;
+    size_t cap = wex__delta_bound(n, 2);
+    uint8_t *old = malloc(n * 2), *cur = malloc(n * 2), *payload = malloc(cap);
+    uint8_t *buf = malloc(n * 2);
+    target t = {buf, 2, n};
+    char why[200];
+    int64_t len;
+
+    make(old, cur, n, 2, 0.02);
+    len = round_trip(old, cur, n, 2, payload, cap);
+    ck_assert_int_gt(len, 8);
+    for (int64_t cut = 0; cut < len; cut++)
+        ck_assert_msg(wex__delta_walk(payload, (size_t)cut, 2, n, apply, &t,
+                                      why, sizeof(why)) != 0,
+                      "a payload cut at %lld of %lld bytes is refused",
+                      (long long)cut, (long long)len);
+    /* a stream a chunk longer than the payload covers */
+    ck_assert_int_ne(wex__delta_walk(payload, (size_t)len, 2,
+                                     n + WEX__DELTA_CHUNK, apply, &t, why,
+                                     sizeof(why)), 0);
+    for (int k = 0; k < 2000; k++) {
+        uint8_t *copy = malloc((size_t)len);
+        memcpy(copy, payload, (size_t)len);
+        copy[next() % (uint64_t)len] ^= (uint8_t)(1u << (next() % 8));
+        (void)wex__delta_walk(copy, (size_t)len, 2, n, apply, &t, why,
+                              sizeof(why)); /* apply() bounds-checks */
+        free(copy);
+    }
+    free(old);
+    free(cur);
+    free(payload);
+    free(buf);
+}
+END_TEST
+
+static Suite *delta_suite(void)
+{
+    Suite *s = suite_create("delta");
+    TCase *tc = tcase_create("delta");
+
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, round_trips);
+    tcase_add_test(tc, sizes_meet_their_bounds);
+    tcase_add_test(tc, overflow_is_refused_and_the_snapshot_kept_current);
+    tcase_add_test(tc, damaged_payloads_stay_inside_the_stream);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return wex_test_run(delta_suite());
+}
