@@ -159,7 +159,7 @@
     FIELD(wex_tensor, name, 16)                                            \
     FIELD(wex_tensor, shape, 24)                                           \
     FIELD(wex_tensor, bytes, 32)                                           \
-    SIZE(wex_sync_report, 80)                                              \
+    SIZE(wex_sync_report, 120)                                             \
     FIELD(wex_sync_report, verified, 4)                                    \
     FIELD(wex_sync_report, step, 8)                                        \
     FIELD(wex_sync_report, committed_step, 16)                             \
@@ -169,7 +169,12 @@
     FIELD(wex_sync_report, seconds, 48)                                    \
     FIELD(wex_sync_report, attempts, 56)                                   \
     FIELD(wex_sync_report, failed_over, 64)                                \
-    FIELD(wex_sync_report, puts, 72)
+    FIELD(wex_sync_report, puts, 72)                                       \
+    FIELD(wex_sync_report, wire_bytes, 80)                                 \
+    FIELD(wex_sync_report, delta_elements, 88)                             \
+    FIELD(wex_sync_report, changed_elements, 96)                           \
+    FIELD(wex_sync_report, mode, 104)                                      \
+    FIELD(wex_sync_report, apply_seconds, 112)
 
 /* The sizes ABI 1.0 froze: the smallest struct_size a reader accepts.
  * They never change; a minor version appends past them. */
@@ -198,4 +203,5 @@
     CONST(WEX_JOB_OPTIONS_SIZE_1_0, 32)                                    \
     CONST(WEX_TENSOR_SIZE_1_0, 40)                                         \
     CONST(WEX_SYNC_REPORT_SIZE_1_0, 72)                                    \
-    CONST(WEX_SYNC_REPORT_SIZE_1_2, 80)
+    CONST(WEX_SYNC_REPORT_SIZE_1_2, 80)                                    \
+    CONST(WEX_SYNC_REPORT_SIZE_1_5, 120)

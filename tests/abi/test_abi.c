@@ -73,6 +73,10 @@ START_TEST(constants_are_pinned)
     ck_assert_uint_eq(WEX_ABI_1_2, 0x10002u);
     ck_assert_uint_eq(WEX_ABI_1_3, 0x10003u);
     ck_assert_uint_eq(WEX_ABI_1_4, 0x10004u);
+    ck_assert_uint_eq(WEX_ABI_1_5, 0x10005u);
+    ck_assert_uint_eq(WEX_SYNC_FULL, 0);
+    ck_assert_uint_eq(WEX_SYNC_DELTA, 1);
+    ck_assert_uint_eq(WEX_SYNC_MIXED, 2);
     ck_assert_uint_eq(WEX_FENCE_OPEN, 1);
     ck_assert_uint_eq(WEX_FENCE_CLOSE, 2);
     ck_assert_uint_eq(WEX_FENCE_WRITE, 3);

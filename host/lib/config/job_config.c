@@ -167,6 +167,17 @@ static wex_status bind_fields(wex__job_config *c, const char *base_dir,
     c->step_seconds = number_at(doc, "timeouts", "step_seconds");
     c->peer_seconds = number_at(doc, "timeouts", "peer_seconds");
     c->fence_seconds = number_at(doc, "timeouts", "fence_seconds");
+    {
+        const cJSON *delta = cJSON_GetObjectItemCaseSensitive(doc, "delta");
+        const cJSON *inbox;
+        c->delta = cJSON_IsTrue(delta) || cJSON_IsObject(delta);
+        c->delta_max_fraction =
+            cJSON_IsObject(delta) ? number_at(doc, "delta", "max_fraction")
+                                  : 0.25;
+        inbox = cJSON_GetObjectItemCaseSensitive(delta, "inbox_bytes");
+        c->delta_inbox_bytes =
+            cJSON_IsNumber(inbox) ? (uint64_t)inbox->valuedouble : 0;
+    }
 
     status = resolve(c, registry, &c->source, WEX_KIND_ENGINE,
                      "/source/engine", "/source/options", all);

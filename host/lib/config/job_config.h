@@ -36,6 +36,11 @@ typedef struct wex__job_config {
     uint64_t staging_bytes; /* a source's packing staging, at most */
     uint64_t device_staging_bytes; /* a destination's pinned window */
     double connect_seconds, step_seconds, peer_seconds, fence_seconds;
+    /* "delta": deltas on, the fraction above which an operation goes
+     * whole, and each destination's inbox (0: 5 % of what it holds) */
+    int delta;
+    double delta_max_fraction;
+    uint64_t delta_inbox_bytes;
 } wex__job_config;
 
 /* Flags: a job read only to plan need not name an installed transport. */

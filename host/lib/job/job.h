@@ -17,6 +17,7 @@
 #include <wex/wex.h>
 #include <xxhash.h>
 
+#include "delta.h"
 #include "planner.h"
 #include "store.h"
 
@@ -27,6 +28,7 @@ typedef struct wex__attachment {
     int64_t incarnation;
     uint32_t pass, passes; /* the tensor's pass, and the rank's passes
                               (window.h) */
+    uint64_t bytes; /* a delta inbox's size (delta_move.h); else 0 */
 } wex__attachment;
 
 /* What a destination publishes before each memory key: its incarnation,
@@ -97,6 +99,69 @@ typedef struct wex__job_scratch {
     uint64_t *landed;              /* per peer: told / digested */
 } wex__job_scratch;
 
+/* Delta steps (move/delta_source.c, move/delta_dest.c): what a source
+ * posts for each of its operations into a destination, in op order. */
+typedef struct wex__delta_record {
+    uint64_t mode;           /* WEX__DELTA_OP_* */
+    uint64_t offset, length; /* PAYLOAD: where in the inbox */
+    uint64_t payload_digest; /* PAYLOAD: of the payload's bytes */
+    uint64_t digest;         /* of the operation's bytes (as today's) */
+} wex__delta_record;
+#define WEX__DELTA_OP_FULL 0u    /* written whole into the live tensor */
+#define WEX__DELTA_OP_PAYLOAD 1u /* a delta in the inbox, applied at commit */
+
+/* A source's operations that read the same bytes (the same box of the
+ * same local tensor, for replicas of a destination) share a snapshot,
+ * are encoded once a step and send the same payload to each. */
+typedef struct wex__delta_group {
+    size_t first_op;        /* the op whose runs it is read through */
+    uint64_t snap_off, bytes; /* its snapshot in the source's snapshots */
+    uint64_t out_off, out_cap; /* its payload's room in the outbox */
+    int64_t payload_len;    /* this step's; -1: the ops go whole */
+    uint64_t payload_digest, digest;
+    uint64_t changed, elems;
+} wex__delta_group;
+
+/* A source's delta state. */
+typedef struct wex__job_source_delta {
+    uint32_t *group_of;        /* per op; UINT32_MAX: never a delta */
+    wex__delta_group *groups;
+    size_t group_count;
+    uint8_t *snapshots;        /* the bytes last sent, per group */
+    uint64_t snapshot_bytes;
+    uint8_t *outbox;           /* this step's payloads, per group */
+    uint64_t outbox_bytes;
+    wex_transport_mem *outbox_mem;
+    wex__delta_enc enc;
+    uint64_t snap_step;        /* the committed step the snapshots hold
+                                  (0: none: every destination whole) */
+    wex_transport_peer **inbox; /* per peer: its inbox for this source */
+    uint64_t *inbox_size, *inbox_used; /* per peer */
+    uint8_t *peer_delta;       /* per peer: takes deltas this try */
+    wex__delta_record *records; /* per op, this try's */
+    wex__delta_record *pair_records; /* one peer's, as posted */
+    uint64_t wire_bytes, changed, elems; /* this try's */
+    uint64_t delta_ops;        /* ... its ops sent as deltas */
+} wex__job_source_delta;
+
+/* A destination's: an inbox per source peer, and what it applies at
+ * commit. */
+typedef struct wex__job_destination_delta {
+    /* an inbox per source peer it had when it connected */
+    uint64_t *inbox_rank;      /* the source rank each is for */
+    uint8_t **inbox;
+    wex_transport_mem **inbox_mem;
+    uint64_t *inbox_size;
+    size_t inbox_count;
+    size_t *apply;             /* ops to apply at commit, this try's */
+    uint64_t (*apply_at)[3];   /* per entry: inbox, offset, length */
+    size_t apply_count;
+    int live_written;          /* a try wrote a full op into live memory */
+    uint64_t wire_bytes, changed, elems; /* this try's */
+    uint64_t delta_ops;        /* ... its ops received as deltas */
+    double apply_seconds;
+} wex__job_destination_delta;
+
 /* What only a source holds. */
 typedef struct wex__job_source {
     /* the destination buffers it writes into (connect/job_members.c) */
@@ -118,6 +183,7 @@ typedef struct wex__job_source {
     struct wex__quant_state *quant;
     /* the checkpoint it is bound to (api/job_checkpoint.c) */
     struct wex__checkpoint *checkpoint;
+    wex__job_source_delta delta;
 } wex__job_source;
 
 /* What only a destination holds. */
@@ -138,6 +204,7 @@ typedef struct wex__job_destination {
     uint64_t window_used;
     uint32_t passes;      /* passes so far (0: none) */
     uint32_t window_pass; /* the pass the window fills */
+    wex__job_destination_delta delta;
 } wex__job_destination;
 
 struct wex_job {

@@ -47,7 +47,10 @@ extern "C" {
 /* 1.4: wex_transport_ops.fence and wex_transport_fence (transport.h)
  * appended. */
 #define WEX_ABI_1_4 WEX_MAKE_VERSION(1, 4)
-#define WEX_ABI_CURRENT WEX_ABI_1_4
+/* 1.5: wex_sync_report's delta fields (wire_bytes ... apply_seconds,
+ * wex.h) appended. */
+#define WEX_ABI_1_5 WEX_MAKE_VERSION(1, 5)
+#define WEX_ABI_CURRENT WEX_ABI_1_5
 
 /* True when a struct whose struct_size is `size` contains `member`. */
 #define WEX_HAS_MEMBER(type, member, size)                                \

@@ -73,9 +73,30 @@ typedef struct wex_sync_report {
     /* ABI 1.2. Sources: the transport puts of the step's last try (short
      * strided runs packed into one put count once); 0 on a destination. */
     uint64_t puts;
+    /* ABI 1.5, delta steps (docs/design.md). The bytes that crossed the
+     * wire for this rank in the step's last try: payloads of deltas and
+     * whole operations (`bytes` stays what the operations cover). */
+    uint64_t wire_bytes;
+    /* Elements of the operations sent (source) or received (destination)
+     * as deltas, and how many of them changed; both 0 without deltas. */
+    uint64_t delta_elements;
+    uint64_t changed_elements;
+    uint32_t mode;          /* WEX_SYNC_FULL, _DELTA or _MIXED */
+    uint32_t reserved0;
+    /* Destinations: the time the commit spent writing deltas into the
+     * live tensors, the one moment they change in a delta step. */
+    double apply_seconds;
 } wex_sync_report;
 #define WEX_SYNC_REPORT_SIZE_1_0 WEX_SIZE_THROUGH(wex_sync_report, failed_over)
 #define WEX_SYNC_REPORT_SIZE_1_2 WEX_SIZE_THROUGH(wex_sync_report, puts)
+#define WEX_SYNC_REPORT_SIZE_1_5                                          \
+    WEX_SIZE_THROUGH(wex_sync_report, apply_seconds)
+
+/* wex_sync_report.mode: every operation whole, every one a delta, or
+ * some of each. */
+#define WEX_SYNC_FULL 0u
+#define WEX_SYNC_DELTA 1u
+#define WEX_SYNC_MIXED 2u
 
 /* `config` is a job file's path, or the job's JSON text itself when it
  * starts with '{' (paths inside are then relative to the working

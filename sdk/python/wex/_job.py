@@ -42,7 +42,11 @@ class SyncReport(NamedTuple):
     step this destination has committed since, its operations and bytes sent or
     received, its peers, the seconds from the step's barrier to commit, whether
     digests were checked and matched, how many tries the step took, how many
-    dead sources it went without, and (sources) the transport puts it issued."""
+    dead sources it went without, (sources) the transport puts it issued;
+    and with delta steps, the bytes that crossed the wire, the elements sent
+    as deltas and how many of them changed, the mode ("full", "delta" or
+    "mixed") and (destinations) the seconds the commit spent applying
+    deltas."""
     step: int
     committed_step: int
     operations: int
@@ -53,6 +57,18 @@ class SyncReport(NamedTuple):
     attempts: int
     failed_over: int
     puts: int
+    wire_bytes: int = 0
+    delta_elements: int = 0
+    changed_elements: int = 0
+    mode: str = "full"
+    apply_seconds: float = 0.0
+
+    @property
+    def changed_fraction(self) -> float:
+        """The fraction of the elements sent as deltas that changed (0.0
+        when none went as deltas)."""
+        return (self.changed_elements / self.delta_elements
+                if self.delta_elements else 0.0)
 
 
 _SIDES = {"source": _lib.SIDE_SOURCE, "destination": _lib.SIDE_DESTINATION}
@@ -318,7 +334,11 @@ class Job(Closing):
         return SyncReport(report.step, report.committed_step,
                           report.operations, report.bytes, report.peers,
                           report.seconds, bool(report.verified),
-                          report.attempts, report.failed_over, report.puts)
+                          report.attempts, report.failed_over, report.puts,
+                          report.wire_bytes, report.delta_elements,
+                          report.changed_elements,
+                          _lib.SYNC_MODES.get(report.mode, "mixed"),
+                          report.apply_seconds)
 
     def save(self, directory: str | os.PathLike[str],
              shard_bytes: int = 5_000_000_000) -> None:

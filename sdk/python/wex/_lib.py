@@ -98,12 +98,26 @@ class SyncReport(ctypes.Structure):
     missed: int
     failed_over: int
     puts: int
+    wire_bytes: int
+    delta_elements: int
+    changed_elements: int
+    mode: int
+    reserved0: int
+    apply_seconds: float
     _fields_ = [("struct_size", ctypes.c_uint32), ("verified", ctypes.c_int32),
                 ("step", ctypes.c_uint64), ("committed_step", ctypes.c_uint64),
                 ("operations", ctypes.c_uint64), ("bytes", ctypes.c_uint64),
                 ("peers", ctypes.c_uint64), ("seconds", ctypes.c_double),
                 ("attempts", ctypes.c_uint32), ("missed", ctypes.c_uint32),
-                ("failed_over", ctypes.c_uint64), ("puts", ctypes.c_uint64)]
+                ("failed_over", ctypes.c_uint64), ("puts", ctypes.c_uint64),
+                ("wire_bytes", ctypes.c_uint64),
+                ("delta_elements", ctypes.c_uint64),
+                ("changed_elements", ctypes.c_uint64),
+                ("mode", ctypes.c_uint32), ("reserved0", ctypes.c_uint32),
+                ("apply_seconds", ctypes.c_double)]
+
+# wex_sync_report.mode (wex.h: WEX_SYNC_FULL, _DELTA, _MIXED), by name
+SYNC_MODES = {0: "full", 1: "delta", 2: "mixed"}
 
 
 def library_path() -> str:

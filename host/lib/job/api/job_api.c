@@ -8,6 +8,7 @@
 #include "device_memory.h"
 #include "error.h"
 #include "host_registry.h"
+#include "delta_move.h"
 #include "landing.h"
 #include "log.h"
 #include "plan_share.h"
@@ -220,6 +221,7 @@ void wex_job_close(wex_job *job)
     if (job == NULL)
         return;
     wex__job_lock_close(job);
+    wex__delta_free(job); /* its inboxes and outbox, registered */
     wex__job_detach_all(job);
     release_bindings(job);
     wex__window_free(job);

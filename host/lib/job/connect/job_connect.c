@@ -6,6 +6,7 @@
 #include <xxhash.h>
 
 #include "error.h"
+#include "delta_move.h"
 #include "landing.h"
 #include "job.h"
 
@@ -19,7 +20,7 @@ static void hash_json(XXH3_state_t *h, const cJSON *v)
 }
 
 /* Both sides' layouts, the policy and its options, the topology, the
- * transport and its options: what every rank must agree on for their
+ * transport and its options, deltas: what every rank must agree on for their
  * plans and their endpoints to fit together (a source sending ucx's
  * active messages to a destination that left them out would only time
  * out). */
@@ -36,6 +37,7 @@ static uint64_t layout_digest(wex_job *job)
     hash_json(h, cJSON_GetObjectItemCaseSensitive(doc, "topology"));
     hash_json(h, cJSON_GetObjectItemCaseSensitive(doc, "verify"));
     hash_json(h, cJSON_GetObjectItemCaseSensitive(doc, "transport"));
+    hash_json(h, cJSON_GetObjectItemCaseSensitive(doc, "delta"));
     d = XXH3_64bits_digest(h);
     XXH3_freeState(h);
     return d;
@@ -78,10 +80,44 @@ static wex_status agree_on_layouts(wex_job *job, double timeout)
     return WEX_OK;
 }
 
+/* A delta inbox for each source peer, or none: the header, the inbox's
+ * size and its key, or the header alone (delta_move.h). `blob` holds
+ * the header already. */
+static wex_status publish_inboxes(wex_job *job, unsigned char *blob)
+{
+    wex_status st = wex__delta_inbox_open(job);
+
+    memset(blob + 8, 0, 8);
+    for (size_t p = 0; p < job->peer_count && st == WEX_OK; p++) {
+        wex_transport_mem *mem = wex__delta_inbox_of(job, job->peers[p]);
+        uint64_t len = WEX_TRANSPORT_KEY_MAX, bytes = 0;
+        char key[96];
+
+        for (size_t k = 0; mem != NULL && k < job->dst.delta.inbox_count; k++)
+            if (job->dst.delta.inbox_mem[k] == mem)
+                bytes = job->dst.delta.inbox_size[k];
+        if (mem != NULL) {
+            memcpy(blob + WEX__MEM_HEADER, &bytes, 8);
+            wex__error_clear();
+            st = job->transport.ops->mem_key(job->transport.ctx, mem,
+                                             blob + WEX__MEM_HEADER + 8, &len);
+            if (st != WEX_OK)
+                return wex__error_prefix(st, "a delta inbox's key");
+        }
+        snprintf(key, sizeof(key), "mem/%llu/inbox/%llu",
+                 (unsigned long long)job->rank,
+                 (unsigned long long)job->peers[p]);
+        st = wex__store_set(job->rendezvous.store, key, blob,
+                            mem != NULL ? WEX__MEM_HEADER + 8 + len
+                                        : WEX__MEM_HEADER);
+    }
+    return st;
+}
+
 /* Each key is prefixed with this rank's incarnation (job_members.c). */
 wex_status wex__job_publish_memory(wex_job *job)
 {
-    unsigned char blob[WEX__MEM_HEADER + WEX_TRANSPORT_KEY_MAX];
+    unsigned char blob[WEX__MEM_HEADER + 8 + WEX_TRANSPORT_KEY_MAX];
     uint32_t passes = job->dst.passes ? job->dst.passes : 1;
     int64_t incarnation = 0;
     char key[96];
@@ -121,6 +157,11 @@ wex_status wex__job_publish_memory(wex_job *job)
         snprintf(key, sizeof(key), "mem/%llu/board",
                  (unsigned long long)job->rank);
         st = wex__store_set(job->rendezvous.store, key, blob, WEX__MEM_HEADER + len);
+        if (st != WEX_OK)
+            return st;
+    }
+    if (job->plan.job->delta) {
+        st = publish_inboxes(job, blob);
         if (st != WEX_OK)
             return st;
     }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "delta_move.h"
 #include "landing.h"
 #include "job.h"
 #include "transforms.h"
@@ -77,6 +78,7 @@ void wex__job_detach_all(wex_job *job)
 wex_status wex__job_take_ops(wex_job *job, wex_plan_builder *b,
                              const uint64_t *dead, uint64_t dead_count)
 {
+    wex_status st;
     size_t n;
 
     free(job->ops);
@@ -125,14 +127,13 @@ wex_status wex__job_take_ops(wex_job *job, wex_plan_builder *b,
                                      sizeof(uint64_t), cmp_u64);
         job->op_peer_index[i] = (uint32_t)(at - job->peers);
     }
-    if (job->transport.ops != NULL) { /* re-planned: what packs may differ */
-        wex_status st = wex__pack_prepare(job);
-        if (st != WEX_OK)
-            return st;
-    }
+    if (job->transport.ops != NULL && /* re-planned: what packs may differ */
+        (st = wex__pack_prepare(job)) != WEX_OK)
+        return st;
     if (wex__landing_size(job) != WEX_OK)
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
-    return wex__transforms_prepare(job, dead, dead_count);
+    st = wex__transforms_prepare(job, dead, dead_count);
+    return st == WEX_OK ? wex__delta_prepare(job) : st;
 }
 
 /* Attaches destination `rank`'s `tensor` (or its landing board,
@@ -145,11 +146,15 @@ static wex_status attach_one(wex_job *job, uint64_t rank, uint64_t tensor,
     wex__attachment *what;
     unsigned char *blob = NULL;
     size_t len = 0;
+    uint64_t bytes = 0;
     char key[96];
     wex_status st;
 
     if (tensor == WEX__BOARD_TENSOR)
         snprintf(key, sizeof(key), "mem/%llu/board", (unsigned long long)rank);
+    else if (tensor == WEX__INBOX_TENSOR)
+        snprintf(key, sizeof(key), "mem/%llu/inbox/%llu",
+                 (unsigned long long)rank, (unsigned long long)job->rank);
     else
         snprintf(key, sizeof(key), "mem/%llu/%llu", (unsigned long long)rank,
                  (unsigned long long)tensor);
@@ -162,6 +167,19 @@ static wex_status attach_one(wex_job *job, uint64_t rank, uint64_t tensor,
         return wex__error(WEX_ERR_INVALID, "destination rank %llu published "
                           "a %zu-byte memory key", (unsigned long long)rank,
                           len);
+    }
+    /* an inbox: its size after the header, and none at all when the
+     * destination cannot take deltas */
+    if (tensor == WEX__INBOX_TENSOR && len < WEX__MEM_HEADER + 8) {
+        free(blob);
+        *peer_p = NULL;
+        return WEX_OK;
+    }
+    if (tensor == WEX__INBOX_TENSOR) {
+        memcpy(&bytes, blob + WEX__MEM_HEADER, 8);
+        memmove(blob + WEX__MEM_HEADER, blob + WEX__MEM_HEADER + 8,
+                len - WEX__MEM_HEADER - 8);
+        len -= 8;
     }
     grown = realloc(job->src.attached, (n + 1) * sizeof(*grown));
     if (grown != NULL)
@@ -178,6 +196,7 @@ static wex_status attach_one(wex_job *job, uint64_t rank, uint64_t tensor,
                                 len - WEX__MEM_HEADER, peer_p);
     what[n].rank = rank;
     what[n].tensor = tensor;
+    what[n].bytes = bytes;
     memcpy(&what[n].incarnation, blob, 8);
     memcpy(&what[n].pass, blob + 8, 4);
     memcpy(&what[n].passes, blob + 12, 4);
@@ -219,8 +238,42 @@ static wex_status attach_boards(wex_job *job, double timeout)
     return WEX_OK;
 }
 
+/* Each peer's inbox for this source, where deltas go (delta_move.h). */
+static wex_status attach_inboxes(wex_job *job, double timeout)
+{
+    wex__job_source_delta *d = &job->src.delta;
+
+    if (!job->plan.job->delta || d->inbox == NULL)
+        return WEX_OK;
+    for (size_t p = 0; p < job->peer_count; p++) {
+        size_t k = 0;
+        wex_status st;
+
+        while (k < job->src.attached_count &&
+               (job->src.attached_what[k].rank != job->peers[p] ||
+                job->src.attached_what[k].tensor != WEX__INBOX_TENSOR))
+            k++;
+        if (k < job->src.attached_count) {
+            d->inbox[p] = job->src.attached[k];
+            d->inbox_size[p] = job->src.attached_what[k].bytes;
+            continue;
+        }
+        st = attach_one(job, job->peers[p], WEX__INBOX_TENSOR, timeout,
+                        &d->inbox[p]);
+        if (st != WEX_OK)
+            return st;
+        d->inbox_size[p] = d->inbox[p] != NULL
+                               ? job->src.attached_what[job->src.attached_count -
+                                                        1].bytes
+                               : 0;
+    }
+    return WEX_OK;
+}
+
 wex_status wex__job_attach(wex_job *job, double timeout)
 {
+    wex_status st;
+
     if (job->side != WEX_SIDE_SOURCE)
         return WEX_OK;
     for (size_t i = 0; i < job->op_count; i++) {
@@ -244,7 +297,8 @@ wex_status wex__job_attach(wex_job *job, double timeout)
         job->src.op_pass[i] = job->src.attached_what[k].pass;
         job->src.peer_passes[job->op_peer_index[i]] = job->src.attached_what[k].passes;
     }
-    return attach_boards(job, timeout);
+    st = attach_boards(job, timeout);
+    return st == WEX_OK ? attach_inboxes(job, timeout) : st;
 }
 
 wex_status wex__job_follow_rejoins(wex_job *job, double timeout)

@@ -11,6 +11,7 @@
 #include <xxhash.h>
 
 #include "box_runs.h"
+#include "delta_move.h"
 #include "device_memory.h"
 #include "digest_update.h"
 #include "error.h"
@@ -145,6 +146,11 @@ static void op_runs(const wex_job *job, const wex__op *o, wex__box_runs *w)
 
     op_sides(job, o, &src, &dst);
     wex__box_runs_init(w, o->ndim, o->extent, o->dtype_size, &src, &dst);
+}
+
+void wex__op_runs(const wex_job *job, const wex__op *o, wex__box_runs *w)
+{
+    op_runs(job, o, w);
 }
 
 /* A host-memory copy over a one-sided network transport (a two-sided
@@ -326,6 +332,11 @@ wex_status wex__execute_ops(wex_job *job, uint64_t *digests,
         for (size_t i = 0; i < job->op_count && st == WEX_OK; i++) {
             if (passes > 1 && job->src.op_pass[i] != pass)
                 continue;
+            if (wex__delta_put(job, i, &st)) { /* into its inbox */
+                if (h != NULL)
+                    digests[i] = job->src.delta.records[i].digest;
+                continue;
+            }
             if (h != NULL)
                 XXH3_64bits_reset(h);
             st = job->ops[i].transform != WEX__OP_COPY
@@ -333,6 +344,7 @@ wex_status wex__execute_ops(wex_job *job, uint64_t *digests,
                      : put_copy(job, i, h);
             if (h != NULL)
                 digests[i] = XXH3_64bits_digest(h);
+            wex__delta_full_done(job, i, h != NULL ? digests[i] : 0);
             /* only a checking destination watches its board */
             if (st == WEX_OK && h != NULL)
                 st = wex__landing_tell(job, i, landing_tag);

@@ -18,7 +18,10 @@ int wex__landing_on(const wex_job *job)
     uint64_t need = WEX_TRANSPORT_CAP_PUTS_LAND_IN_ORDER |
                     WEX_TRANSPORT_CAP_ONE_SIDED | WEX_TRANSPORT_CAP_ALLOC;
 
-    return job->transport.ops != NULL && (job->transport.ops->caps & need) == need;
+    /* A delta job's ops may land in an inbox instead: it checks them
+     * after the sources are done. */
+    return job->transport.ops != NULL &&
+           (job->transport.ops->caps & need) == need && !job->plan.job->delta;
 }
 
 uint32_t wex__landing_tag(uint64_t step, uint64_t number)

@@ -23,6 +23,7 @@
 #include "abi_copy.h"
 #include "error.h"
 #include "clock.h"
+#include "delta_move.h"
 #include "landing.h"
 #include "log.h"
 #include "window.h"
@@ -72,19 +73,32 @@ static uint64_t tensors_touched(const wex_job *job, uint64_t peer)
 
 /* ---- sources ------------------------------------------------------------ */
 
+/* Per destination, in op order: each op's digest, or in a delta job its
+ * record (how it went, and where its payload is: delta_move.h). */
 static wex_status post_digests(wex_job *job, const step_try *t)
 {
     uint64_t *mine = job->scratch.pair_digests;
+    int delta = job->plan.job->delta;
     wex_status st = WEX_OK;
 
     for (size_t p = 0; p < job->peer_count && st == WEX_OK; p++) {
         size_t n = 0;
         char key[128];
-        for (size_t i = 0; i < job->op_count; i++)
-            if (job->ops[i].dst_rank == job->peers[p])
-                mine[n++] = t->verify ? job->scratch.digests[i] : 0;
+        for (size_t i = 0; i < job->op_count; i++) {
+            if (job->ops[i].dst_rank != job->peers[p])
+                continue;
+            if (delta)
+                job->src.delta.pair_records[n] = job->src.delta.records[i];
+            else
+                mine[n] = t->verify ? job->scratch.digests[i] : 0;
+            n++;
+        }
         done_key(key, sizeof(key), t, job->rank, job->peers[p]);
-        st = wex__store_set(job->rendezvous.store, key, mine, n * sizeof(uint64_t));
+        st = delta ? wex__store_set(job->rendezvous.store, key,
+                                    job->src.delta.pair_records,
+                                    n * sizeof(wex__delta_record))
+                   : wex__store_set(job->rendezvous.store, key, mine,
+                                    n * sizeof(uint64_t));
     }
     return st;
 }
@@ -124,6 +138,9 @@ static void source_try(wex_job *job, step_try *t)
     }
     try_key(prefix, sizeof(prefix), t, "");
     st = wex__fence_write(job, wex__fence_epoch(t->step, t->number));
+    if (st == WEX_OK)
+        st = wex__delta_begin(job, t->number, prefix, t->timeout,
+                              t->verify ? job->scratch.hash : NULL);
     if (st == WEX_OK)
         st = wex__execute_ops(job, t->verify ? job->scratch.digests : NULL,
                           wex__landing_tag(t->step, t->number), prefix,
@@ -168,6 +185,20 @@ static wex__peer_outcome check_peer(wex_job *job, const step_try *t, uint64_t pe
         free(theirs);
         return WEX__PEER_FAILED;
     }
+    if (job->plan.job->delta) { /* records: its ops, whole or as deltas */
+        wex__peer_outcome how =
+            len % sizeof(wex__delta_record) != 0
+                ? WEX__PEER_FAILED
+                : wex__delta_check(job, peer,
+                                   (const wex__delta_record *)(void *)theirs,
+                                   len / sizeof(wex__delta_record), t->verify,
+                                   why, cap);
+        if (len % sizeof(wex__delta_record) != 0)
+            snprintf(why, cap, "source rank %llu posted %zu bytes of delta "
+                     "records", (unsigned long long)peer, len);
+        free(theirs);
+        return how;
+    }
     for (size_t i = 0; i < job->op_count; i++) {
         if (job->ops[i].src_rank != peer)
             continue;
@@ -199,6 +230,8 @@ static wex_status destination_try(wex_job *job, const step_try *t)
     size_t used = 0;
     wex__peer_outcome worst = WEX__PEER_OK;
 
+    if (job->plan.job->delta)
+        wex__delta_try_start(job);
     if (t->why[0] != '\0') {
         snprintf(verdict, sizeof(verdict), "fail:%.1000s", t->why);
         worst = WEX__PEER_FAILED;
@@ -240,6 +273,10 @@ static wex_status destination_try(wex_job *job, const step_try *t)
         snprintf(verdict, sizeof(verdict), "%.1000s", wex__last_error());
         worst = WEX__PEER_FAILED;
     }
+    /* A source that failed or died may have written whole ops: only a
+     * try whose every source's records were read knows it wrote none. */
+    if (worst != WEX__PEER_OK || t->why[0] != '\0')
+        job->dst.delta.live_written = 1;
     if (worst != WEX__PEER_OK && t->why[0] == '\0') {
         /* The reasons, after the class. */
         char reasons[WEX__ERROR_MAX];
@@ -359,6 +396,18 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
     if (job->side == WEX_SIDE_DESTINATION &&
         wex__fence_open(job, wex__fence_epoch(t->step, t->number)) != WEX_OK)
         snprintf(unopened, sizeof(unopened), "%s", wex__last_error());
+    if (job->side == WEX_SIDE_DESTINATION && job->plan.job->delta) {
+        /* the step its tensors hold, for its sources to send deltas to */
+        uint64_t base = wex__delta_base(job);
+        char at[128];
+        try_key(at, sizeof(at), t, "base/");
+        snprintf(at + strlen(at), sizeof(at) - strlen(at), "%llu",
+                 (unsigned long long)job->rank);
+        if (wex__store_set(job->rendezvous.store, at, &base, sizeof(base)) !=
+                WEX_OK &&
+            unopened[0] == '\0')
+            snprintf(unopened, sizeof(unopened), "%s", wex__last_error());
+    }
     try_key(key, sizeof(key), t, "begin");
     /* A retry must not wait for a destination that died: only a source
      * can be failed over. */
@@ -485,6 +534,22 @@ static void fill_report(const wex_job *job, wex_sync_report *r,
     full.missed = (uint32_t)t->missed;
     full.failed_over = ok ? job->members.dead_count : 0;
     full.puts = job->side == WEX_SIDE_SOURCE ? job->src.puts : 0;
+    full.wire_bytes = full.bytes;
+    if (job->plan.job->delta) {
+        int src = job->side == WEX_SIDE_SOURCE;
+        uint64_t deltas = src ? job->src.delta.delta_ops
+                              : job->dst.delta.delta_ops;
+        full.wire_bytes = src ? job->src.delta.wire_bytes
+                              : job->dst.delta.wire_bytes;
+        full.delta_elements = src ? job->src.delta.elems
+                                  : job->dst.delta.elems;
+        full.changed_elements = src ? job->src.delta.changed
+                                    : job->dst.delta.changed;
+        full.mode = deltas == 0                ? WEX_SYNC_FULL
+                    : deltas == job->op_count ? WEX_SYNC_DELTA
+                                              : WEX_SYNC_MIXED;
+        full.apply_seconds = src ? 0 : job->dst.delta.apply_seconds;
+    }
     wex__abi_out(r, &full, sizeof(full));
 }
 
@@ -519,6 +584,7 @@ wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
         st = wex__job_connect(job);
     if (st != WEX_OK)
         return st;
+    job->dst.delta.live_written = 0;
     /* Each retry leaves out at least one more dead source. */
     for (;; t.number++) {
         result = run_try(job, &t, why, sizeof(why));
@@ -529,12 +595,20 @@ wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
         if (result != STEP_RETRY || t.number >= job->plan.src.ranks)
             break;
     }
+    if (result == STEP_OK && job->side == WEX_SIDE_DESTINATION &&
+        job->plan.job->delta && (st = wex__delta_apply(job)) != WEX_OK) {
+        job->dst.dirty = 1; /* cannot happen: every payload decoded */
+        result = STEP_FAILED;
+        snprintf(why, sizeof(why), "%s", wex__last_error());
+    }
     if (result == STEP_OK && job->side == WEX_SIDE_DESTINATION) {
         job->dst.committed = step;
         job->dst.dirty = 0;
-    } else if (t.wrote && job->side == WEX_SIDE_DESTINATION) {
+    } else if (t.wrote && job->side == WEX_SIDE_DESTINATION &&
+               (!job->plan.job->delta || job->dst.delta.live_written)) {
         job->dst.dirty = 1; /* sources may have written part of the step */
     }
+    wex__delta_end(job, step, result == STEP_OK);
     job->members.earlier_steps[0] = job->members.earlier_steps[1];
     job->members.earlier_steps[1] = step;
     if (r != NULL)

@@ -1,0 +1,370 @@
+/*
+ * Delta steps on a destination: an inbox for each source peer, the
+ * check of what came into it, and the apply at commit.
+ *
+ * A destination takes deltas when every tensor it holds is host memory
+ * and the transport writes into memory it allocated (one-sided, with
+ * mem_alloc); then it keeps one inbox per source peer, the job's
+ * inbox_bytes (5 % of what it holds, at least 1 MiB, by default) shared
+ * out by the bytes each peer sends it. Its live tensors are not touched
+ * by a delta until the step commits: the check digests the operation
+ * as it will be once the payload is applied (live bytes where nothing
+ * changed, the payload's elsewhere) without writing it, and only the
+ * apply at commit writes.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "clock.h"
+#include "delta_move.h"
+#include "digest_update.h"
+#include "error.h"
+
+#define INBOX_MIN (1ull << 20)
+#define INBOX_SHARE_MIN (64ull << 10)
+
+/* ---- inboxes ------------------------------------------------------------ */
+
+static int can_take_deltas(const wex_job *job)
+{
+    uint64_t need = WEX_TRANSPORT_CAP_ONE_SIDED | WEX_TRANSPORT_CAP_ALLOC;
+
+    if (!job->plan.job->delta || job->side != WEX_SIDE_DESTINATION ||
+        (job->transport.ops->caps & need) != need ||
+        (job->transport.ops->caps & WEX_TRANSPORT_CAP_TWO_SIDED))
+        return 0;
+    for (size_t t = 0; t < job->layout->tensor_count; t++)
+        if (job->memory_kind[t] != WEX_MEMORY_HOST)
+            return 0;
+    return 1;
+}
+
+void wex__delta_dest_free(wex_job *job)
+{
+    wex__job_destination_delta *d = &job->dst.delta;
+
+    for (size_t k = 0; k < d->inbox_count; k++)
+        if (d->inbox_mem[k] != NULL)
+            job->transport.ops->mem_deregister(job->transport.ctx,
+                                               d->inbox_mem[k]);
+    free(d->inbox_rank);
+    free(d->inbox);
+    free(d->inbox_mem);
+    free(d->inbox_size);
+    free(d->apply);
+    free(d->apply_at);
+    memset(d, 0, sizeof(*d));
+}
+
+wex_status wex__delta_dest_prepare(wex_job *job)
+{
+    wex__job_destination_delta *d = &job->dst.delta;
+    size_t n = job->op_count + 1;
+
+    free(d->apply);
+    free(d->apply_at);
+    d->apply = malloc(n * sizeof(*d->apply));
+    d->apply_at = malloc(n * sizeof(*d->apply_at));
+    d->apply_count = 0;
+    if (d->apply == NULL || d->apply_at == NULL)
+        return wex__error(WEX_ERR_NOMEM, "job: out of memory");
+    return WEX_OK;
+}
+
+wex_status wex__delta_inbox_open(wex_job *job)
+{
+    wex__job_destination_delta *d = &job->dst.delta;
+    uint64_t total = 0, room = job->plan.job->delta_inbox_bytes;
+    size_t peers = job->peer_count;
+
+    if (!can_take_deltas(job) || d->inbox != NULL)
+        return WEX_OK;
+    for (size_t i = 0; i < job->op_count; i++)
+        total += job->ops[i].bytes;
+    if (room == 0)
+        room = total / 20 > INBOX_MIN ? total / 20 : INBOX_MIN;
+    d->inbox_rank = calloc(peers + 1, sizeof(*d->inbox_rank));
+    d->inbox = calloc(peers + 1, sizeof(*d->inbox));
+    d->inbox_mem = calloc(peers + 1, sizeof(*d->inbox_mem));
+    d->inbox_size = calloc(peers + 1, sizeof(*d->inbox_size));
+    if (d->inbox_rank == NULL || d->inbox == NULL || d->inbox_mem == NULL ||
+        d->inbox_size == NULL)
+        return wex__error(WEX_ERR_NOMEM, "job: out of memory");
+    for (size_t p = 0; p < peers; p++) {
+        uint64_t pair = 0, share;
+        void *address = NULL;
+        wex_status st;
+
+        for (size_t i = 0; i < job->op_count; i++)
+            if (job->op_peer_index[i] == p)
+                pair += job->ops[i].bytes;
+        share = total ? (uint64_t)((double)room * pair / (double)total) : 0;
+        share = share < INBOX_SHARE_MIN ? INBOX_SHARE_MIN : share;
+        share = (share + 4095) & ~(uint64_t)4095;
+        wex__error_clear();
+        st = job->transport.ops->mem_alloc(job->transport.ctx, share, &address,
+                                           &d->inbox_mem[d->inbox_count]);
+        if (st != WEX_OK)
+            return wex__error_prefix(st, "a %llu-byte delta inbox for source "
+                                     "rank %llu",
+                                     (unsigned long long)share,
+                                     (unsigned long long)job->peers[p]);
+        d->inbox_rank[d->inbox_count] = job->peers[p];
+        d->inbox[d->inbox_count] = address;
+        d->inbox_size[d->inbox_count++] = share;
+    }
+    return WEX_OK;
+}
+
+static size_t inbox_slot(const wex_job *job, uint64_t rank)
+{
+    const wex__job_destination_delta *d = &job->dst.delta;
+
+    for (size_t k = 0; k < d->inbox_count; k++)
+        if (d->inbox_rank[k] == rank)
+            return k;
+    return SIZE_MAX;
+}
+
+wex_transport_mem *wex__delta_inbox_of(const wex_job *job, uint64_t rank)
+{
+    size_t k = inbox_slot(job, rank);
+
+    return k == SIZE_MAX ? NULL : job->dst.delta.inbox_mem[k];
+}
+
+uint64_t wex__delta_base(const wex_job *job)
+{
+    return job->dst.delta.inbox_count > 0 && !job->dst.dirty
+               ? job->dst.committed
+               : 0;
+}
+
+void wex__delta_try_start(wex_job *job)
+{
+    wex__job_destination_delta *d = &job->dst.delta;
+
+    d->apply_count = 0;
+    d->wire_bytes = d->changed = d->elems = d->delta_ops = 0;
+    d->apply_seconds = 0;
+}
+
+/* ---- an operation's destination bytes, as a stream -------------------- */
+
+typedef struct cursor {
+    wex__box_runs w;
+    uint8_t *base;  /* the destination tensor */
+    uint64_t start; /* stream offset of the current run */
+    uint64_t b;     /* the current run's offset in the tensor */
+    int valid;
+} cursor;
+
+static void cursor_init(cursor *c, wex_job *job, const wex__op *o)
+{
+    uint64_t a;
+
+    wex__op_runs(job, o, &c->w);
+    c->base = job->bind[o->dst_tensor].address;
+    c->start = 0;
+    c->valid = wex__box_runs_next(&c->w, &a, &c->b);
+}
+
+/* Calls fn on each piece of the tensor that stream bytes [from, to)
+ * occupy; from never goes back. */
+static void cursor_visit(cursor *c, uint64_t from, uint64_t to,
+                         void (*fn)(void *, uint8_t *, uint64_t), void *arg)
+{
+    uint64_t a;
+
+    while (from < to && c->valid) {
+        uint64_t n;
+        while (c->valid && from >= c->start + c->w.run_bytes) {
+            c->start += c->w.run_bytes;
+            c->valid = wex__box_runs_next(&c->w, &a, &c->b);
+        }
+        if (!c->valid)
+            return;
+        n = (to < c->start + c->w.run_bytes ? to : c->start + c->w.run_bytes) -
+            from;
+        fn(arg, c->base + c->b + (from - c->start), n);
+        from += n;
+    }
+}
+
+/* Digests the operation as it will be with the payload applied. */
+typedef struct virtual_digest {
+    cursor c;
+    XXH3_state_t *h;
+    uint64_t pos, elem, changed;
+} virtual_digest;
+
+static void hash_piece(void *arg, uint8_t *at, uint64_t n)
+{
+    wex__digest_update(arg, at, n);
+}
+
+static int hash_sink(void *arg, uint64_t at, const uint8_t *values,
+                     uint64_t count)
+{
+    virtual_digest *v = arg;
+
+    if (v->h != NULL) {
+        cursor_visit(&v->c, v->pos, at * v->elem, hash_piece, v->h);
+        wex__digest_update(v->h, values, count * v->elem);
+    }
+    v->pos = (at + count) * v->elem;
+    v->changed += count;
+    return 0;
+}
+
+/* Writes the payload's elements into the live tensor. */
+typedef struct writer {
+    cursor c;
+    const uint8_t *values;
+    uint64_t elem;
+} writer;
+
+static void write_piece(void *arg, uint8_t *at, uint64_t n)
+{
+    writer *w = arg;
+
+    memcpy(at, w->values, n);
+    w->values += n;
+}
+
+static int write_sink(void *arg, uint64_t at, const uint8_t *values,
+                      uint64_t count)
+{
+    writer *w = arg;
+
+    w->values = values;
+    cursor_visit(&w->c, at * w->elem, (at + count) * w->elem, write_piece, w);
+    return 0;
+}
+
+/* ---- checking and applying ---------------------------------------------- */
+
+/* 0: checked and queued; 1: it landed differently; -1: refused, why
+ * says so. */
+static int check_payload(wex_job *job, size_t i, size_t slot,
+                         const wex__delta_record *r, int verify, char *why,
+                         size_t cap)
+{
+    wex__job_destination_delta *d = &job->dst.delta;
+    const wex__op *o = &job->ops[i];
+    const uint8_t *payload = d->inbox[slot] + r->offset;
+    virtual_digest v;
+    char reason[256];
+
+    if (r->offset > d->inbox_size[slot] ||
+        r->length > d->inbox_size[slot] - r->offset) {
+        snprintf(why, cap, "source rank %llu put a %llu-byte delta at %llu, "
+                 "past its %llu-byte inbox", (unsigned long long)o->src_rank,
+                 (unsigned long long)r->length,
+                 (unsigned long long)r->offset,
+                 (unsigned long long)d->inbox_size[slot]);
+        return -1;
+    }
+    if (verify && XXH3_64bits(payload, (size_t)r->length) != r->payload_digest)
+        return 1;
+    memset(&v, 0, sizeof(v));
+    cursor_init(&v.c, job, o);
+    v.h = verify ? job->scratch.hash : NULL;
+    v.elem = o->dtype_size;
+    if (v.h != NULL)
+        XXH3_64bits_reset(v.h);
+    if (wex__delta_walk(payload, (size_t)r->length, o->dtype_size,
+                        o->bytes / o->dtype_size, hash_sink, &v, reason,
+                        sizeof(reason)) != 0) {
+        snprintf(why, cap, "source rank %llu sent a delta that does not "
+                 "decode: %s", (unsigned long long)o->src_rank, reason);
+        return -1;
+    }
+    if (v.h != NULL) {
+        cursor_visit(&v.c, v.pos, o->bytes, hash_piece, v.h);
+        if (XXH3_64bits_digest(v.h) != r->digest)
+            return 1;
+    }
+    d->changed += v.changed;
+    d->elems += o->bytes / o->dtype_size;
+    d->wire_bytes += r->length;
+    d->delta_ops++;
+    d->apply[d->apply_count] = i;
+    d->apply_at[d->apply_count][0] = slot;
+    d->apply_at[d->apply_count][1] = r->offset;
+    d->apply_at[d->apply_count++][2] = r->length;
+    return 0;
+}
+
+wex__peer_outcome wex__delta_check(wex_job *job, uint64_t peer,
+                                   const wex__delta_record *records,
+                                   size_t n, int verify, char *why,
+                                   size_t cap)
+{
+    wex__job_destination_delta *d = &job->dst.delta;
+    size_t slot = inbox_slot(job, peer), k = 0;
+    uint64_t bad = 0;
+
+    for (size_t i = 0; i < job->op_count; i++) {
+        const wex__delta_record *r;
+        int how;
+
+        if (job->ops[i].src_rank != peer)
+            continue;
+        if (k >= n) {
+            bad++;
+            continue;
+        }
+        r = &records[k++];
+        if (r->mode == WEX__DELTA_OP_FULL) {
+            d->live_written = 1;
+            d->wire_bytes += job->ops[i].bytes;
+            bad += verify && wex__digest_landed(job, &job->ops[i]) != r->digest;
+            continue;
+        }
+        if (r->mode != WEX__DELTA_OP_PAYLOAD || slot == SIZE_MAX) {
+            snprintf(why, cap, "source rank %llu posted a delta for an "
+                     "operation %s", (unsigned long long)peer,
+                     slot == SIZE_MAX ? "but this destination keeps no inbox "
+                                        "for it"
+                                      : "of an unknown kind");
+            return WEX__PEER_FAILED;
+        }
+        how = check_payload(job, i, slot, r, verify, why, cap);
+        if (how < 0)
+            return WEX__PEER_FAILED;
+        bad += how;
+    }
+    if (bad == 0 && k == n)
+        return WEX__PEER_OK;
+    snprintf(why, cap, "source rank %llu sent bytes that landed differently "
+             "(%llu operations)", (unsigned long long)peer,
+             (unsigned long long)(bad ? bad : 1));
+    return WEX__PEER_FAILED;
+}
+
+wex_status wex__delta_apply(wex_job *job)
+{
+    wex__job_destination_delta *d = &job->dst.delta;
+    double t0 = wex__now();
+    char why[256];
+
+    for (size_t e = 0; e < d->apply_count; e++) {
+        const wex__op *o = &job->ops[d->apply[e]];
+        writer w;
+        memset(&w, 0, sizeof(w));
+        cursor_init(&w.c, job, o);
+        w.elem = o->dtype_size;
+        /* checked at the step's verdict: it decodes */
+        if (wex__delta_walk(d->inbox[d->apply_at[e][0]] + d->apply_at[e][1],
+                            (size_t)d->apply_at[e][2], o->dtype_size,
+                            o->bytes / o->dtype_size, write_sink, &w, why,
+                            sizeof(why)) != 0)
+            return wex__error(WEX_ERR_INTERNAL, "applying a delta that was "
+                              "checked: %s", why);
+    }
+    d->apply_seconds = wex__now() - t0;
+    d->apply_count = 0;
+    return WEX_OK;
+}

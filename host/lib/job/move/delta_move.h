@@ -1,0 +1,72 @@
+/*
+ * Delta steps (docs/design.md, "Delta steps"): a source sends the
+ * elements of an operation that changed since it last sent them, into an
+ * inbox its destination keeps for it; the destination checks them with
+ * the step and writes them into its live tensors only at commit.
+ *   delta_source.c  snapshots, encoding once per group, puts, records
+ *   delta_dest.c    inboxes, checking a source's records, applying
+ */
+#ifndef WEX_HOST_DELTA_MOVE_H
+#define WEX_HOST_DELTA_MOVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <xxhash.h>
+
+#include "box_runs.h"
+#include "peer_outcome.h"
+#include "job.h"
+
+/* The attachment "tensor" that stands for a destination's inbox for
+ * this source. */
+#define WEX__INBOX_TENSOR (UINT64_MAX - 1)
+
+/* executor.c: op o's box as runs (source offsets a, destination b). */
+void wex__op_runs(const wex_job *job, const wex__op *o, wex__box_runs *w);
+
+/* Sized from the ops whenever they change (no-ops without deltas). */
+wex_status wex__delta_prepare(wex_job *job);
+void wex__delta_free(wex_job *job);
+
+/* ---- sources (delta_source.c) ---- */
+
+/* A try begins: which peers take deltas (their bases under the try's
+ * keys), every group encoded and digested (`h`: with digests). */
+wex_status wex__delta_begin(wex_job *job, uint64_t number,
+                            const char *try_prefix, double timeout,
+                            XXH3_state_t *h);
+/* Op i as a delta, when its destination takes one and it fits: 1 (the
+ * put's status in *st_p, the op's record made), else 0. */
+int wex__delta_put(wex_job *job, size_t i, wex_status *st_p);
+/* Op i went whole, with this digest. */
+void wex__delta_full_done(wex_job *job, size_t i, uint64_t digest);
+/* The step ended: the snapshots hold `step` when it committed, and no
+ * step otherwise. */
+void wex__delta_end(wex_job *job, uint64_t step, int committed);
+
+/* ---- destinations (delta_dest.c) ---- */
+
+wex_status wex__delta_dest_prepare(wex_job *job);
+void wex__delta_dest_free(wex_job *job);
+/* Makes an inbox for every source peer (at connect, the tensors bound),
+ * where the destination can take deltas. */
+wex_status wex__delta_inbox_open(wex_job *job);
+/* The inbox for source rank `rank`: its transport memory, or NULL. */
+wex_transport_mem *wex__delta_inbox_of(const wex_job *job, uint64_t rank);
+/* The base it posts before a try: the step its tensors hold when it can
+ * take deltas, else 0. */
+uint64_t wex__delta_base(const wex_job *job);
+/* A try begins: nothing to apply yet. */
+void wex__delta_try_start(wex_job *job);
+/* Source rank `peer`'s records (n of them, its ops in order): full ops
+ * digested as they landed, payloads checked in the inbox (their digest,
+ * and with the payload applied the operation's digest, without writing
+ * anything), and queued to apply. */
+wex__peer_outcome wex__delta_check(wex_job *job, uint64_t peer,
+                                   const wex__delta_record *records,
+                                   size_t n, int verify, char *why,
+                                   size_t cap);
+/* At commit: writes every queued payload into the live tensors. */
+wex_status wex__delta_apply(wex_job *job);
+
+#endif /* WEX_HOST_DELTA_MOVE_H */

@@ -1,0 +1,343 @@
+/*
+ * Delta steps on a source: snapshots of the bytes last sent, one per
+ * group of operations that read the same box, encoded once a step and
+ * put into each destination's inbox that can take them.
+ *
+ * A destination takes deltas in a try when it holds the step the
+ * snapshots hold (its base, which it posts before the try's barrier),
+ * has an inbox for this source, and it is the step's first try; every
+ * other one, and every operation whose payload is past max_fraction or
+ * does not fit the room left in the inbox, gets the whole bytes as
+ * without deltas. Every group is encoded every step, even when nobody
+ * takes its delta, so the snapshot always holds what was last sent; the
+ * snapshots count as a step's only once it commits (snap_step).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "box_runs.h"
+#include "delta_move.h"
+#include "digest_update.h"
+#include "error.h"
+#include "job.h"
+
+/* ---- groups ------------------------------------------------------------ */
+
+static int delta_copy(const wex__op *o)
+{
+    return o->transform == WEX__OP_COPY && o->dtype_size > 0 &&
+           o->dtype_size <= 8 && 32 % o->dtype_size == 0;
+}
+
+/* Orders op indices by what they read: local tensor, box, element. */
+static const wex_job *sort_job;
+
+static int cmp_read(const void *pa, const void *pb)
+{
+    const wex__op *a = &sort_job->ops[*(const size_t *)pa];
+    const wex__op *b = &sort_job->ops[*(const size_t *)pb];
+    int c;
+
+    if (a->src_tensor != b->src_tensor)
+        return a->src_tensor < b->src_tensor ? -1 : 1;
+    if (a->ndim != b->ndim || a->dtype_size != b->dtype_size)
+        return a->ndim != b->ndim ? (a->ndim < b->ndim ? -1 : 1)
+                                  : (a->dtype_size < b->dtype_size ? -1 : 1);
+    if ((c = memcmp(a->src_off, b->src_off, sizeof(a->src_off))) != 0)
+        return c;
+    if ((c = memcmp(a->extent, b->extent, sizeof(a->extent))) != 0)
+        return c;
+    return *(const size_t *)pa < *(const size_t *)pb ? -1 : 1;
+}
+
+static int same_read(const wex__op *a, const wex__op *b)
+{
+    return a->src_tensor == b->src_tensor && a->ndim == b->ndim &&
+           a->dtype_size == b->dtype_size &&
+           memcmp(a->src_off, b->src_off, sizeof(a->src_off)) == 0 &&
+           memcmp(a->extent, b->extent, sizeof(a->extent)) == 0;
+}
+
+static wex_status group_ops(wex_job *job)
+{
+    wex__job_source_delta *d = &job->src.delta;
+    size_t n = 0, *order = malloc((job->op_count + 1) * sizeof(*order));
+    double room = job->plan.job->delta_max_fraction;
+
+    d->group_of = malloc((job->op_count + 1) * sizeof(*d->group_of));
+    d->groups = calloc(job->op_count + 1, sizeof(*d->groups));
+    if (order == NULL || d->group_of == NULL || d->groups == NULL) {
+        free(order);
+        return wex__error(WEX_ERR_NOMEM, "job: out of memory");
+    }
+    for (size_t i = 0; i < job->op_count; i++) {
+        d->group_of[i] = UINT32_MAX;
+        if (delta_copy(&job->ops[i]))
+            order[n++] = i;
+    }
+    sort_job = job;
+    qsort(order, n, sizeof(*order), cmp_read);
+    d->group_count = 0;
+    d->snapshot_bytes = d->outbox_bytes = 0;
+    for (size_t k = 0; k < n; k++) {
+        const wex__op *o = &job->ops[order[k]];
+        wex__delta_group *g;
+        uint64_t elems = o->bytes / o->dtype_size;
+        if (k == 0 || !same_read(o, &job->ops[order[k - 1]])) {
+            g = &d->groups[d->group_count++];
+            g->first_op = order[k];
+            g->snap_off = d->snapshot_bytes;
+            g->bytes = o->bytes;
+            g->out_off = d->outbox_bytes;
+            /* past max_fraction it goes whole: room for a bitmap and
+             * that many values is all a useful payload takes */
+            g->out_cap = (uint64_t)((double)o->bytes * room) +
+                         (elems + 7) / 8 + 64;
+            if (g->out_cap > wex__delta_bound(elems, o->dtype_size))
+                g->out_cap = wex__delta_bound(elems, o->dtype_size);
+            g->out_cap = (g->out_cap + 7) & ~(uint64_t)7;
+            g->payload_len = -1;
+            d->snapshot_bytes += (o->bytes + 63) & ~(uint64_t)63;
+            d->outbox_bytes += g->out_cap;
+        }
+        if (order[k] < d->groups[d->group_count - 1].first_op)
+            d->groups[d->group_count - 1].first_op = order[k];
+        d->group_of[order[k]] = (uint32_t)(d->group_count - 1);
+    }
+    free(order);
+    return WEX_OK;
+}
+
+/* ---- preparing and freeing -------------------------------------------- */
+
+static void free_source(wex_job *job)
+{
+    wex__job_source_delta *d = &job->src.delta;
+
+    if (d->outbox_mem != NULL)
+        job->transport.ops->mem_deregister(job->transport.ctx, d->outbox_mem);
+    free(d->group_of);
+    free(d->groups);
+    free(d->snapshots);
+    free(d->outbox);
+    free(d->inbox);
+    free(d->inbox_size);
+    free(d->inbox_used);
+    free(d->peer_delta);
+    free(d->records);
+    free(d->pair_records);
+    wex__delta_enc_free(&d->enc);
+    memset(d, 0, sizeof(*d));
+}
+
+void wex__delta_free(wex_job *job)
+{
+    if (job->side == WEX_SIDE_SOURCE)
+        free_source(job);
+    else
+        wex__delta_dest_free(job);
+}
+
+wex_status wex__delta_prepare(wex_job *job)
+{
+    wex__job_source_delta *d = &job->src.delta;
+    size_t peers = job->peer_count + 1;
+    wex_status st;
+
+    if (!job->plan.job->delta)
+        return WEX_OK;
+    if (job->side != WEX_SIDE_SOURCE)
+        return wex__delta_dest_prepare(job);
+    /* Replanned (failover): the snapshots no longer fit the ops. */
+    free_source(job);
+    if (wex__delta_enc_alloc(&d->enc) != 0 ||
+        (d->records = calloc(job->op_count + 1, sizeof(*d->records))) ==
+            NULL ||
+        (d->pair_records = calloc(job->op_count + 1,
+                                  sizeof(*d->pair_records))) == NULL ||
+        (d->inbox = calloc(peers, sizeof(*d->inbox))) == NULL ||
+        (d->inbox_size = calloc(peers, sizeof(*d->inbox_size))) == NULL ||
+        (d->inbox_used = calloc(peers, sizeof(*d->inbox_used))) == NULL ||
+        (d->peer_delta = calloc(peers, 1)) == NULL)
+        return wex__error(WEX_ERR_NOMEM, "job: out of memory");
+    if ((st = group_ops(job)) != WEX_OK)
+        return st;
+    return WEX_OK;
+}
+
+/* The snapshots and the outbox, made when the first step needs them
+ * (the tensors are bound by then) and registered with the transport
+ * where it asks. */
+static wex_status make_room(wex_job *job)
+{
+    wex__job_source_delta *d = &job->src.delta;
+    wex_status st;
+
+    if (d->snapshots != NULL || d->group_count == 0)
+        return WEX_OK;
+    d->snapshots = calloc(d->snapshot_bytes + 1, 1);
+    d->outbox = malloc(d->outbox_bytes + 1);
+    if (d->snapshots == NULL || d->outbox == NULL)
+        return wex__error(WEX_ERR_NOMEM, "job: %llu bytes of delta "
+                          "snapshots and %llu of outbox: out of memory",
+                          (unsigned long long)d->snapshot_bytes,
+                          (unsigned long long)d->outbox_bytes);
+    if (!(job->transport.ops->caps & WEX_TRANSPORT_CAP_REGISTER_SOURCE))
+        return WEX_OK;
+    wex__error_clear();
+    st = job->transport.ops->mem_register(job->transport.ctx, d->outbox,
+                                          d->outbox_bytes + 1,
+                                          WEX_MEMORY_HOST, &d->outbox_mem);
+    return st == WEX_OK ? WEX_OK
+                        : wex__error_prefix(st, "registering the delta "
+                                            "outbox");
+}
+
+/* ---- a try ------------------------------------------------------------- */
+
+/* Which peers take deltas: those whose base is the snapshots' step. */
+static wex_status read_bases(wex_job *job, uint64_t number,
+                             const char *try_prefix, double timeout)
+{
+    wex__job_source_delta *d = &job->src.delta;
+
+    for (size_t p = 0; p < job->peer_count; p++) {
+        char key[160];
+        void *value = NULL;
+        size_t len = 0;
+        uint64_t base = 0;
+        wex_status st;
+
+        d->peer_delta[p] = 0;
+        d->inbox_used[p] = 0;
+        if (number != 0 || d->snap_step == 0 || d->inbox[p] == NULL)
+            continue;
+        snprintf(key, sizeof(key), "%sbase/%llu", try_prefix,
+                 (unsigned long long)job->peers[p]);
+        st = wex__store_get(job->rendezvous.store, key, timeout, &value,
+                            &len);
+        if (st != WEX_OK)
+            return wex__error_prefix(st, "destination rank %llu's base step",
+                                     (unsigned long long)job->peers[p]);
+        if (len == sizeof(base))
+            memcpy(&base, value, sizeof(base));
+        free(value);
+        d->peer_delta[p] = base == d->snap_step;
+    }
+    return WEX_OK;
+}
+
+/* One group: its op's runs against its snapshot, into its room in the
+ * outbox; and the digest of its current bytes. */
+static void encode(wex_job *job, wex__delta_group *g, XXH3_state_t *h)
+{
+    wex__job_source_delta *d = &job->src.delta;
+    const wex__op *o = &job->ops[g->first_op];
+    const uint8_t *base = job->bind[o->src_tensor].address;
+    uint8_t *snap = d->snapshots + g->snap_off;
+    wex__box_runs w;
+    uint64_t a, b;
+
+    wex__op_runs(job, o, &w);
+    if (h != NULL)
+        XXH3_64bits_reset(h);
+    wex__delta_enc_start(&d->enc, o->dtype_size, d->outbox + g->out_off,
+                         g->out_cap);
+    while (wex__box_runs_next(&w, &a, &b)) {
+        wex__delta_enc_feed(&d->enc, base + a, snap, w.run_bytes);
+        if (h != NULL)
+            wex__digest_update(h, base + a, w.run_bytes);
+        snap += w.run_bytes;
+    }
+    g->payload_len = wex__delta_enc_end(&d->enc);
+    g->changed = d->enc.changed;
+    g->elems = d->enc.elems;
+    if (g->payload_len >= 0 &&
+        (double)g->changed > (double)g->elems * job->plan.job->delta_max_fraction)
+        g->payload_len = -1; /* goes whole */
+    g->digest = h != NULL ? XXH3_64bits_digest(h) : 0;
+    g->payload_digest = h != NULL && g->payload_len >= 0
+                            ? XXH3_64bits(d->outbox + g->out_off,
+                                          (size_t)g->payload_len)
+                            : 0;
+}
+
+wex_status wex__delta_begin(wex_job *job, uint64_t number,
+                            const char *try_prefix, double timeout,
+                            XXH3_state_t *h)
+{
+    wex__job_source_delta *d = &job->src.delta;
+    wex_status st;
+
+    d->wire_bytes = d->changed = d->elems = d->delta_ops = 0;
+    if (!job->plan.job->delta || job->side != WEX_SIDE_SOURCE)
+        return WEX_OK;
+    if ((st = make_room(job)) != WEX_OK ||
+        (st = read_bases(job, number, try_prefix, timeout)) != WEX_OK)
+        return st;
+    for (size_t k = 0; k < d->group_count; k++) {
+        wex__delta_group *g = &d->groups[k];
+        const wex__op *o = &job->ops[g->first_op];
+        g->payload_len = -1;
+        if (job->memory_kind[o->src_tensor] != WEX_MEMORY_HOST)
+            continue; /* a device source sends whole (not yet encoded) */
+        encode(job, g, h);
+        d->changed += g->changed;
+        d->elems += g->elems;
+    }
+    return WEX_OK;
+}
+
+int wex__delta_put(wex_job *job, size_t i, wex_status *st_p)
+{
+    wex__job_source_delta *d = &job->src.delta;
+    uint32_t gi = d->group_of != NULL ? d->group_of[i] : UINT32_MAX;
+    size_t p = job->op_peer_index[i];
+    const wex__delta_group *g;
+    wex__delta_record *r = &d->records[i];
+
+    if (!job->plan.job->delta)
+        return 0;
+    memset(r, 0, sizeof(*r));
+    r->mode = WEX__DELTA_OP_FULL;
+    if (gi == UINT32_MAX || !d->peer_delta[p])
+        return 0;
+    g = &d->groups[gi];
+    if (g->payload_len < 0 ||
+        (uint64_t)g->payload_len > d->inbox_size[p] - d->inbox_used[p])
+        return 0;
+    r->mode = WEX__DELTA_OP_PAYLOAD;
+    r->offset = d->inbox_used[p];
+    r->length = (uint64_t)g->payload_len;
+    r->payload_digest = g->payload_digest;
+    r->digest = g->digest;
+    *st_p = r->length == 0
+                ? WEX_OK
+                : job->transport.ops->put(job->transport.ctx, d->inbox[p],
+                                          r->offset, d->outbox + g->out_off,
+                                          r->length);
+    job->src.puts += r->length != 0;
+    d->inbox_used[p] += (r->length + 7) & ~(uint64_t)7;
+    d->wire_bytes += r->length;
+    d->delta_ops++;
+    return 1;
+}
+
+void wex__delta_full_done(wex_job *job, size_t i, uint64_t digest)
+{
+    wex__job_source_delta *d = &job->src.delta;
+
+    if (!job->plan.job->delta)
+        return;
+    d->records[i].mode = WEX__DELTA_OP_FULL;
+    d->records[i].digest = digest;
+    d->wire_bytes += job->ops[i].bytes;
+}
+
+void wex__delta_end(wex_job *job, uint64_t step, int committed)
+{
+    if (job->side == WEX_SIDE_SOURCE && job->plan.job->delta)
+        job->src.delta.snap_step = committed ? step : 0;
+}
