@@ -50,14 +50,17 @@ typedef struct target {
     uint64_t elems;
 } target;
 
-static int apply(void *arg, uint64_t at, const uint8_t *values,
-                 uint64_t count)
+static int apply(void *arg, uint64_t base, const uint32_t *pos, uint32_t n,
+                 const uint8_t *values)
 {
     target *t = arg;
 
-    if (at + count > t->elems)
-        return 1;
-    memcpy(t->buf + at * t->elem, values, count * t->elem);
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t at = base + (pos != NULL ? pos[i] : i);
+        if (at >= t->elems)
+            return 1;
+        memcpy(t->buf + at * t->elem, values + (size_t)i * t->elem, t->elem);
+    }
     return 0;
 }
 

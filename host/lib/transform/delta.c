@@ -61,11 +61,6 @@ static void set_bit(uint8_t *bits, uint64_t i)
     bits[i / 8] |= (uint8_t)(1u << (i % 8));
 }
 
-static int get_bit(const uint8_t *bits, uint64_t i)
-{
-    return (bits[i / 8] >> (i % 8)) & 1;
-}
-
 /* Room for `n` more bytes, or the payload overflows from here on. */
 static uint8_t *room(wex__delta_enc *e, size_t n)
 {
@@ -132,12 +127,23 @@ static void write_chunk(wex__delta_enc *e, const uint8_t *snap, uint32_t u)
         p = put_varint(p, n);
         *p++ = (uint8_t)l;
         memset(p, 0, (size_t)(low_bytes + high_bytes));
-        for (uint32_t i = 0; i < n; i++) {
-            uint32_t x = e->pos[i];
-            for (unsigned b = 0; b < l; b++)
-                if ((x >> b) & 1)
-                    set_bit(p, (uint64_t)i * l + b);
-            set_bit(p + low_bytes, (uint64_t)(x >> l) + i);
+        {
+            uint64_t acc = 0, mask = l ? (1ull << l) - 1 : 0;
+            unsigned have = 0;
+            uint8_t *q = p;
+            for (uint32_t i = 0; i < n; i++) {
+                uint32_t x = e->pos[i];
+                acc |= (uint64_t)(x & mask) << have;
+                have += l;
+                while (have >= 8) {
+                    *q++ = (uint8_t)acc;
+                    acc >>= 8;
+                    have -= 8;
+                }
+                set_bit(p + low_bytes, (uint64_t)(x >> l) + i);
+            }
+            if (have > 0)
+                *q = (uint8_t)acc;
         }
         p += low_bytes + high_bytes;
     }
@@ -175,45 +181,103 @@ void wex__delta_enc_start(wex__delta_enc *e, unsigned elem, uint8_t *out,
     e->chunk_snap = NULL;
 }
 
-/* Blocks of 32 bytes compared as four words: the common case, nothing
- * changed, costs two loads and a compare per word. */
-static int block_equal(const uint8_t *a, const uint8_t *b)
+/* The elements of an 8-byte word that differ, as the top bit of each
+ * element's lane set: for 2-byte elements, bit 15 of each 16-bit lane
+ * that holds a difference, and so on. */
+static uint64_t lanes_changed(uint64_t diff, unsigned elem)
 {
-    uint64_t x[4], y[4];
+    static const uint64_t low[9] = {0, 0x7f7f7f7f7f7f7f7full,
+                                    0x7fff7fff7fff7fffull, 0,
+                                    0x7fffffff7fffffffull, 0, 0, 0,
+                                    0x7fffffffffffffffull};
+    uint64_t m = low[elem];
 
-    memcpy(x, a, 32);
-    memcpy(y, b, 32);
-    return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) ==
-           0;
+    return (((diff & m) + m) | diff) & ~m;
+}
+
+/* Records the changed elements of the 8-byte word at element `at` of
+ * the chunk and brings the snapshot's word up to date. */
+static inline void word_changed(wex__delta_enc *e, uint32_t at, uint64_t diff,
+                         uint8_t *snap, const uint8_t *cur)
+{
+    unsigned elem = e->elem;
+    uint64_t lanes = lanes_changed(diff, elem);
+
+    while (lanes != 0) {
+        unsigned bit = (unsigned)__builtin_ctzll(lanes);
+        e->pos[e->n++] = (uint16_t)(at + bit / (8 * elem));
+        lanes &= lanes - 1;
+    }
+    memcpy(snap, cur, 8);
+}
+
+/* Scans `take` elements (a multiple of 8 bytes, or the stream's tail)
+ * of the current chunk from chunk element `at` on. */
+static void scan(wex__delta_enc *e, const uint8_t *cur, uint8_t *snap,
+                 uint32_t at, uint32_t take)
+{
+    unsigned elem = e->elem;
+    uint64_t bytes = (uint64_t)take * elem, i = 0;
+
+    /* 32 bytes at a time while nothing changed: two loads and a compare
+     * a word, the common case */
+    for (; i + 32 <= bytes; i += 32) {
+        uint64_t a0, a1, a2, a3, b0, b1, b2, b3;
+        memcpy(&a0, cur + i, 8);
+        memcpy(&a1, cur + i + 8, 8);
+        memcpy(&a2, cur + i + 16, 8);
+        memcpy(&a3, cur + i + 24, 8);
+        memcpy(&b0, snap + i, 8);
+        memcpy(&b1, snap + i + 8, 8);
+        memcpy(&b2, snap + i + 16, 8);
+        memcpy(&b3, snap + i + 24, 8);
+        a0 ^= b0;
+        a1 ^= b1;
+        a2 ^= b2;
+        a3 ^= b3;
+        if (__builtin_expect((a0 | a1 | a2 | a3) == 0, 1))
+            continue;
+        if (a0)
+            word_changed(e, at + (uint32_t)(i / elem), a0, snap + i, cur + i);
+        if (a1)
+            word_changed(e, at + (uint32_t)((i + 8) / elem), a1, snap + i + 8,
+                         cur + i + 8);
+        if (a2)
+            word_changed(e, at + (uint32_t)((i + 16) / elem), a2,
+                         snap + i + 16, cur + i + 16);
+        if (a3)
+            word_changed(e, at + (uint32_t)((i + 24) / elem), a3,
+                         snap + i + 24, cur + i + 24);
+    }
+    for (; i + 8 <= bytes; i += 8) {
+        uint64_t x, y;
+        memcpy(&x, cur + i, 8);
+        memcpy(&y, snap + i, 8);
+        if (x != y)
+            word_changed(e, at + (uint32_t)(i / elem), x ^ y, snap + i,
+                         cur + i);
+    }
+    for (; i < bytes; i += elem) /* a tail shorter than a word */
+        if (memcmp(cur + i, snap + i, elem) != 0) {
+            memcpy(snap + i, cur + i, elem);
+            e->pos[e->n++] = (uint16_t)(at + i / elem);
+        }
 }
 
 void wex__delta_enc_feed(wex__delta_enc *e, const uint8_t *cur, uint8_t *snap,
                          size_t bytes)
 {
-    unsigned elem = e->elem, per_block = 32 / elem;
+    unsigned elem = e->elem;
     uint64_t left = bytes / elem;
 
     while (left > 0) {
         uint32_t take = WEX__DELTA_CHUNK - e->fill;
-        uint32_t i = 0;
 
         if (take > left)
             take = (uint32_t)left;
         if (e->fill == 0)
             e->chunk_snap = snap;
-        while (i < take) {
-            if (take - i >= per_block &&
-                block_equal(cur + (size_t)i * elem, snap + (size_t)i * elem)) {
-                i += per_block;
-                continue;
-            }
-            if (memcmp(cur + (size_t)i * elem, snap + (size_t)i * elem,
-                       elem) != 0) {
-                memcpy(snap + (size_t)i * elem, cur + (size_t)i * elem, elem);
-                e->pos[e->n++] = (uint16_t)(e->fill + i);
-            }
-            i++;
-        }
+        scan(e, cur, snap, e->fill, take);
         e->fill += take;
         e->elems += take;
         cur += (size_t)take * elem;
@@ -275,32 +339,13 @@ static int get_varint(reader *r, uint64_t *v)
     return -1;
 }
 
-/* Gives the sink each run of consecutive positions; values follow one
- * another in the payload in position order. */
-static int emit_runs(const uint32_t *pos, uint32_t n, uint64_t base,
-                     const uint8_t *values, unsigned elem,
-                     wex__delta_sink sink, void *arg)
-{
-    uint32_t start = 0;
-
-    for (uint32_t i = 1; i <= n; i++) {
-        if (i < n && pos[i] == pos[i - 1] + 1)
-            continue;
-        if (sink(arg, base + pos[start], values + (size_t)start * elem,
-                 i - start) != 0)
-            return -1;
-        start = i;
-    }
-    return 0;
-}
-
 static int read_sparse(reader *r, uint32_t u, unsigned elem, uint32_t *pos,
                        uint64_t chunk, uint32_t *n_p)
 {
     uint64_t n, low_bytes, high_bytes, hb;
     const uint8_t *low, *high;
     unsigned l;
-    uint64_t j = 0;
+    uint64_t j;
 
     if (get_varint(r, &n) != 0 || n == 0 || n > u)
         return fail(r, "a sparse count out of range", chunk);
@@ -314,19 +359,37 @@ static int read_sparse(reader *r, uint32_t u, unsigned elem, uint32_t *pos,
         return fail(r, "sparse positions or values past the end", chunk);
     low = r->p;
     high = r->p + low_bytes;
-    for (uint64_t i = 0; i < n; i++) {
-        uint32_t x = 0;
-        while (j < hb && !get_bit(high, j))
-            j++;
-        if (j >= hb)
-            return fail(r, "fewer high parts than positions", chunk);
-        for (unsigned b = 0; b < l; b++)
-            x |= (uint32_t)get_bit(low, i * l + b) << b;
-        x |= (uint32_t)(j - i) << l;
-        if (x >= u || (i > 0 && x <= pos[i - 1]))
-            return fail(r, "sparse positions out of order or range", chunk);
-        pos[i] = x;
-        j++;
+    {
+        uint64_t acc = 0, mask = l ? (1ull << l) - 1 : 0;
+        unsigned have = 0;
+        const uint8_t *q = low;
+        unsigned byte = 0;
+        uint64_t at = 0; /* the high bitmap, a byte at a time */
+
+        for (uint64_t i = 0; i < n; i++) {
+            uint32_t x;
+            while (have < l) {
+                acc |= (uint64_t)*q++ << have;
+                have += 8;
+            }
+            x = (uint32_t)(acc & mask);
+            acc >>= l;
+            have -= l;
+            /* the next set bit of the high bitmap */
+            while (byte == 0 && at < high_bytes)
+                byte = high[at++];
+            if (byte == 0)
+                return fail(r, "fewer high parts than positions", chunk);
+            j = (at - 1) * 8 + (unsigned)__builtin_ctz(byte);
+            byte &= byte - 1;
+            if (j >= hb)
+                return fail(r, "fewer high parts than positions", chunk);
+            x |= (uint32_t)(j - i) << l;
+            if (x >= u || (i > 0 && x <= pos[i - 1]))
+                return fail(r, "sparse positions out of order or range",
+                            chunk);
+            pos[i] = x;
+        }
     }
     r->p += low_bytes + high_bytes;
     *n_p = (uint32_t)n;
@@ -372,9 +435,15 @@ int wex__delta_walk(const uint8_t *payload, size_t len, unsigned elem,
                 rc = fail(&r, "a bitmap past the end", c);
                 break;
             }
-            for (uint32_t i = 0; i < u; i++)
-                if (get_bit(r.p, i))
-                    pos[n++] = i;
+            for (uint32_t i = 0; i < u; i += 8) {
+                unsigned bits = r.p[i / 8];
+                if (i + 8 > u)
+                    bits &= (1u << (u - i)) - 1; /* past the chunk: none */
+                while (bits != 0) {
+                    pos[n++] = i + (unsigned)__builtin_ctz(bits);
+                    bits &= bits - 1;
+                }
+            }
             r.p += (u + 7) / 8;
             if ((uint64_t)(r.end - r.p) < (uint64_t)n * elem)
                 rc = fail(&r, "bitmap values past the end", c);
@@ -382,7 +451,7 @@ int wex__delta_walk(const uint8_t *payload, size_t len, unsigned elem,
         case WEX__DELTA_DENSE:
             if ((uint64_t)(r.end - r.p) < (uint64_t)u * elem)
                 rc = fail(&r, "dense values past the end", c);
-            else if (sink(arg, base, r.p, u) != 0)
+            else if (sink(arg, base, NULL, u, r.p) != 0)
                 rc = fail(&r, "the sink stopped", c);
             r.p += rc == 0 ? (size_t)u * elem : 0;
             c++;
@@ -391,7 +460,7 @@ int wex__delta_walk(const uint8_t *payload, size_t len, unsigned elem,
             rc = fail(&r, "an unknown tag", c);
             continue;
         }
-        if (rc == 0 && emit_runs(pos, n, base, r.p, elem, sink, arg) != 0)
+        if (rc == 0 && n > 0 && sink(arg, base, pos, n, r.p) != 0)
             rc = fail(&r, "the sink stopped", c);
         r.p += rc == 0 ? (size_t)n * elem : 0;
         c++;

@@ -76,11 +76,13 @@ int64_t wex__delta_enc_end(wex__delta_enc *e);
 /* The most bytes a payload of a stream of `elems` elements can take. */
 uint64_t wex__delta_bound(uint64_t elems, unsigned elem);
 
-/* Where decoded elements go: `count` elements starting at stream
- * element `at`, their bytes at `values`. Called in stream order, with
- * maximal runs of consecutive elements. Nonzero stops the walk. */
-typedef int (*wex__delta_sink)(void *arg, uint64_t at, const uint8_t *values,
-                               uint64_t count);
+/* Where a chunk's changed elements go: the chunk starts at stream
+ * element `base`; its n changed elements are at chunk positions pos[]
+ * (ascending), or, when pos is NULL, are the chunk's first n elements
+ * (a dense chunk); their bytes follow one another at `values`. Called in
+ * stream order. Nonzero stops the walk. */
+typedef int (*wex__delta_sink)(void *arg, uint64_t base, const uint32_t *pos,
+                               uint32_t n, const uint8_t *values);
 
 /* Walks a payload of a stream of `elems` elements of `elem` bytes;
  * 0, or -1 with a reason in `why` when it is malformed (a length past

@@ -192,7 +192,8 @@ static void cursor_visit(cursor *c, uint64_t from, uint64_t to,
     }
 }
 
-/* Digests the operation as it will be with the payload applied. */
+/* Digests the operation as it will be with the payload applied: the
+ * live bytes where nothing changed, the payload's elsewhere. */
 typedef struct virtual_digest {
     cursor c;
     XXH3_state_t *h;
@@ -204,23 +205,34 @@ static void hash_piece(void *arg, uint8_t *at, uint64_t n)
     wex__digest_update(arg, at, n);
 }
 
-static int hash_sink(void *arg, uint64_t at, const uint8_t *values,
-                     uint64_t count)
+static int hash_sink(void *arg, uint64_t base, const uint32_t *pos,
+                     uint32_t n, const uint8_t *values)
 {
     virtual_digest *v = arg;
 
-    if (v->h != NULL) {
+    v->changed += n;
+    if (v->h == NULL)
+        return 0;
+    for (uint32_t i = 0; i < n;) {
+        /* a run of consecutive changed elements, hashed from the payload */
+        uint64_t at = base + (pos != NULL ? pos[i] : i);
+        uint32_t k = 1;
+        while (i + k < n &&
+               (pos == NULL || pos[i + k] == pos[i + k - 1] + 1))
+            k++;
         cursor_visit(&v->c, v->pos, at * v->elem, hash_piece, v->h);
-        wex__digest_update(v->h, values, count * v->elem);
+        wex__digest_update(v->h, values + (size_t)i * v->elem, k * v->elem);
+        v->pos = (at + k) * v->elem;
+        i += k;
     }
-    v->pos = (at + count) * v->elem;
-    v->changed += count;
     return 0;
 }
 
-/* Writes the payload's elements into the live tensor. */
+/* Writes the payload's elements into the live tensor: straight into it
+ * where the operation is one run there, else run by run. */
 typedef struct writer {
     cursor c;
+    uint8_t *whole; /* the operation's bytes when they are one run */
     const uint8_t *values;
     uint64_t elem;
 } writer;
@@ -233,13 +245,30 @@ static void write_piece(void *arg, uint8_t *at, uint64_t n)
     w->values += n;
 }
 
-static int write_sink(void *arg, uint64_t at, const uint8_t *values,
-                      uint64_t count)
+static int write_sink(void *arg, uint64_t base, const uint32_t *pos,
+                      uint32_t n, const uint8_t *values)
 {
     writer *w = arg;
+    uint64_t elem = w->elem;
 
-    w->values = values;
-    cursor_visit(&w->c, at * w->elem, (at + count) * w->elem, write_piece, w);
+    if (pos == NULL) {
+        w->values = values;
+        if (w->whole != NULL)
+            memcpy(w->whole + base * elem, values, n * elem);
+        else
+            cursor_visit(&w->c, base * elem, (base + n) * elem, write_piece,
+                         w);
+        return 0;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t at = (base + pos[i]) * elem;
+        if (w->whole != NULL) {
+            memcpy(w->whole + at, values + i * elem, elem);
+        } else {
+            w->values = values + i * elem;
+            cursor_visit(&w->c, at, at + elem, write_piece, w);
+        }
+    }
     return 0;
 }
 
@@ -356,6 +385,8 @@ wex_status wex__delta_apply(wex_job *job)
         memset(&w, 0, sizeof(w));
         cursor_init(&w.c, job, o);
         w.elem = o->dtype_size;
+        if (w.c.valid && w.c.w.remaining == 0) /* a single run */
+            w.whole = w.c.base + w.c.b;
         /* checked at the step's verdict: it decodes */
         if (wex__delta_walk(d->inbox[d->apply_at[e][0]] + d->apply_at[e][1],
                             (size_t)d->apply_at[e][2], o->dtype_size,
