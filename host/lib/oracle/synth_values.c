@@ -7,7 +7,7 @@
 #include "numbers.h"
 #include "quantize.h"
 
-static uint64_t hash(uint64_t canonical, uint64_t element, uint64_t step)
+static uint64_t mix(uint64_t canonical, uint64_t element, uint64_t step)
 {
     uint64_t z = canonical * 0x9e3779b97f4a7c15ull ^ element * 0xbf58476d1ce4e5b9ull ^
                  step * 0x94d049bb133111ebull;
@@ -15,6 +15,29 @@ static uint64_t hash(uint64_t canonical, uint64_t element, uint64_t step)
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
+}
+
+/* The fraction of elements a step changes (wex run --changed): one
+ * setting for the whole process, which runs one rank of one job. */
+static double changed = 1.0;
+
+void wex__synth_set_changed(double fraction)
+{
+    changed = fraction < 0 ? 0 : fraction > 1 ? 1 : fraction;
+}
+
+/* An element takes a new value at the steps where step * F + its phase
+ * (a number in [0, 1) drawn from its hash) passes an integer: a fraction
+ * F of the elements each step, the same ones on every rank, and each
+ * element's value at any step without looking at the steps before. */
+static uint64_t hash(uint64_t canonical, uint64_t element, uint64_t step)
+{
+    if (changed < 1.0) {
+        double phase = (double)(mix(canonical, element, UINT64_MAX) >> 11) *
+                       0x1p-53;
+        step = (uint64_t)((double)step * changed + phase);
+    }
+    return mix(canonical, element, step);
 }
 
 /* A sign, an exponent in [-6, 1] and 23 bits of mantissa; one value in

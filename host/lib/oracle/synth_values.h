@@ -14,6 +14,11 @@
 
 #include <stdint.h>
 
+/* Every element takes a new value at every step (1, the default), or
+ * only a fraction of them do at each (`wex run --changed`): the same
+ * elements on every rank, so destinations still check every element. */
+void wex__synth_set_changed(double fraction);
+
 /* Writes wex_dtype_size(dtype) bytes into `out`. */
 void wex__synth_value(uint32_t dtype, uint64_t canonical, uint64_t element,
                       uint64_t step, void *out);
