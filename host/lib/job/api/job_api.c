@@ -209,8 +209,6 @@ static void release_bindings(wex_job *job)
         else if (job->bind[i].owned)
             free(job->bind[i].address);
     }
-    free(job->memory_kind);
-    free(job->bind);
 }
 
 /* Each part goes with its owner's fini, in the order they lean on each
@@ -236,6 +234,8 @@ void wex_job_close(wex_job *job)
     wex__transforms_free(job);
     wex__job_checkpoint_close(job);
     wex__job_ops_free(job);
+    free(job->memory_kind); /* last: the parts above read them */
+    free(job->bind);
     free(job);
 }
 
