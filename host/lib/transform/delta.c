@@ -211,6 +211,62 @@ static inline void word_changed(wex__delta_enc *e, uint32_t at, uint64_t diff,
     memcpy(snap, cur, 8);
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* 64 bytes at a time with AVX2: equal elements found by a compare of the
+ * element's width, the changed ones as a bit per byte; scan() takes the
+ * rest. Returns how many bytes it scanned. */
+__attribute__((target("avx2"))) static uint64_t
+scan_avx2(wex__delta_enc *e, const uint8_t *cur, uint8_t *snap, uint32_t at,
+          uint64_t bytes)
+{
+    unsigned elem = e->elem;
+    uint64_t i = 0;
+
+    for (; i + 64 <= bytes; i += 64) {
+        __m256i a0 = _mm256_loadu_si256((const __m256i *)(cur + i));
+        __m256i a1 = _mm256_loadu_si256((const __m256i *)(cur + i + 32));
+        __m256i b0 = _mm256_loadu_si256((const __m256i *)(snap + i));
+        __m256i b1 = _mm256_loadu_si256((const __m256i *)(snap + i + 32));
+        __m256i e0, e1;
+        uint64_t diff;
+
+        switch (elem) {
+        case 1:
+            e0 = _mm256_cmpeq_epi8(a0, b0);
+            e1 = _mm256_cmpeq_epi8(a1, b1);
+            break;
+        case 2:
+            e0 = _mm256_cmpeq_epi16(a0, b0);
+            e1 = _mm256_cmpeq_epi16(a1, b1);
+            break;
+        case 4:
+            e0 = _mm256_cmpeq_epi32(a0, b0);
+            e1 = _mm256_cmpeq_epi32(a1, b1);
+            break;
+        default:
+            e0 = _mm256_cmpeq_epi64(a0, b0);
+            e1 = _mm256_cmpeq_epi64(a1, b1);
+            break;
+        }
+        diff = ~((uint64_t)(uint32_t)_mm256_movemask_epi8(e0) |
+                 (uint64_t)(uint32_t)_mm256_movemask_epi8(e1) << 32);
+        if (__builtin_expect(diff == 0, 1))
+            continue;
+        _mm256_storeu_si256((__m256i *)(snap + i), a0);
+        _mm256_storeu_si256((__m256i *)(snap + i + 32), a1);
+        while (diff != 0) { /* one bit per element: its first byte's */
+            unsigned byte = (unsigned)__builtin_ctzll(diff);
+            e->pos[e->n++] = (uint16_t)(at + (i + byte) / elem);
+            diff &= ~((elem == 8 ? 0xffull : (1ull << elem) - 1)
+                      << (byte - byte % elem));
+        }
+    }
+    return i;
+}
+#endif
+
 /* Scans `take` elements (a multiple of 8 bytes, or the stream's tail)
  * of the current chunk from chunk element `at` on. */
 static void scan(wex__delta_enc *e, const uint8_t *cur, uint8_t *snap,
@@ -218,6 +274,11 @@ static void scan(wex__delta_enc *e, const uint8_t *cur, uint8_t *snap,
 {
     unsigned elem = e->elem;
     uint64_t bytes = (uint64_t)take * elem, i = 0;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("avx2"))
+        i = scan_avx2(e, cur, snap, at, bytes);
+#endif
 
     /* 32 bytes at a time while nothing changed: two loads and a compare
      * a word, the common case */
