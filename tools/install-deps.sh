@@ -10,7 +10,7 @@ $sudo apt-get install -y -qq --no-install-recommends \
     libcjson-dev check libsubunit-dev \
     libucx-dev ucx-utils libxxhash-dev \
     python3 python3-jsonschema iproute2 \
-    clang libclang-rt-14-dev >/dev/null
+    clang libclang-rt-14-dev clang-format >/dev/null
 # The Python package and its tests (tests/python, samples/python), for the
 # python3 first on PATH. torch is pinned to the CPU wheel this machine
 # carries: an unpinned torch would download a CUDA build of several GB.

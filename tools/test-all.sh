@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds wex and runs every test: the suite (warnings as errors), the
+# Builds wex and runs every test: the sources' format (.clang-format),
+# the suite (warnings as errors), the
 # install + an out-of-tree plugin built against the installed SDK and
 # loaded by the installed wex, the Python package installed with pip into
 # a fresh venv and its tests, then the suite again under ASan + UBSan,
@@ -7,6 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
+
+echo "== the sources follow .clang-format"
+bash tools/format.sh --check
 
 echo "== build and test (-Werror)"
 cmake -S . -B build -DWEX_WERROR=ON >/dev/null

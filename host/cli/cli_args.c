@@ -98,26 +98,49 @@ int cli_parse_u64(const char *command, const char *option, const char *text,
     return 0;
 }
 
+/* A plain decimal (no blanks, hex, inf or nan, which strtod takes) in
+ * *v; 0 when `text` is not one. */
+static int plain_decimal(const char *text, double *v)
+{
+    char *end = NULL;
+
+    if (text[0] == '\0' ||
+        strspn(text, "0123456789.eE+-") != strlen(text) ||
+        !(text[0] == '.' || (text[0] >= '0' && text[0] <= '9')))
+        return 0;
+    errno = 0;
+    *v = strtod(text, &end);
+    return *end == '\0' && errno == 0;
+}
+
 int cli_parse_seconds(const char *command, const char *option,
                       const char *text, double max, double *out)
 {
-    /* Plain decimals: no blanks, hex, inf or nan, which strtod takes. */
-    int ok = text[0] != '\0' && strspn(text, "0123456789.eE+-") ==
-                                    strlen(text) &&
-             (text[0] == '.' || (text[0] >= '0' && text[0] <= '9'));
-    char *end = NULL, shown[128];
+    char shown[128];
     double v = 0;
 
-    if (ok) {
-        errno = 0;
-        v = strtod(text, &end);
-        ok = *end == '\0' && errno == 0 && v > 0 && v <= max;
-    }
-    if (!ok) {
+    if (!plain_decimal(text, &v) || !(v > 0 && v <= max)) {
         quoted(text, shown, sizeof(shown));
         cli_error(command, "%s: expected seconds, more than 0 and at most "
                            "%g, got %s",
                   option, max, shown);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_parse_fraction(const char *command, const char *option,
+                       const char *text, double *out)
+{
+    char shown[128];
+    double v = 0;
+
+    if (!plain_decimal(text, &v) || !(v >= 0 && v <= 1)) {
+        quoted(text, shown, sizeof(shown));
+        cli_error(command, "%s: expected a fraction from 0 to 1 (0.01 for "
+                           "1 %%), got %s",
+                  option, shown);
         return -1;
     }
     *out = v;
@@ -149,6 +172,11 @@ int cli_u64(const cli_parser *p, uint64_t min, uint64_t max, uint64_t *out)
 int cli_seconds(const cli_parser *p, double max, double *out)
 {
     return cli_parse_seconds(p->command, p->name, p->arg, max, out);
+}
+
+int cli_fraction(const cli_parser *p, double *out)
+{
+    return cli_parse_fraction(p->command, p->name, p->arg, out);
 }
 
 /* The long option whose value is `val`, or NULL. */

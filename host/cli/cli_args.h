@@ -83,9 +83,14 @@ int cli_parse_u64(const char *command, const char *option, const char *text,
 int cli_parse_seconds(const char *command, const char *option,
                       const char *text, double max, double *out);
 
+/* A fraction: a decimal number from 0 to 1. */
+int cli_parse_fraction(const char *command, const char *option,
+                       const char *text, double *out);
+
 /* The value of the option cli_next just returned, through the parsers
  * above. */
 int cli_u64(const cli_parser *p, uint64_t min, uint64_t max, uint64_t *out);
 int cli_seconds(const cli_parser *p, double max, double *out);
+int cli_fraction(const cli_parser *p, double *out);
 
 #endif /* CLI_ARGS_H */

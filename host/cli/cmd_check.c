@@ -3,11 +3,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "catalog.h"
-#include "checkpoint.h"
+#include <wex/wex.h>
+
 #include "cli.h"
 #include "cli_args.h"
-#include "error.h"
+#include "tool_checkpoint.h"
+#include "tool_model.h"
 
 static void usage(FILE *out)
 {
@@ -42,8 +43,10 @@ int cmd_check(int argc, char **argv)
         {NULL, 0, NULL, 0}};
     const char *model_path = NULL, *dir = NULL;
     wex_model *model = NULL;
-    wex__checkpoint ck;
-    uint64_t bytes = 0, told = 0;
+    wex_tool_checkpoint *ck;
+    wex_tool_model_info info;
+    uint64_t told = 0;
+    size_t files;
     cli_parser p;
     int c;
 
@@ -72,29 +75,31 @@ int cmd_check(int argc, char **argv)
                         "--model CONFIG.json (see 'wex check --help')\n");
         return CLI_EXIT_USAGE;
     }
-    if (wex__model_load(model_path, &model) != WEX_OK) {
-        fprintf(stderr, "wex check: %s\n", wex__last_error());
+    if (wex_tool_model_load(model_path, &model) != WEX_OK) {
+        fprintf(stderr, "wex check: %s\n", wex_last_error());
         return CLI_EXIT_USAGE;
     }
-    if (wex__checkpoint_open(dir, model, print_line, &told, &ck) != WEX_OK) {
+    if (wex_tool_checkpoint_open(dir, model, print_line, &told, &ck) !=
+        WEX_OK) {
         /* mismatches were each told already; a file that could not be
          * read or parsed is told here */
         if (told == 0)
-            fprintf(stderr, "%s\n", wex__last_error());
-        wex__model_free(model);
+            fprintf(stderr, "%s\n", wex_last_error());
+        wex_tool_model_free(model);
         return CLI_EXIT_USAGE;
     }
-    for (uint64_t t = 0; t < model->count; t++)
-        bytes += model->tensors[t].bytes;
+    wex_tool_model_get_info(model, &info);
+    files = wex_tool_checkpoint_files(ck);
     printf("%s: %zu file%s, the %" PRIu64 " tensors of %s (%" PRIu64
            " bytes) with their dtypes and shapes",
-           dir, ck.nfiles, ck.nfiles == 1 ? "" : "s", model->count,
-           model->architecture, bytes);
-    if (ck.extra > 0)
-        printf("; %" PRIu64 " other tensor%s skipped", ck.extra,
-               ck.extra == 1 ? "" : "s");
+           dir, files, files == 1 ? "" : "s", info.count, info.architecture,
+           info.total_bytes);
+    if (wex_tool_checkpoint_skipped(ck) > 0)
+        printf("; %" PRIu64 " other tensor%s skipped",
+               wex_tool_checkpoint_skipped(ck),
+               wex_tool_checkpoint_skipped(ck) == 1 ? "" : "s");
     printf("\n");
-    wex__checkpoint_close(&ck);
-    wex__model_free(model);
+    wex_tool_checkpoint_close(ck);
+    wex_tool_model_free(model);
     return CLI_EXIT_OK;
 }

@@ -4,16 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalog.h"
+#include <wex/wex.h>
+
 #include "cli.h"
 #include "cli_args.h"
-#include "engine.h"
-#include "layout_document.h"
-#include "error.h"
-#include "host_registry.h"
-#include "json_pointer.h"
 #include "layout_options.h"
-#include "schema_store.h"
+#include "tool_json.h"
+#include "tool_model.h"
 
 static void usage(FILE *out)
 {
@@ -167,25 +164,20 @@ static int parse_args(int argc, char **argv, layout_args *a)
 /* The parallel config must follow the job schema's definition. */
 static int check_parallel(const cJSON *parallel)
 {
-    const cJSON *schema = wex__json_pointer_get(wex__schema("job"),
-                                                "/$defs/parallel");
-
-    if (schema != NULL &&
-        wex__schema_check_with(schema, parallel, "--parallel", "", NULL) !=
-            WEX_OK) {
-        fprintf(stderr, "wex layout: %s\n", wex__last_error());
+    if (wex_tool_check_parallel(parallel, "--parallel") != WEX_OK) {
+        fprintf(stderr, "wex layout: %s\n", wex_last_error());
         return -1;
     }
     return 0;
 }
 
-static int print_document(wex__engine *e, uint64_t first, uint64_t last)
+static int print_document(wex_tool_engine *e, uint64_t first, uint64_t last)
 {
-    cJSON *doc = wex__layout_document(e, first, last);
+    cJSON *doc = wex_tool_layout_document(e, first, last);
     char *text = doc ? cJSON_PrintUnformatted(doc) : NULL;
 
     if (doc == NULL) {
-        fprintf(stderr, "wex layout: %s\n", wex__last_error());
+        fprintf(stderr, "wex layout: %s\n", wex_last_error());
         return CLI_EXIT_USAGE;
     }
     if (text)
@@ -195,49 +187,50 @@ static int print_document(wex__engine *e, uint64_t first, uint64_t last)
     return CLI_EXIT_OK;
 }
 
-static int describe_all(wex__engine *e, const layout_args *a,
+static int describe_all(wex_tool_engine *e, const layout_args *a,
                         const wex_model *model)
 {
+    uint64_t ranks = wex_tool_engine_ranks(e);
     uint64_t first = a->has_rank ? a->rank : 0;
-    uint64_t last = a->has_rank ? a->rank : e->ranks - 1;
+    uint64_t last = a->has_rank ? a->rank : ranks - 1;
     uint64_t total = 0;
+    wex_tool_model_info m;
     int rc = CLI_EXIT_OK;
 
     if (a->json)
         return print_document(e, first, last);
-    printf("model   %s: %llu tensors, %llu bytes\n", model->architecture,
-           (unsigned long long)model->count,
-           (unsigned long long)model->total_bytes);
-    printf("engine  %s: %llu ranks\n", a->engine,
-           (unsigned long long)e->ranks);
+    wex_tool_model_get_info(model, &m);
+    printf("model   %s: %llu tensors, %llu bytes\n", m.architecture,
+           (unsigned long long)m.count, (unsigned long long)m.total_bytes);
+    printf("engine  %s: %llu ranks\n", a->engine, (unsigned long long)ranks);
     for (uint64_t r = first; r <= last && rc == CLI_EXIT_OK; r++) {
-        wex__rank_layout l;
-        if (wex__engine_describe(e, r, &l) != WEX_OK) {
-            fprintf(stderr, "wex layout: %s\n", wex__last_error());
+        wex_tool_layout *l;
+        wex_tool_layout_info info;
+        if (wex_tool_engine_describe(e, r, &l) != WEX_OK) {
+            fprintf(stderr, "wex layout: %s\n", wex_last_error());
             rc = CLI_EXIT_USAGE;
-        } else {
-            printf("rank %-5llu %zu tensors, %zu pieces, %llu bytes\n",
-                   (unsigned long long)r, l.tensor_count, l.piece_count,
-                   (unsigned long long)l.bytes);
+            continue;
         }
-        total += l.bytes;
-        wex__rank_layout_fini(&l);
+        wex_tool_layout_get_info(l, &info);
+        printf("rank %-5llu %zu tensors, %zu pieces, %llu bytes\n",
+               (unsigned long long)r, info.tensor_count, info.piece_count,
+               (unsigned long long)info.bytes);
+        total += info.bytes;
+        wex_tool_layout_free(l);
     }
     if (rc == CLI_EXIT_OK && !a->has_rank)
         printf("total   %llu bytes held, %.3fx the model\n",
                (unsigned long long)total,
-               model->total_bytes ? (double)total /
-                                        (double)model->total_bytes
-                                  : 0.0);
+               m.total_bytes ? (double)total / (double)m.total_bytes : 0.0);
     return rc;
 }
 
 int cmd_layout(int argc, char **argv)
 {
     cJSON *parallel = NULL, *options = NULL;
-    wex__registry *r = NULL;
+    wex_tool_registry *r = NULL;
     wex_model *model = NULL;
-    wex__engine *e = NULL;
+    wex_tool_engine *e = NULL;
     layout_args a;
     int rc;
 
@@ -255,24 +248,24 @@ int cmd_layout(int argc, char **argv)
         fprintf(stderr, "wex layout: --options: invalid JSON\n");
         goto out;
     }
-    if (wex__model_load(a.model, &model) != WEX_OK ||
-        wex__registry_scan(&r) != WEX_OK ||
-        wex__engine_open(r, a.engine, model, parallel, options, &e) !=
+    if (wex_tool_model_load(a.model, &model) != WEX_OK ||
+        wex_tool_registry_scan(&r) != WEX_OK ||
+        wex_tool_engine_open(r, a.engine, model, parallel, options, &e) !=
             WEX_OK) {
-        fprintf(stderr, "wex layout: %s\n", wex__last_error());
+        fprintf(stderr, "wex layout: %s\n", wex_last_error());
         goto out;
     }
-    if (a.has_rank && a.rank >= e->ranks) {
+    if (a.has_rank && a.rank >= wex_tool_engine_ranks(e)) {
         fprintf(stderr, "wex layout: --rank %llu: engine %s has ranks "
                         "0..%llu\n", (unsigned long long)a.rank, a.engine,
-                (unsigned long long)(e->ranks - 1));
+                (unsigned long long)(wex_tool_engine_ranks(e) - 1));
         goto out;
     }
     rc = describe_all(e, &a, model);
 out:
-    wex__engine_close(e);
-    wex__registry_free(r);
-    wex__model_free(model);
+    wex_tool_engine_close(e);
+    wex_tool_registry_free(r);
+    wex_tool_model_free(model);
     cJSON_Delete(parallel);
     cJSON_Delete(options);
     return rc;

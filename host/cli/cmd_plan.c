@@ -7,14 +7,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <wex/wex.h>
+
 #include "cli.h"
 #include "cli_args.h"
-#include "error.h"
-#include "host_registry.h"
-#include "clock.h"
-#include "plan_share.h"
-#include "plan_summary.h"
-#include "quantize.h"
+#include "tool_base.h"
+#include "tool_plan.h"
 
 typedef struct plan_args {
     const char *job;
@@ -24,6 +22,7 @@ typedef struct plan_args {
     int has_rank;
     uint64_t rank;
     uint32_t side;
+    double changed; /* --changed; < 0: not asked */
 } plan_args;
 
 static void usage(FILE *out)
@@ -31,7 +30,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: wex plan JOB.json [--json] [--ops FILE.jsonl] "
             "[--rank N [--side source|destination]]\n"
-            "                     [--shares DIR]\n"
+            "                     [--shares DIR] [--changed F]\n"
             "\n"
             "Lays out both sides of the job, asks its policy for every "
             "rank's copy\noperations and reports what they add up to: bytes "
@@ -55,6 +54,14 @@ static void usage(FILE *out)
             "\"plan_shares\") reads\n"
             "                 its share instead of laying out every rank "
             "and planning\n"
+            "  --changed F    also predict a delta step where a fraction F "
+            "(0 to 1) of\n"
+            "                 the elements changed at random places: the "
+            "bytes on the\n"
+            "                 wire, what the sources hold for it, and the "
+            "step's time\n"
+            "                 (whole plan only; docs/design.md, \"Delta "
+            "steps\")\n"
             "\n"
             "The transport the job names need not be installed: planning "
             "moves no bytes.\n");
@@ -64,13 +71,21 @@ static void usage(FILE *out)
  * mistake). */
 static int parse_args(int argc, char **argv, plan_args *a)
 {
-    enum { OPT_JSON = CLI_LONG_ONLY, OPT_OPS, OPT_RANK, OPT_SIDE, OPT_SHARES };
+    enum {
+        OPT_JSON = CLI_LONG_ONLY,
+        OPT_OPS,
+        OPT_RANK,
+        OPT_SIDE,
+        OPT_SHARES,
+        OPT_CHANGED
+    };
     static const struct option options[] = {
         {"json", no_argument, NULL, OPT_JSON},
         {"ops", required_argument, NULL, OPT_OPS},
         {"rank", required_argument, NULL, OPT_RANK},
         {"side", required_argument, NULL, OPT_SIDE},
         {"shares", required_argument, NULL, OPT_SHARES},
+        {"changed", required_argument, NULL, OPT_CHANGED},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     cli_parser p;
@@ -78,6 +93,7 @@ static int parse_args(int argc, char **argv, plan_args *a)
 
     memset(a, 0, sizeof(*a));
     a->side = WEX_SIDE_DESTINATION;
+    a->changed = -1;
     cli_parser_init(&p, "wex plan", argc, argv, "h", options);
     while ((c = cli_next(&p)) != CLI_DONE) {
         switch (c) {
@@ -89,6 +105,10 @@ static int parse_args(int argc, char **argv, plan_args *a)
             break;
         case OPT_SHARES:
             a->shares = p.arg;
+            break;
+        case OPT_CHANGED:
+            if (cli_fraction(&p, &a->changed) != 0)
+                return CLI_EXIT_USAGE;
             break;
         case OPT_RANK:
             if (cli_u64(&p, 0, CLI_RANK_MAX, &a->rank) != 0)
@@ -122,36 +142,67 @@ static int parse_args(int argc, char **argv, plan_args *a)
         fprintf(stderr, "wex plan: no job file (see wex plan --help)\n");
         return CLI_EXIT_USAGE;
     }
+    if (a->changed >= 0 && a->has_rank) {
+        fprintf(stderr, "wex plan: --changed predicts the whole plan's "
+                        "step; drop --rank\n");
+        return CLI_EXIT_USAGE;
+    }
     return -1;
 }
 
-static void print_json(const wex__planner *p, const wex__plan_summary *r)
+static void print_json(const cJSON *doc)
 {
-    cJSON *doc = wex__plan_summary_document(p, r);
     char *text = doc ? cJSON_Print(doc) : NULL;
 
     if (text != NULL)
         puts(text);
     free(text);
-    cJSON_Delete(doc);
 }
 
-static void print_human(const wex__planner *p, const plan_args *a,
-                        const wex__plan_summary *r)
+/* The delta step --changed asked for, beside the whole step. */
+static void print_delta(const wex_tool_plan_summary *s)
 {
-    const wex__plan_stats *s = &r->stats;
+    double pct = s->bytes > 0 ? 100.0 * (double)s->delta.wire_bytes /
+                                    (double)s->bytes
+                              : 0;
 
+    printf("delta      at %g %% changed: %" PRIu64 " bytes on the wire "
+           "(%.2f %% of the whole step), %" PRIu64 " of them in operations "
+           "that go whole%s\n",
+           s->delta.changed * 100, s->delta.wire_bytes, pct,
+           s->delta.whole_bytes,
+           s->delta.changed > s->delta.max_fraction
+               ? " (past max_fraction: every one)"
+               : " (converting ones)");
+    printf("           busiest sender %" PRIu64 " bytes, busiest receiver %"
+           PRIu64 " bytes; snapshots %" PRIu64 " bytes (largest source "
+           "%" PRIu64 ", its outbox %" PRIu64 "), scanned at %.1f GB/s\n",
+           s->delta.max_send, s->delta.max_recv, s->delta.snapshot_bytes,
+           s->delta.max_snapshot_bytes, s->delta.max_outbox_bytes,
+           s->delta.scan_bytes_per_s / 1e9);
+    printf("           predicted %.4f s, against %.4f s for the whole step "
+           "(%.1fx)\n",
+           s->delta.predicted, s->predicted,
+           s->delta.predicted > 0 ? s->predicted / s->delta.predicted : 0);
+}
+
+static void print_human(const wex_tool_planner *p, const plan_args *a,
+                        const wex_tool_plan_summary *s)
+{
+    wex_tool_job_info j;
+
+    wex_tool_planner_get_job(p, &j);
     printf("job        %s: %s (%" PRIu64 " rank%s) -> %s (%" PRIu64
            " rank%s) on %" PRIu64 " host%s, policy %s\n",
-           p->job->path, p->job->source.name, p->src.ranks,
-           p->src.ranks == 1 ? "" : "s", p->job->destination.name,
-           p->dst.ranks, p->dst.ranks == 1 ? "" : "s", p->topology.hosts,
-           p->topology.hosts == 1 ? "" : "s", p->job->policy.name);
+           j.path, j.source_engine, j.source_ranks,
+           j.source_ranks == 1 ? "" : "s", j.destination_engine,
+           j.destination_ranks, j.destination_ranks == 1 ? "" : "s",
+           j.hosts, j.hosts == 1 ? "" : "s", j.policy);
     if (a->has_rank) {
         printf("rank       %s %" PRIu64 ": %" PRIu64 " operations, %" PRIu64
                " bytes, planned in %.3f s\n",
                a->side == WEX_SIDE_SOURCE ? "source" : "destination", a->rank,
-               s->operations, s->bytes, r->plan_seconds);
+               s->operations, s->bytes, s->plan_seconds);
         return;
     }
     printf("plan       %" PRIu64 " operations moving %" PRIu64
@@ -160,54 +211,58 @@ static void print_human(const wex__planner *p, const plan_args *a,
     printf("sources    read %" PRIu64 " bytes to send them", s->source_bytes);
     if (s->quantized_bytes > 0)
         printf(", %" PRIu64 " of them quantized to fp8 (%s) at %.1f GB/s a "
-               "source", s->quantized_bytes, WEX__QUANT_RULE,
-               p->topology.quantize_bytes_per_s / 1e9);
+               "source", s->quantized_bytes, s->quantize_rule,
+               j.quantize_bytes_per_s / 1e9);
     printf("\n");
     printf("links      busiest sender %" PRIu64 " bytes, busiest receiver %"
            PRIu64 " bytes, %" PRIu64 " bytes within hosts\n",
-           wex__plan_max_send(s), wex__plan_max_recv(s), s->intra_host_bytes);
+           s->max_send, s->max_recv, s->intra_host_bytes);
     printf("time       predicted %.4f s, lower bound %.4f s (ratio %.3f) at "
            "%.0f GB/s NIC, %.0f GB/s within a host\n",
-           r->predicted, r->lower_bound,
-           r->lower_bound > 0 ? r->predicted / r->lower_bound : 1.0,
-           p->topology.nic_bytes_per_s / 1e9,
-           p->topology.intra_bytes_per_s / 1e9);
+           s->predicted, s->lower_bound,
+           s->lower_bound > 0 ? s->predicted / s->lower_bound : 1.0,
+           j.nic_bytes_per_s / 1e9, j.intra_bytes_per_s / 1e9);
     printf("planning   %.3f s for every rank, after %.3f s of layouts\n",
-           r->plan_seconds, p->layout_seconds);
+           s->plan_seconds, j.layout_seconds);
+    if (s->delta.changed >= 0)
+        print_delta(s);
 }
 
 /* Every rank's share (or --rank's), said in one line on `out`. */
-static wex_status write_shares(wex__planner *p, const plan_args *a,
+static wex_status write_shares(wex_tool_planner *p, const plan_args *a,
                                FILE *out)
 {
     uint64_t files = 0, bytes = 0;
-    double t0 = wex__now();
+    double t0 = wex_tool_now();
     wex_status st = WEX_OK;
+    wex_tool_job_info j;
 
+    wex_tool_planner_get_job(p, &j);
     for (uint32_t side = 0; side < 2 && st == WEX_OK; side++) {
-        uint64_t ranks = side == WEX_SIDE_SOURCE ? p->src.ranks
-                                                 : p->dst.ranks;
+        uint64_t ranks = side == WEX_SIDE_SOURCE ? j.source_ranks
+                                                 : j.destination_ranks;
         for (uint64_t r = 0; r < ranks && st == WEX_OK; r++) {
             if (a->has_rank && (side != a->side || r != a->rank))
                 continue;
-            st = wex__share_make(p, a->shares, side, r, &bytes);
+            st = wex_tool_share_make(p, a->shares, side, r, &bytes);
             files += st == WEX_OK;
         }
     }
     if (st != WEX_OK)
-        return wex__error_prefix(st, "--shares %s", a->shares);
+        return wex_tool_error_prefix(st, "--shares %s", a->shares);
     fprintf(out, "shares     %" PRIu64 " plan share%s, %.1f MB, written to %s "
             "in %.3f s\n", files, files == 1 ? "" : "s", bytes / 1e6,
-            a->shares, wex__now() - t0);
+            a->shares, wex_tool_now() - t0);
     return WEX_OK;
 }
 
 int cmd_plan(int argc, char **argv)
 {
-    wex__registry *registry;
-    wex__planner p;
+    wex_tool_registry *registry;
+    wex_tool_planner *p;
     plan_args a;
-    wex__plan_summary r;
+    wex_tool_plan_summary r;
+    cJSON *doc = NULL;
     FILE *ops = NULL;
     wex_status st;
     int code = CLI_EXIT_OK;
@@ -219,9 +274,9 @@ int cmd_plan(int argc, char **argv)
     if ((code = parse_args(argc, argv, &a)) >= 0)
         return code;
     code = CLI_EXIT_OK;
-    if (wex__registry_default(&registry) != WEX_OK ||
-        wex__planner_open(&p, registry, a.job) != WEX_OK) {
-        fprintf(stderr, "wex plan: %s\n", wex__last_error());
+    if (wex_tool_registry_default(&registry) != WEX_OK ||
+        wex_tool_planner_open(registry, a.job, &p) != WEX_OK) {
+        fprintf(stderr, "wex plan: %s\n", wex_last_error());
         return CLI_EXIT_USAGE;
     }
     if (a.ops_path != NULL) {
@@ -229,31 +284,34 @@ int cmd_plan(int argc, char **argv)
         if (ops == NULL) {
             fprintf(stderr, "wex plan: --ops %s: %s\n", a.ops_path,
                     strerror(errno));
-            wex__planner_close(&p);
+            wex_tool_planner_close(p);
             return CLI_EXIT_USAGE;
         }
     }
-    st = wex__plan_summarize(&p, a.has_rank, a.side, a.rank, ops,
-                             !a.json && isatty(STDERR_FILENO), &r);
+    /* the document is made while the summary's figures are at hand */
+    st = wex_tool_plan_summarize(p, a.has_rank, a.side, a.rank, ops,
+                                 !a.json && isatty(STDERR_FILENO), a.changed,
+                                 &r,
+                                 a.json && ops != stdout ? &doc : NULL);
     if (ops != NULL && ops != stdout && fclose(ops) != 0 && st == WEX_OK)
-        st = wex__error(WEX_ERR_SYSTEM, "--ops %s: %s", a.ops_path,
-                        strerror(errno));
+        st = wex_tool_error(WEX_ERR_SYSTEM, "--ops %s: %s", a.ops_path,
+                            strerror(errno));
     if (st != WEX_OK) {
-        fprintf(stderr, "wex plan: %s\n", wex__last_error());
+        fprintf(stderr, "wex plan: %s\n", wex_last_error());
         code = CLI_EXIT_FAILED;
     } else if (ops != stdout) {
         if (a.json)
-            print_json(&p, &r);
+            print_json(doc);
         else
-            print_human(&p, &a, &r);
+            print_human(p, &a, &r);
     }
     if (st == WEX_OK && a.shares != NULL &&
-        write_shares(&p, &a, a.json || ops == stdout ? stderr : stdout) !=
+        write_shares(p, &a, a.json || ops == stdout ? stderr : stdout) !=
             WEX_OK) {
-        fprintf(stderr, "wex plan: %s\n", wex__last_error());
+        fprintf(stderr, "wex plan: %s\n", wex_last_error());
         code = CLI_EXIT_FAILED;
     }
-    wex__plan_summary_fini(&r);
-    wex__planner_close(&p);
+    cJSON_Delete(doc);
+    wex_tool_planner_close(p);
     return code;
 }

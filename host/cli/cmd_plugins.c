@@ -4,11 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <wex/wex.h>
+
 #include "cli.h"
 #include "cli_args.h"
-#include "error.h"
-#include "host_registry.h"
-#include "registry.h"
+#include "tool_plugins.h"
 
 static void usage(FILE *out)
 {
@@ -30,57 +30,64 @@ static void usage(FILE *out)
             "loaded,\n1 otherwise.\n");
 }
 
-static const char *status_name(const wex__plugin *p)
+static const char *status_name(const wex_tool_plugin_info *p)
 {
     switch (p->state) {
-    case WEX__PLUGIN_LOADED: return "loaded";
-    case WEX__PLUGIN_FAILED: return "failed";
+    case WEX_TOOL_PLUGIN_LOADED: return "loaded";
+    case WEX_TOOL_PLUGIN_FAILED: return "failed";
     default: return "found";
     }
 }
 
-static void abi_text(const wex__manifest *m, char *buf, size_t cap)
+static void abi_text(const wex_tool_manifest_info *m, char *buf, size_t cap)
 {
     snprintf(buf, cap, "%u.%u-%u.%u", WEX_VERSION_MAJOR(m->abi_min),
              WEX_VERSION_MINOR(m->abi_min), WEX_VERSION_MAJOR(m->abi_max),
              WEX_VERSION_MINOR(m->abi_max));
 }
 
-static void print_text(const wex__registry *r)
+static void print_text(const wex_tool_registry *r)
 {
+    size_t count = wex_tool_registry_count(r);
+    size_t bad = wex_tool_registry_bad_count(r);
+    size_t searched = wex_tool_registry_search_count(r);
+    const char *path, *error;
     char abi[32];
 
     printf("%-12s %-10s %-9s %-9s %-8s %s\n", "NAME", "KIND", "VERSION",
            "ABI", "STATUS", "LIBRARY");
-    for (size_t i = 0; i < r->count; i++) {
-        const wex__plugin *p = r->plugins[i];
-        abi_text(&p->manifest, abi, sizeof(abi));
-        printf("%-12s %-10s %-9s %-9s %-8s %s\n", p->manifest.name,
-               wex__kind_name(p->manifest.kind), p->manifest.version, abi,
-               status_name(p), p->manifest.library);
-        if (p->state == WEX__PLUGIN_FAILED)
-            printf("  error: %s\n", p->error);
-        for (size_t s = 0; s < p->shadowed_count; s++)
-            printf("  shadows: %s\n", p->shadowed[s]);
+    for (size_t i = 0; i < count; i++) {
+        wex_tool_plugin_info p;
+        wex_tool_plugin_get_info(wex_tool_registry_plugin(r, i), &p);
+        abi_text(&p.manifest, abi, sizeof(abi));
+        printf("%-12s %-10s %-9s %-9s %-8s %s\n", p.manifest.name,
+               wex_tool_kind_name(p.manifest.kind), p.manifest.version, abi,
+               status_name(&p), p.manifest.library);
+        if (p.state == WEX_TOOL_PLUGIN_FAILED)
+            printf("  error: %s\n", p.error);
+        for (size_t s = 0; s < p.shadowed_count; s++)
+            printf("  shadows: %s\n", p.shadowed[s]);
     }
-    for (size_t i = 0; i < r->bad_count; i++)
-        printf("invalid manifest: %s\n", r->bad[i].error);
-    if (r->count == 0 && r->bad_count == 0) {
+    for (size_t i = 0; i < bad; i++) {
+        wex_tool_registry_bad(r, i, &path, &error);
+        printf("invalid manifest: %s\n", error);
+    }
+    if (count == 0 && bad == 0) {
         printf("no plugins found; searched:");
-        for (size_t i = 0; i < r->search_count; i++)
-            printf(" %s", r->search[i]);
-        printf("%s\n", r->search_count ? "" : " (nothing)");
+        for (size_t i = 0; i < searched; i++)
+            printf(" %s", wex_tool_registry_search(r, i));
+        printf("%s\n", searched ? "" : " (nothing)");
     }
 }
 
-static cJSON *plugin_json(const wex__plugin *p)
+static cJSON *plugin_json(const wex_tool_plugin_info *p)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON *shadowed = cJSON_AddArrayToObject(o, "shadowed");
     char abi[16];
 
     cJSON_AddStringToObject(o, "name", p->manifest.name);
-    cJSON_AddStringToObject(o, "kind", wex__kind_name(p->manifest.kind));
+    cJSON_AddStringToObject(o, "kind", wex_tool_kind_name(p->manifest.kind));
     cJSON_AddStringToObject(o, "version", p->manifest.version);
     cJSON_AddStringToObject(o, "description", p->manifest.description);
     snprintf(abi, sizeof(abi), "%u.%u", WEX_VERSION_MAJOR(p->manifest.abi_min),
@@ -89,7 +96,7 @@ static cJSON *plugin_json(const wex__plugin *p)
     snprintf(abi, sizeof(abi), "%u.%u", WEX_VERSION_MAJOR(p->manifest.abi_max),
              WEX_VERSION_MINOR(p->manifest.abi_max));
     cJSON_AddStringToObject(o, "abi_max", abi);
-    if (p->state == WEX__PLUGIN_LOADED) {
+    if (p->state == WEX_TOOL_PLUGIN_LOADED) {
         snprintf(abi, sizeof(abi), "%u.%u", WEX_VERSION_MAJOR(p->abi_version),
                  WEX_VERSION_MINOR(p->abi_version));
         cJSON_AddStringToObject(o, "abi", abi);
@@ -104,22 +111,28 @@ static cJSON *plugin_json(const wex__plugin *p)
     return o;
 }
 
-static void print_json(const wex__registry *r)
+static void print_json(const wex_tool_registry *r)
 {
     cJSON *doc = cJSON_CreateObject();
     cJSON *plugins = cJSON_AddArrayToObject(doc, "plugins");
     cJSON *bad = cJSON_AddArrayToObject(doc, "invalid_manifests");
     cJSON *search = cJSON_AddArrayToObject(doc, "search_path");
+    const char *path, *error;
     char *text;
 
-    for (size_t i = 0; i < r->search_count; i++)
-        cJSON_AddItemToArray(search, cJSON_CreateString(r->search[i]));
-    for (size_t i = 0; i < r->count; i++)
-        cJSON_AddItemToArray(plugins, plugin_json(r->plugins[i]));
-    for (size_t i = 0; i < r->bad_count; i++) {
+    for (size_t i = 0; i < wex_tool_registry_search_count(r); i++)
+        cJSON_AddItemToArray(search,
+                             cJSON_CreateString(wex_tool_registry_search(r, i)));
+    for (size_t i = 0; i < wex_tool_registry_count(r); i++) {
+        wex_tool_plugin_info p;
+        wex_tool_plugin_get_info(wex_tool_registry_plugin(r, i), &p);
+        cJSON_AddItemToArray(plugins, plugin_json(&p));
+    }
+    for (size_t i = 0; i < wex_tool_registry_bad_count(r); i++) {
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "manifest", r->bad[i].path);
-        cJSON_AddStringToObject(o, "error", r->bad[i].error);
+        wex_tool_registry_bad(r, i, &path, &error);
+        cJSON_AddStringToObject(o, "manifest", path);
+        cJSON_AddStringToObject(o, "error", error);
         cJSON_AddItemToArray(bad, o);
     }
     text = cJSON_Print(doc);
@@ -138,7 +151,7 @@ int cmd_plugins(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int json = 0, load = 1, failures = 0, c;
-    wex__registry *r = NULL;
+    wex_tool_registry *r = NULL;
     cli_parser p;
 
     if (cli_wants_help(argc, argv)) {
@@ -158,18 +171,18 @@ int cmd_plugins(int argc, char **argv)
             return cli_other_option(&p, c, usage);
         }
     }
-    if (wex__registry_scan(&r) != WEX_OK) {
-        fprintf(stderr, "wex plugins: %s\n", wex__last_error());
+    if (wex_tool_registry_scan(&r) != WEX_OK) {
+        fprintf(stderr, "wex plugins: %s\n", wex_last_error());
         return CLI_EXIT_FAILED;
     }
-    for (size_t i = 0; load && i < r->count; i++)
-        if (wex__plugin_load(r, r->plugins[i]) != WEX_OK)
+    for (size_t i = 0; load && i < wex_tool_registry_count(r); i++)
+        if (wex_tool_plugin_load(r, wex_tool_registry_plugin(r, i)) != WEX_OK)
             failures++;
     if (json)
         print_json(r);
     else
         print_text(r);
-    failures += (int)r->bad_count;
-    wex__registry_free(r);
+    failures += (int)wex_tool_registry_bad_count(r);
+    wex_tool_registry_free(r);
     return failures ? CLI_EXIT_FAILED : CLI_EXIT_OK;
 }

@@ -4,10 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <wex/wex.h>
+
 #include "cli.h"
 #include "cli_args.h"
-#include "error.h"
-#include "store.h"
 
 static void usage(FILE *out)
 {
@@ -35,7 +35,7 @@ int cmd_store(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *listen = "127.0.0.1:0", *token = NULL;
-    wex__store_server *server;
+    wex_store *store;
     cli_parser p;
     sigset_t stop;
     int sig, c;
@@ -72,15 +72,15 @@ int cmd_store(int argc, char **argv)
     sigaddset(&stop, SIGINT);
     sigaddset(&stop, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
-    wex_status st = wex__store_serve(listen, token, &server);
+    wex_status st = wex_store_open(listen, token, &store);
     if (st != WEX_OK) {
-        fprintf(stderr, "wex store: %s\n", wex__last_error());
+        fprintf(stderr, "wex store: %s\n", wex_last_error());
         return st == WEX_ERR_INVALID ? CLI_EXIT_USAGE : CLI_EXIT_FAILED;
     }
-    printf("listening on %s\n", wex__store_address(server));
+    printf("listening on %s\n", wex_store_address(store));
     fflush(stdout);
     while (sigwait(&stop, &sig) != 0)
         ;
-    wex__store_stop(server);
+    wex_store_close(store);
     return CLI_EXIT_OK;
 }

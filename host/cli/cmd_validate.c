@@ -3,13 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <wex/wex.h>
+
 #include "cli.h"
 #include "cli_args.h"
-#include "error.h"
-#include "job_config.h"
-#include "host_registry.h"
-#include "planner.h"
-#include "registry.h"
+#include "tool_plan.h"
 
 static void usage(FILE *out)
 {
@@ -33,7 +31,7 @@ int cmd_validate(int argc, char **argv)
 {
     static const struct option options[] = {
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    wex__registry *r = NULL;
+    wex_tool_registry *r = NULL;
     const char **files = NULL;
     int bad = 0, count = 0, c, rc = CLI_EXIT_USAGE;
     cli_parser p;
@@ -63,22 +61,18 @@ int cmd_validate(int argc, char **argv)
         cli_error(p.command, "no job file (see '%s --help')", p.command);
         goto out;
     }
-    if (wex__registry_scan(&r) != WEX_OK) {
-        fprintf(stderr, "wex validate: %s\n", wex__last_error());
+    if (wex_tool_registry_scan(&r) != WEX_OK) {
+        fprintf(stderr, "wex validate: %s\n", wex_last_error());
         rc = CLI_EXIT_FAILED;
         goto out;
     }
     for (int i = 0; i < count; i++) {
-        wex__job_config *config = NULL;
-        wex__planner checked;
         char *all = NULL;
 
-        if (wex__job_config_load(files[i], r, 0, &config, &all) == WEX_OK &&
-            wex__planner_check_job(&checked, r, config) == WEX_OK) {
+        if (wex_tool_job_check(r, files[i], &all) == WEX_OK) {
             printf("%s: valid\n", files[i]);
-            wex__planner_close(&checked);
         } else {
-            fputs(all ? all : wex__last_error(), stderr);
+            fputs(all ? all : wex_last_error(), stderr);
             if (all == NULL)
                 fputc('\n', stderr);
             bad++;
@@ -87,7 +81,7 @@ int cmd_validate(int argc, char **argv)
     }
     rc = bad ? CLI_EXIT_USAGE : CLI_EXIT_OK;
 out:
-    wex__registry_free(r);
+    wex_tool_registry_free(r);
     free(files);
     return rc;
 }

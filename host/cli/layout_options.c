@@ -7,9 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <wex/wex.h>
+
 #include "cli.h"
-#include "error.h"
-#include "host_registry.h"
+#include "tool_plugins.h"
 
 /* Prints `text` wrapped at 78 columns, every line indented by `indent`. */
 static void wrapped(const char *text, int indent)
@@ -97,30 +98,32 @@ static void print_capabilities(const cJSON *manifest)
 
 int layout_print_options(const char *engine)
 {
-    wex__registry *r = NULL;
-    const wex__plugin *p;
+    wex_tool_registry *r = NULL;
+    const wex_tool_plugin *p;
+    wex_tool_plugin_info info;
     const cJSON *props, *prop;
     char *names;
 
-    if (wex__registry_scan(&r) != WEX_OK) {
-        fprintf(stderr, "wex layout: %s\n", wex__last_error());
+    if (wex_tool_registry_scan(&r) != WEX_OK) {
+        fprintf(stderr, "wex layout: %s\n", wex_last_error());
         return CLI_EXIT_USAGE;
     }
-    p = wex__registry_find(r, WEX_KIND_ENGINE, engine);
+    p = wex_tool_registry_find(r, WEX_KIND_ENGINE, engine);
     if (p == NULL) {
-        names = wex__registry_names(r, WEX_KIND_ENGINE);
+        names = wex_tool_registry_names(r, WEX_KIND_ENGINE);
         fprintf(stderr, "wex layout: --engine: no engine plugin named "
                         "\"%s\" (available: %s)\n", engine,
                 names ? names : "");
         free(names);
-        wex__registry_free(r);
+        wex_tool_registry_free(r);
         return CLI_EXIT_USAGE;
     }
-    printf("engine %s %s (%s)\n", p->manifest.name, p->manifest.version,
-           p->manifest.path);
-    wrapped(p->manifest.description, 2);
-    print_capabilities(p->manifest.json);
-    props = cJSON_GetObjectItemCaseSensitive(p->manifest.options_schema,
+    wex_tool_plugin_get_info(p, &info);
+    printf("engine %s %s (%s)\n", info.manifest.name, info.manifest.version,
+           info.manifest.path);
+    wrapped(info.manifest.description, 2);
+    print_capabilities(info.manifest.json);
+    props = cJSON_GetObjectItemCaseSensitive(info.manifest.options_schema,
                                              "properties");
     if (cJSON_GetArraySize(props) == 0) {
         printf("options: none\n");
@@ -129,6 +132,6 @@ int layout_print_options(const char *engine)
                "side's \"options\"):\n");
         cJSON_ArrayForEach(prop, props) print_option(prop);
     }
-    wex__registry_free(r);
+    wex_tool_registry_free(r);
     return CLI_EXIT_OK;
 }

@@ -13,6 +13,15 @@
                               only use files of its own folder or of a
                               folder before it
   lengths  --max N DIR...     no .c file under DIR is longer than N lines
+  includes --lib DIR [--allow DIR]... [-I DIR]... PATH...
+                              no .c or .h file under PATH includes, in
+                              quotes, a header that only a folder under
+                              --lib holds, unless that folder is allowed:
+                              a name is looked up as the compiler would,
+                              beside the including file, then in each -I
+                              DIR and allowed DIR, before the folders of
+                              --lib (the CLI sees host/lib through
+                              host/lib/tool only)
 
 Each prints one line per problem and exits 1 when there is any.
 """
@@ -156,6 +165,65 @@ def check_lengths(args):
     return 1 if problems else 0
 
 
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+
+
+def sources(paths, suffixes):
+    for root in paths:
+        if os.path.isfile(root):
+            yield root
+            continue
+        for dirpath, dirs, files in os.walk(root):
+            dirs.sort()
+            for f in sorted(files):
+                if f.endswith(suffixes):
+                    yield os.path.join(dirpath, f)
+
+
+def check_includes(args):
+    lib = os.path.abspath(args.lib)
+    allowed = [os.path.abspath(d) for d in args.allow]
+    searched = [os.path.abspath(d) for d in args.include] + allowed
+    folders = sorted(d for d, _, _ in os.walk(lib)
+                     if not any(d == a or d.startswith(a + os.sep)
+                                for a in allowed))
+    top = os.path.dirname(os.path.commonpath(
+        [lib] + [os.path.abspath(p) for p in args.paths]))
+    problems, count = [], 0
+
+    def show(path):
+        return os.path.relpath(path, top)
+
+    for path in sources(args.paths, (".c", ".h")):
+        count += 1
+        here = os.path.dirname(os.path.abspath(path))
+        with open(path, encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                m = INCLUDE.match(line)
+                if m is None:
+                    continue
+                name = m.group(1)
+                if any(os.path.isfile(os.path.join(d, name))
+                       for d in [here] + searched):
+                    continue
+                holders = [show(d) for d in folders
+                           if os.path.isfile(os.path.join(d, name))]
+                if holders:
+                    problems.append(
+                        "%s:%d: includes \"%s\", which only %s holds "
+                        "(allowed: %s)" % (show(path), n, name,
+                                          ", ".join(holders),
+                                          ", ".join(show(a) for a in allowed)
+                                          or "none"))
+    for p in problems:
+        print(p)
+    if not problems:
+        print("%d files, none includes a header of %s but %s"
+              % (count, show(lib),
+                 ", ".join(show(a) for a in allowed) or "nothing"))
+    return 1 if problems else 0
+
+
 def main():
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
@@ -173,6 +241,12 @@ def main():
     p.add_argument("--max", type=int, required=True)
     p.add_argument("dirs", nargs="+")
     p.set_defaults(run=check_lengths)
+    p = sub.add_parser("includes")
+    p.add_argument("--lib", required=True)
+    p.add_argument("--allow", action="append", default=[])
+    p.add_argument("-I", dest="include", action="append", default=[])
+    p.add_argument("paths", nargs="+")
+    p.set_defaults(run=check_includes)
     args = parser.parse_args()
     return args.run(args)
 

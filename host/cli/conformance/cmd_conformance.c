@@ -9,9 +9,7 @@
 #include "cli.h"
 #include "cli_args.h"
 #include "conformance.h"
-#include "error.h"
-#include "jsonschema.h"
-#include "manifest.h"
+#include "tool_json.h"
 
 static void usage(FILE *out)
 {
@@ -151,11 +149,13 @@ static int parse_args(int argc, char **argv, conf_args *a, conf_ctx *ctx)
  * cannot be had. */
 static int prepare(conf_ctx *ctx, const char *models)
 {
-    wex__manifest m;
+    wex_tool_manifest *file;
+    wex_tool_manifest_info m;
     int rc = 0;
 
-    if (wex__manifest_load(ctx->manifest_path, &m) != WEX_OK)
+    if (wex_tool_manifest_load(ctx->manifest_path, &file) != WEX_OK)
         return 0; /* C01 tells why */
+    wex_tool_manifest_get_info(file, &m);
     if (m.kind == WEX_KIND_ENGINE || m.kind == WEX_KIND_POLICY) {
         ctx->model_path = conf_find_model(models);
         if (ctx->model_path == NULL) {
@@ -171,19 +171,17 @@ static int prepare(conf_ctx *ctx, const char *models)
     if (m.kind == WEX_KIND_POLICY)
         ctx->hf_manifest = conf_hf_manifest();
     if (ctx->options != NULL && m.options_schema != NULL) {
-        wex__schema_result res = {0, NULL};
-        if (wex__schema_validate(m.options_schema, ctx->options, &res) != 0) {
-            fprintf(stderr, "wex conformance: --options: %s: %s\n",
-                    res.count && res.errors[0].pointer[0]
-                        ? res.errors[0].pointer
-                        : "(root)",
-                    res.count ? res.errors[0].message : "cannot validate");
+        char *first = NULL;
+        if (wex_tool_schema_validate(m.options_schema, ctx->options,
+                                     &first) != 0) {
+            fprintf(stderr, "wex conformance: --options: %s\n",
+                    first ? first : "(root): cannot validate");
             rc = -1;
         }
-        wex__schema_result_free(&res);
+        free(first);
     }
 out:
-    wex__manifest_fini(&m);
+    wex_tool_manifest_free(file);
     return rc;
 }
 
@@ -226,8 +224,7 @@ int cmd_conformance(int argc, char **argv)
     rc = conf_print(&ctx, a.plugin, a.json, a.verbose) ? CLI_EXIT_FAILED
                                                         : CLI_EXIT_OK;
 out:
-    if (ctx.manifest_ok)
-        wex__manifest_fini(&ctx.manifest);
+    wex_tool_manifest_free(ctx.manifest_file);
     free(ctx.manifest_path);
     free(ctx.model_path);
     free(ctx.hf_manifest);

@@ -27,10 +27,7 @@
 #include <wex/abi.h>
 #include <wex/transport.h>
 
-#include "clock.h"
-#include "fd_io.h"
-#include "manifest.h"
-#include "registry.h"
+#include "tool_plugins.h"
 
 /* Check numbers: Cnn in the output is the enum value. */
 enum {
@@ -87,7 +84,8 @@ typedef struct conf_result {
 
 typedef struct conf_ctx {
     char *manifest_path;  /* as resolved from the PLUGIN argument */
-    wex__manifest manifest; /* loaded by C01 (zeroed when it fails) */
+    wex_tool_manifest *manifest_file; /* loaded by C01 (NULL when it fails) */
+    wex_tool_manifest_info manifest;  /* what it says (zeroed likewise) */
     int manifest_ok;
     char *model_path;     /* engines and policies */
     char *hf_manifest;    /* policies: the hf engine's manifest */
@@ -174,8 +172,8 @@ void conf_check_transport(conf_ctx *ctx);      /* C19, C20 */
 /* Loads the plugin under test through a registry of just `manifests`
  * (colon-separated), as the host would; child side. On failure returns
  * NULL with the loader's message in the thread's error. */
-wex__plugin *conf_load_plugin(const conf_ctx *ctx, const char *manifests,
-                              wex__registry **registry_p);
+wex_tool_plugin *conf_load_plugin(const conf_ctx *ctx, const char *manifests,
+                                  wex_tool_registry **registry_p);
 
 /* ---- ELF (conformance_elf.c) ------------------------------------------ */
 

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "conformance.h"
+#include "tool_base.h"
 
 typedef struct record {
     int32_t id;
@@ -290,10 +291,10 @@ void conf_run_child(conf_ctx *ctx, const char *phase, const int *ids,
     }
     setpgid(pid, pid); /* either side may win the race; both set it */
     close(fds[1]);
-    deadline = wex__now() + ctx->timeout_s;
+    deadline = wex_tool_now() + ctx->timeout_s;
     while (!eof) {
         struct pollfd p = {fds[0], POLLIN, 0};
-        double left = deadline - wex__now();
+        double left = deadline - wex_tool_now();
         ssize_t n;
 
         if (left <= 0) {
@@ -321,7 +322,7 @@ void conf_run_child(conf_ctx *ctx, const char *phase, const int *ids,
             exited = 1;
             break;
         }
-        if (wex__now() >= deadline) {
+        if (wex_tool_now() >= deadline) {
             timed_out = 1;
             break;
         }

@@ -7,46 +7,73 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalog.h"
+#include <wex/wex.h>
+
 #include "conformance.h"
-#include "engine.h"
-#include "error.h"
+#include "tool_base.h"
+#include "tool_json.h"
+#include "tool_model.h"
+
+static int same_tensor(const wex_tool_tensor *x, const wex_tool_tensor *y)
+{
+    return strcmp(x->name, y->name) == 0 && x->dtype == y->dtype &&
+           x->ndim == y->ndim &&
+           memcmp(x->shape, y->shape, x->ndim * sizeof(uint64_t)) == 0;
+}
+
+/* `lnd`: the ndim of the local tensor both pieces are in. */
+static int same_piece(const wex_tool_piece *x, const wex_tool_piece *y,
+                      uint32_t lnd)
+{
+    return x->canonical == y->canonical && x->tensor == y->tensor &&
+           x->transform == y->transform && x->ndim == y->ndim &&
+           memcmp(x->offset, y->offset, x->ndim * sizeof(uint64_t)) == 0 &&
+           memcmp(x->extent, y->extent, x->ndim * sizeof(uint64_t)) == 0 &&
+           memcmp(x->at, y->at, lnd * sizeof(uint64_t)) == 0;
+}
 
 /* The first difference between two descriptions of one rank, or NULL. */
-static const char *layout_diff(const wex__rank_layout *a,
-                               const wex__rank_layout *b)
+static const char *layout_diff(const wex_tool_layout *a,
+                               const wex_tool_layout *b)
 {
-    if (a->coord_count != b->coord_count)
+    wex_tool_layout_info ia, ib;
+
+    wex_tool_layout_get_info(a, &ia);
+    wex_tool_layout_get_info(b, &ib);
+    if (ia.coord_count != ib.coord_count)
         return "another number of coordinates";
-    for (size_t i = 0; i < a->coord_count; i++)
-        if (strcmp(a->coords[i].key, b->coords[i].key) != 0 ||
-            a->coords[i].value != b->coords[i].value)
+    for (size_t i = 0; i < ia.coord_count; i++) {
+        const char *ka, *kb;
+        int64_t va, vb;
+        wex_tool_layout_coord(a, i, &ka, &va);
+        wex_tool_layout_coord(b, i, &kb, &vb);
+        if (strcmp(ka, kb) != 0 || va != vb)
             return "other coordinates";
-    if (a->tensor_count != b->tensor_count)
+    }
+    if (ia.tensor_count != ib.tensor_count)
         return "another number of local tensors";
-    for (size_t i = 0; i < a->tensor_count; i++) {
-        const wex__local_tensor *x = &a->tensors[i], *y = &b->tensors[i];
-        if (strcmp(x->name, y->name) != 0 || x->dtype != y->dtype ||
-            x->ndim != y->ndim ||
-            memcmp(x->shape, y->shape, x->ndim * sizeof(uint64_t)) != 0)
+    for (size_t i = 0; i < ia.tensor_count; i++) {
+        wex_tool_tensor x, y;
+        wex_tool_layout_tensor(a, i, &x);
+        wex_tool_layout_tensor(b, i, &y);
+        if (!same_tensor(&x, &y))
             return "another local tensor";
     }
-    if (a->piece_count != b->piece_count)
+    if (ia.piece_count != ib.piece_count)
         return "another number of pieces";
-    for (size_t i = 0; i < a->piece_count; i++) {
-        const wex__piece *x = &a->pieces[i], *y = &b->pieces[i];
-        uint32_t lnd = a->tensors[x->tensor].ndim;
-        if (x->canonical != y->canonical || x->tensor != y->tensor ||
-            x->transform != y->transform || x->ndim != y->ndim ||
-            memcmp(x->offset, y->offset, x->ndim * sizeof(uint64_t)) != 0 ||
-            memcmp(x->extent, y->extent, x->ndim * sizeof(uint64_t)) != 0 ||
-            memcmp(x->at, y->at, lnd * sizeof(uint64_t)) != 0)
+    for (size_t i = 0; i < ia.piece_count; i++) {
+        wex_tool_piece x, y;
+        wex_tool_tensor t;
+        wex_tool_layout_piece(a, i, &x);
+        wex_tool_layout_piece(b, i, &y);
+        wex_tool_layout_tensor(a, x.tensor, &t);
+        if (!same_piece(&x, &y, t.ndim))
             return "another piece";
     }
     return NULL;
 }
 
-static int has_capability(const wex__manifest *m, const char *cap)
+static int has_capability(const wex_tool_manifest_info *m, const char *cap)
 {
     const cJSON *caps = cJSON_GetObjectItemCaseSensitive(m->json,
                                                          "capabilities");
@@ -59,41 +86,43 @@ static int has_capability(const wex__manifest *m, const char *cap)
 }
 
 /* C14: every rank describes, and describes the same way again. */
-static int describe_all(wex__engine *e, const char *parallel,
-                        wex__rank_layout *layouts)
+static int describe_all(wex_tool_engine *e, const char *parallel,
+                        wex_tool_layout **layouts)
 {
+    uint64_t ranks = wex_tool_engine_ranks(e);
     size_t tensors = 0, pieces = 0;
 
-    if (e->ranks == 0) {
+    if (ranks == 0) {
         conf_report(CONF_ENGINE_DESCRIBE, CONF_FAIL,
                     "rank_count is 0 under parallel %s", parallel);
         return 0;
     }
-    for (uint64_t r = 0; r < e->ranks; r++) {
-        if (wex__engine_describe(e, r, &layouts[r]) != WEX_OK) {
+    for (uint64_t r = 0; r < ranks; r++) {
+        wex_tool_layout_info info;
+        if (wex_tool_engine_describe(e, r, &layouts[r]) != WEX_OK) {
             conf_report(CONF_ENGINE_DESCRIBE, CONF_FAIL,
                         "rank %llu of %llu under parallel %s: %s",
-                        (unsigned long long)r, (unsigned long long)e->ranks,
-                        parallel, wex__last_error());
+                        (unsigned long long)r, (unsigned long long)ranks,
+                        parallel, wex_last_error());
             return 0;
         }
-        tensors += layouts[r].tensor_count;
-        pieces += layouts[r].piece_count;
+        wex_tool_layout_get_info(layouts[r], &info);
+        tensors += info.tensor_count;
+        pieces += info.piece_count;
     }
     /* a pure function: again, last rank first */
-    for (uint64_t r = e->ranks; r-- > 0;) {
-        wex__rank_layout again;
+    for (uint64_t r = ranks; r-- > 0;) {
+        wex_tool_layout *again;
         const char *diff;
 
-        if (wex__engine_describe(e, r, &again) != WEX_OK) {
+        if (wex_tool_engine_describe(e, r, &again) != WEX_OK) {
             conf_report(CONF_ENGINE_DESCRIBE, CONF_FAIL,
                         "describing rank %llu a second time failed: %s",
-                        (unsigned long long)r, wex__last_error());
-            wex__rank_layout_fini(&again);
+                        (unsigned long long)r, wex_last_error());
             return 0;
         }
-        diff = layout_diff(&layouts[r], &again);
-        wex__rank_layout_fini(&again);
+        diff = layout_diff(layouts[r], again);
+        wex_tool_layout_free(again);
         if (diff != NULL) {
             conf_report(CONF_ENGINE_DESCRIBE, CONF_FAIL,
                         "describing rank %llu a second time gave %s: "
@@ -106,7 +135,7 @@ static int describe_all(wex__engine *e, const char *parallel,
     conf_report(CONF_ENGINE_DESCRIBE, CONF_PASS,
                 "%llu rank%s under parallel %s: %zu local tensors, %zu "
                 "pieces, the same when described again",
-                (unsigned long long)e->ranks, e->ranks == 1 ? "" : "s",
+                (unsigned long long)ranks, ranks == 1 ? "" : "s",
                 parallel, tensors, pieces);
     return 1;
 }
@@ -114,73 +143,85 @@ static int describe_all(wex__engine *e, const char *parallel,
 /* C15: over all ranks, every element of every canonical tensor is held
  * by at least one piece. */
 static void check_coverage(const wex_model *model,
-                           const wex__rank_layout *layouts, uint64_t ranks)
+                           wex_tool_layout *const *layouts, uint64_t ranks)
 {
-    uint64_t *start = calloc(model->count + 1, sizeof(*start));
-    uint64_t *fill = calloc(model->count + 1, sizeof(*fill));
+    wex_tool_model_info m;
+    uint64_t *start, *fill;
     uint64_t total = 0, short_tensors = 0, first = 0, first_have = 0;
     conf_box *boxes = NULL;
+    wex_tool_layout_info info;
+    wex_tool_piece p;
+    wex_tool_tensor t;
 
+    wex_tool_model_get_info(model, &m);
+    start = calloc(m.count + 1, sizeof(*start));
+    fill = calloc(m.count + 1, sizeof(*fill));
     if (start == NULL || fill == NULL)
         goto nomem;
-    for (uint64_t r = 0; r < ranks; r++)
-        for (size_t i = 0; i < layouts[r].piece_count; i++)
-            start[layouts[r].pieces[i].canonical + 1]++;
-    for (uint64_t c = 0; c < model->count; c++)
+    for (uint64_t r = 0; r < ranks; r++) {
+        wex_tool_layout_get_info(layouts[r], &info);
+        for (size_t i = 0; i < info.piece_count; i++) {
+            wex_tool_layout_piece(layouts[r], i, &p);
+            start[p.canonical + 1]++;
+        }
+    }
+    for (uint64_t c = 0; c < m.count; c++)
         start[c + 1] += start[c];
-    total = start[model->count];
+    total = start[m.count];
     boxes = calloc(total ? total : 1, sizeof(*boxes));
     if (boxes == NULL)
         goto nomem;
-    memcpy(fill, start, (model->count + 1) * sizeof(*fill));
-    for (uint64_t r = 0; r < ranks; r++)
-        for (size_t i = 0; i < layouts[r].piece_count; i++) {
-            const wex__piece *p = &layouts[r].pieces[i];
-            const wex__tensor *t = &model->tensors[p->canonical];
-            conf_box *b = &boxes[fill[p->canonical]++];
-            for (uint32_t d = 0; d < p->ndim; d++) {
-                b->lo[d] = p->offset[d];
-                b->hi[d] = p->offset[d] + p->extent[d];
-                if (b->hi[d] > t->shape[d] || b->hi[d] < b->lo[d]) {
+    memcpy(fill, start, (m.count + 1) * sizeof(*fill));
+    for (uint64_t r = 0; r < ranks; r++) {
+        wex_tool_layout_get_info(layouts[r], &info);
+        for (size_t i = 0; i < info.piece_count; i++) {
+            conf_box *b;
+            wex_tool_layout_piece(layouts[r], i, &p);
+            wex_tool_model_tensor(model, p.canonical, &t);
+            b = &boxes[fill[p.canonical]++];
+            for (uint32_t d = 0; d < p.ndim; d++) {
+                b->lo[d] = p.offset[d];
+                b->hi[d] = p.offset[d] + p.extent[d];
+                if (b->hi[d] > t.shape[d] || b->hi[d] < b->lo[d]) {
                     conf_report(CONF_ENGINE_COVERAGE, CONF_FAIL,
                                 "rank %llu: a piece of %s reaches past its "
                                 "dimension %u (%llu > %llu)",
-                                (unsigned long long)r, t->name, d,
+                                (unsigned long long)r, t.name, d,
                                 (unsigned long long)b->hi[d],
-                                (unsigned long long)t->shape[d]);
+                                (unsigned long long)t.shape[d]);
                     goto out;
                 }
             }
         }
-    for (uint64_t c = 0; c < model->count; c++) {
-        const wex__tensor *t = &model->tensors[c];
+    }
+    for (uint64_t c = 0; c < m.count; c++) {
         uint64_t have;
+        wex_tool_model_tensor(model, c, &t);
         if (conf_union_volume(boxes + start[c], start[c + 1] - start[c],
-                              t->ndim, &have) != 0)
+                              t.ndim, &have) != 0)
             goto nomem;
-        if (have < wex__tensor_elements(t) && short_tensors++ == 0) {
+        if (have < t.elements && short_tensors++ == 0) {
             first = c;
             first_have = have;
         }
     }
     if (short_tensors > 0) {
-        const wex__tensor *t = &model->tensors[first];
+        wex_tool_model_tensor(model, first, &t);
         conf_report(CONF_ENGINE_COVERAGE, CONF_FAIL,
                     "%llu of %llu canonical tensors are not wholly held by "
                     "any rank; first %s: %llu of its %llu elements are in "
                     "no piece",
                     (unsigned long long)short_tensors,
-                    (unsigned long long)model->count, t->name,
-                    (unsigned long long)(wex__tensor_elements(t) -
-                                         first_have),
-                    (unsigned long long)wex__tensor_elements(t));
+                    (unsigned long long)m.count, t.name,
+                    (unsigned long long)(t.elements - first_have),
+                    (unsigned long long)t.elements);
         goto out;
     }
     conf_report(CONF_ENGINE_COVERAGE, CONF_PASS,
                 "all %llu canonical tensors (%llu elements) covered by %llu "
                 "pieces",
-                (unsigned long long)model->count,
-                (unsigned long long)model->total_elements,
+                (unsigned long long)m.count,
+                (unsigned long long)m.total_elements,
                 (unsigned long long)total);
     goto out;
 nomem:
@@ -193,26 +234,30 @@ out:
 
 /* C16: {"tp": 7} cannot split Qwen3-0.6B's 16 heads; ctx_create says
  * so, in one line. */
-static void check_refusal(const conf_ctx *ctx, wex__plugin *p,
+static void check_refusal(const conf_ctx *ctx, const wex_tool_plugin *p,
                           const wex_model *model)
 {
-    const wex_engine_ops *ops = &p->ops.engine;
+    const wex_engine_ops *ops = wex_tool_plugin_engine_ops(p);
     cJSON *parallel = cJSON_Parse("{\"tp\": 7}");
-    wex_options pview = wex__options_view(parallel);
-    wex_options oview = wex__options_view(ctx->options);
+    wex_options *pview = wex_tool_options_make(parallel);
+    wex_options *oview = wex_tool_options_make(ctx->options);
     wex_engine_ctx *ectx = NULL;
     wex_engine_args args;
     const char *msg;
     wex_status st;
 
+    if (pview == NULL || oview == NULL) {
+        conf_report(CONF_ENGINE_REFUSE, CONF_FAIL, "kit: out of memory");
+        goto out;
+    }
     memset(&args, 0, sizeof(args));
     args.struct_size = sizeof(args);
     args.model = model;
-    args.parallel = &pview;
-    args.options = &oview;
-    wex__error_clear();
-    st = ops->ctx_create(p->plugin_state, &args, &ectx);
-    msg = wex__last_error();
+    args.parallel = pview;
+    args.options = oview;
+    wex_tool_error_clear();
+    st = ops->ctx_create(wex_tool_plugin_state(p), &args, &ectx);
+    msg = wex_last_error();
     if (st == WEX_OK) {
         ops->ctx_destroy(ectx);
         conf_report(CONF_ENGINE_REFUSE, CONF_FAIL,
@@ -237,6 +282,9 @@ static void check_refusal(const conf_ctx *ctx, wex__plugin *p,
         conf_report(CONF_ENGINE_REFUSE, CONF_PASS, "refused {\"tp\": 7}: %s",
                     msg);
     }
+out:
+    wex_tool_options_free(pview);
+    wex_tool_options_free(oview);
     cJSON_Delete(parallel);
 }
 
@@ -244,19 +292,20 @@ static void engine_child(conf_ctx *ctx, void *arg)
 {
     static const char *const simplest[] = {"{}", "{\"tp\": 1}"};
     char first_error[CONF_REASON_MAX - 64] = "";
-    wex__rank_layout *layouts = NULL;
-    wex__registry *r = NULL;
+    wex_tool_layout **layouts = NULL;
+    wex_tool_registry *r = NULL;
     wex_model *model = NULL;
-    wex__engine *e = NULL;
+    wex_tool_engine *e = NULL;
     cJSON *parallel = NULL;
     const char *used = NULL;
-    wex__plugin *p;
+    wex_tool_plugin *p;
+    uint64_t ranks;
 
     (void)arg;
     conf_begin(CONF_ENGINE_DESCRIBE);
-    if (wex__model_load(ctx->model_path, &model) != WEX_OK) {
+    if (wex_tool_model_load(ctx->model_path, &model) != WEX_OK) {
         conf_report(CONF_ENGINE_DESCRIBE, CONF_FAIL, "kit: %s",
-                    wex__last_error());
+                    wex_last_error());
         conf_report(CONF_ENGINE_COVERAGE, CONF_SKIP, "needs the model");
         conf_report(CONF_ENGINE_REFUSE, CONF_SKIP, "needs the model");
         return;
@@ -264,21 +313,21 @@ static void engine_child(conf_ctx *ctx, void *arg)
     p = conf_load_plugin(ctx, ctx->manifest_path, &r);
     if (p == NULL) {
         conf_report(CONF_ENGINE_DESCRIBE, CONF_FAIL, "the host's loader: %s",
-                    wex__last_error());
+                    wex_last_error());
         conf_report(CONF_ENGINE_COVERAGE, CONF_SKIP, "needs C14");
         conf_report(CONF_ENGINE_REFUSE, CONF_SKIP, "needs C14");
         return;
     }
     for (size_t i = 0; i < 2 && e == NULL; i++) {
         parallel = cJSON_Parse(simplest[i]);
-        if (wex__engine_open(r, ctx->manifest.name, model, parallel,
-                             ctx->options, &e) == WEX_OK) {
+        if (wex_tool_engine_open(r, ctx->manifest.name, model, parallel,
+                                 ctx->options, &e) == WEX_OK) {
             used = simplest[i];
             break;
         }
         if (i == 0)
             snprintf(first_error, sizeof(first_error), "%s",
-                     wex__last_error());
+                     wex_last_error());
         cJSON_Delete(parallel);
         parallel = NULL;
     }
@@ -289,16 +338,17 @@ static void engine_child(conf_ctx *ctx, void *arg)
                     CONF_MODEL_FILE, first_error);
         conf_report(CONF_ENGINE_COVERAGE, CONF_SKIP, "needs C14");
     } else {
-        layouts = calloc(e->ranks ? e->ranks : 1, sizeof(*layouts));
+        ranks = wex_tool_engine_ranks(e);
+        layouts = calloc(ranks ? ranks : 1, sizeof(*layouts));
         conf_begin(CONF_ENGINE_DESCRIBE);
         if (layouts != NULL && describe_all(e, used, layouts)) {
             conf_begin(CONF_ENGINE_COVERAGE);
-            check_coverage(model, layouts, e->ranks);
+            check_coverage(model, layouts, ranks);
         } else {
             if (layouts == NULL)
                 conf_report(CONF_ENGINE_DESCRIBE, CONF_FAIL,
                             "kit: out of memory for %llu ranks",
-                            (unsigned long long)e->ranks);
+                            (unsigned long long)ranks);
             conf_report(CONF_ENGINE_COVERAGE, CONF_SKIP, "needs C14");
         }
     }

@@ -14,16 +14,14 @@
 #include <unistd.h>
 
 #include "conformance.h"
-#include "error.h"
-#include "temp_dir.h"
-#include "transport_exchange.h"
+#include "tool_base.h"
 
 static wex_status exchange_publish(void *ctx, const char *name,
                                    const void *value, uint64_t len)
 {
     const conf_exchange *x = ctx;
     char tmp[sizeof(x->dir) + 96], path[sizeof(x->dir) + 80];
-    wex_status st = wex__transport_publish_check(name, value, len);
+    wex_status st = wex_tool_transport_publish_check(name, value, len);
     FILE *f;
 
     if (st != WEX_OK)
@@ -33,8 +31,8 @@ static wex_status exchange_publish(void *ctx, const char *name,
     f = fopen(tmp, "wb");
     if (f == NULL || (len > 0 && fwrite(value, 1, len, f) != len) ||
         fclose(f) != 0 || rename(tmp, path) != 0)
-        return wex__error(WEX_ERR_SYSTEM, "kit: publish %s: %s: %s", name, tmp,
-                          strerror(errno));
+        return wex_tool_error(WEX_ERR_SYSTEM, "kit: publish %s: %s: %s", name,
+                              tmp, strerror(errno));
     return WEX_OK;
 }
 
@@ -44,8 +42,8 @@ static wex_status exchange_fetch(void *ctx, const char *name, void *value,
     const conf_exchange *x = ctx;
     char path[sizeof(x->dir) + 80];
     unsigned char got[WEX_TRANSPORT_KEY_MAX];
-    double deadline = wex__now() + x->deadline_s;
-    wex_status st = wex__transport_fetch_check(name, value, cap, len_p);
+    double deadline = wex_tool_now() + x->deadline_s;
+    wex_status st = wex_tool_transport_fetch_check(name, value, cap, len_p);
     size_t len;
     FILE *f;
 
@@ -55,10 +53,10 @@ static wex_status exchange_fetch(void *ctx, const char *name, void *value,
     while ((f = fopen(path, "rb")) == NULL) {
         struct timespec ms = {0, 1000000};
 
-        if (wex__now() > deadline)
-            return wex__error(WEX_ERR_TIMEOUT, "waiting for \"%s\": not "
-                              "published within %.1f s (--deadline)",
-                              name, x->deadline_s);
+        if (wex_tool_now() > deadline)
+            return wex_tool_error(WEX_ERR_TIMEOUT, "waiting for \"%s\": "
+                                  "not published within %.1f s (--deadline)",
+                                  name, x->deadline_s);
         nanosleep(&ms, NULL);
     }
     len = fread(got, 1, sizeof(got), f);
@@ -71,7 +69,7 @@ static wex_status exchange_fetch(void *ctx, const char *name, void *value,
 int conf_exchange_open(conf_exchange *x, double deadline_s)
 {
     x->deadline_s = deadline_s > 0 ? deadline_s : 1.0;
-    return wex__temp_dir_make(x->dir, sizeof(x->dir), "wex-conformance");
+    return wex_tool_temp_dir_make(x->dir, sizeof(x->dir), "wex-conformance");
 }
 
 void conf_exchange_lend(conf_exchange *x, wex_transport_exchange *ex)
@@ -87,6 +85,6 @@ void conf_exchange_close(conf_exchange *x)
 {
     if (x->dir[0] == '\0')
         return;
-    wex__temp_dir_remove(x->dir);
+    wex_tool_temp_dir_remove(x->dir);
     x->dir[0] = '\0';
 }

@@ -14,11 +14,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <wex/wex.h>
+
 #include "conformance.h"
-#include "error.h"
-#include "host_registry.h"
-#include "json_file.h"
-#include "registry.h"
+#include "tool_json.h"
 
 /* ---- finding the plugin ------------------------------------------------- */
 
@@ -72,7 +71,7 @@ static char *manifest_beside(const char *library, char *err, size_t cap)
         cJSON *doc = NULL;
         if (found == NULL && path != NULL) {
             sprintf(path, "%s/%s", dir, names[i]);
-            if (wex__json_load(path, &doc) == WEX_OK &&
+            if (wex_tool_json_load(path, &doc) == WEX_OK &&
                 cJSON_IsString(lib = cJSON_GetObjectItemCaseSensitive(
                                    doc, "library_path"))) {
                 char *full = malloc(strlen(dir) +
@@ -109,15 +108,15 @@ static char *manifest_by_name(const char *arg, char *err, size_t cap)
 {
     const char *slash = strchr(arg, '/'), *name = slash ? slash + 1 : arg;
     uint32_t kind = 0;
-    wex__registry *r = NULL;
-    wex__plugin *match = NULL;
-    size_t matches = 0;
+    wex_tool_registry *r = NULL;
+    wex_tool_plugin_info match, p;
+    size_t matches = 0, count;
     char *found = NULL;
 
     if (slash != NULL) {
         char k[32];
         snprintf(k, sizeof(k), "%.*s", (int)(slash - arg), arg);
-        kind = wex__kind_from_name(k);
+        kind = wex_tool_kind_from_name(k);
         if (kind == 0) {
             snprintf(err, cap, "%s: unknown kind '%s' (engine, policy or "
                                "transport)",
@@ -125,19 +124,21 @@ static char *manifest_by_name(const char *arg, char *err, size_t cap)
             return NULL;
         }
     }
-    if (wex__registry_scan(&r) != WEX_OK) {
-        snprintf(err, cap, "%s", wex__last_error());
+    if (wex_tool_registry_scan(&r) != WEX_OK) {
+        snprintf(err, cap, "%s", wex_last_error());
         return NULL;
     }
-    for (size_t i = 0; i < r->count; i++) {
-        const wex__manifest *m = &r->plugins[i]->manifest;
-        if (strcmp(m->name, name) == 0 && (kind == 0 || m->kind == kind)) {
-            match = r->plugins[i];
+    count = wex_tool_registry_count(r);
+    for (size_t i = 0; i < count; i++) {
+        wex_tool_plugin_get_info(wex_tool_registry_plugin(r, i), &p);
+        if (strcmp(p.manifest.name, name) == 0 &&
+            (kind == 0 || p.manifest.kind == kind)) {
+            match = p;
             matches++;
         }
     }
     if (matches == 1) {
-        found = strdup(match->manifest.path);
+        found = strdup(match.manifest.path);
     } else if (matches > 1) {
         snprintf(err, cap, "'%s' names plugins of several kinds; say "
                            "KIND/%s",
@@ -146,17 +147,18 @@ static char *manifest_by_name(const char *arg, char *err, size_t cap)
         size_t used = (size_t)snprintf(err, cap, "no plugin named '%s' on "
                                                  "the search path (",
                                        arg);
-        for (size_t i = 0; i < r->count && used < cap; i++) {
-            const wex__manifest *m = &r->plugins[i]->manifest;
+        for (size_t i = 0; i < count && used < cap; i++) {
+            wex_tool_plugin_get_info(wex_tool_registry_plugin(r, i), &p);
             used += (size_t)snprintf(err + used, cap - used, "%s%s/%s",
-                                     i ? ", " : "", wex__kind_name(m->kind),
-                                     m->name);
+                                     i ? ", " : "",
+                                     wex_tool_kind_name(p.manifest.kind),
+                                     p.manifest.name);
         }
         if (used < cap)
             snprintf(err + used, cap - used, "%s)",
-                     r->count ? "" : "none found");
+                     count ? "" : "none found");
     }
-    wex__registry_free(r);
+    wex_tool_registry_free(r);
     return found;
 }
 
@@ -183,7 +185,7 @@ char *conf_resolve_plugin(const char *arg, char *err, size_t cap)
         if (slash != NULL)
             snprintf(k, sizeof(k), "%.*s", (int)(slash - arg), arg);
         if (ends_with(arg, ".json") || ends_with(arg, ".so") ||
-            (slash != NULL && (wex__kind_from_name(k) == 0 ||
+            (slash != NULL && (wex_tool_kind_from_name(k) == 0 ||
                                strchr(slash + 1, '/') != NULL))) {
             snprintf(err, cap, "%s: %s", arg, strerror(ENOENT));
             return NULL;
@@ -194,16 +196,19 @@ char *conf_resolve_plugin(const char *arg, char *err, size_t cap)
 
 char *conf_hf_manifest(void)
 {
-    wex__registry *r = NULL;
-    wex__plugin *p;
+    wex_tool_registry *r = NULL;
+    wex_tool_plugin *p;
+    wex_tool_plugin_info info;
     char *out = NULL;
 
-    if (wex__registry_scan(&r) != WEX_OK)
+    if (wex_tool_registry_scan(&r) != WEX_OK)
         return NULL;
-    p = wex__registry_find(r, WEX_KIND_ENGINE, "hf");
-    if (p != NULL)
-        out = strdup(p->manifest.path);
-    wex__registry_free(r);
+    p = wex_tool_registry_find(r, WEX_KIND_ENGINE, "hf");
+    if (p != NULL) {
+        wex_tool_plugin_get_info(p, &info);
+        out = strdup(info.manifest.path);
+    }
+    wex_tool_registry_free(r);
     return out;
 }
 

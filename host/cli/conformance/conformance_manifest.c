@@ -4,23 +4,27 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <wex/wex.h>
+
 #include "conformance.h"
-#include "error.h"
-#include "jsonschema.h"
+#include "tool_json.h"
 
 /* ---- C01: the manifest -------------------------------------------------- */
 
 void conf_check_manifest(conf_ctx *ctx)
 {
-    const wex__manifest *m = &ctx->manifest;
+    const wex_tool_manifest_info *m = &ctx->manifest;
 
-    if (wex__manifest_load(ctx->manifest_path, &ctx->manifest) != WEX_OK) {
-        conf_set(ctx, CONF_MANIFEST, CONF_FAIL, "%s", wex__last_error());
+    if (wex_tool_manifest_load(ctx->manifest_path, &ctx->manifest_file) !=
+        WEX_OK) {
+        conf_set(ctx, CONF_MANIFEST, CONF_FAIL, "%s", wex_last_error());
         return;
     }
+    wex_tool_manifest_get_info(ctx->manifest_file, &ctx->manifest);
     ctx->manifest_ok = 1;
     if (access(m->library, R_OK) != 0) {
         conf_set(ctx, CONF_MANIFEST, CONF_FAIL,
@@ -29,7 +33,7 @@ void conf_check_manifest(conf_ctx *ctx)
         return;
     }
     conf_set(ctx, CONF_MANIFEST, CONF_PASS,
-             "%s plugin '%s' %s, ABI %u.%u..%u.%u", wex__kind_name(m->kind),
+             "%s plugin '%s' %s, ABI %u.%u..%u.%u", wex_tool_kind_name(m->kind),
              m->name, m->version,
              WEX_VERSION_MAJOR(m->abi_min), WEX_VERSION_MINOR(m->abi_min),
              WEX_VERSION_MAJOR(m->abi_max), WEX_VERSION_MINOR(m->abi_max));
@@ -42,16 +46,14 @@ void conf_check_manifest(conf_ctx *ctx)
 static int validate(const cJSON *schema, const cJSON *doc, char *why,
                     size_t cap)
 {
-    wex__schema_result res = {0, NULL};
-    int rc = wex__schema_validate(schema, doc, &res);
+    char *first = NULL;
+    int rc = wex_tool_schema_validate(schema, doc, &first);
 
-    if (rc != 0 && res.count > 0)
-        snprintf(why, cap, "%s: %s", res.errors[0].pointer[0] ?
-                                         res.errors[0].pointer : "(root)",
-                 res.errors[0].message);
+    if (rc != 0 && first != NULL)
+        snprintf(why, cap, "%s", first);
     else if (rc < 0)
         snprintf(why, cap, "the validator failed (%d)", rc);
-    wex__schema_result_free(&res);
+    free(first);
     return rc == 0 ? 0 : rc > 0 ? 1 : -1;
 }
 
@@ -116,7 +118,7 @@ void conf_check_options_schema(conf_ctx *ctx)
     }
     if (rc == 0) {
         /* {} is valid: filled with the defaults it must stay valid */
-        if (wex__schema_apply_defaults(schema, empty) != 0 ||
+        if (wex_tool_schema_apply_defaults(schema, empty) != 0 ||
             validate(schema, empty, why, sizeof(why)) != 0) {
             conf_set(ctx, CONF_OPTIONS_SCHEMA, CONF_FAIL,
                      "{} with the schema's defaults filled in does not "

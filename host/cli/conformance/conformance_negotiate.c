@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "conformance.h"
-#include "host_registry.h"
 
 /* ---- C05 - C12: negotiation and the descriptor -------------------------- */
 
@@ -80,7 +79,7 @@ static void expect_refusal(int id, wex_plugin_negotiate_fn fn, uint32_t lo,
 
 /* C05 and C08: an offer the plugin must accept. */
 static int expect_acceptance(int id, const offer_result *r,
-                             const wex__manifest *m)
+                             const wex_tool_manifest_info *m)
 {
     if (r->status != WEX_OK) {
         conf_report(id, CONF_FAIL, "refused the offer %s..%s (status %d, %s)",
@@ -111,7 +110,8 @@ static int expect_acceptance(int id, const offer_result *r,
     return 1;
 }
 
-static void check_descriptor(const wex__manifest *m, const offer_result *r)
+static void check_descriptor(const wex_tool_manifest_info *m,
+                             const offer_result *r)
 {
     const wex_plugin_desc *d = r->desc;
     uint32_t level;
@@ -152,7 +152,7 @@ static void check_descriptor(const wex__manifest *m, const offer_result *r)
         conf_report(CONF_IDENTITY, CONF_FAIL,
                     "kind mismatch: the manifest says %s, the library says "
                     "%s (%u)",
-                    wex__kind_name(m->kind), wex__kind_name(d->kind),
+                    wex_tool_kind_name(m->kind), wex_tool_kind_name(d->kind),
                     d->kind);
     else if (d->name == NULL || strcmp(d->name, m->name) != 0)
         conf_report(CONF_IDENTITY, CONF_FAIL,
@@ -161,7 +161,7 @@ static void check_descriptor(const wex__manifest *m, const offer_result *r)
                     m->name, d->name ? d->name : "(null)");
     else
         conf_report(CONF_IDENTITY, CONF_PASS, "%s '%s'",
-                    wex__kind_name(d->kind), d->name);
+                    wex_tool_kind_name(d->kind), d->name);
 }
 
 /* The ABI 1.0 function pointers of each kind's ops table. */
@@ -192,7 +192,8 @@ static const fn_slot transport_slots[] = {
     SLOT(wex_transport_ops, flush),
     {NULL, 0}};
 
-static void check_ops(const wex__manifest *m, const wex_plugin_desc *d)
+static void check_ops(const wex_tool_manifest_info *m,
+                      const wex_plugin_desc *d)
 {
     const fn_slot *slots = m->kind == WEX_KIND_ENGINE   ? engine_slots
                            : m->kind == WEX_KIND_POLICY ? policy_slots
@@ -217,7 +218,7 @@ static void check_ops(const wex__manifest *m, const wex_plugin_desc *d)
         conf_report(CONF_OPS, CONF_FAIL,
                     "the %s ops table's struct_size %u is smaller than ABI "
                     "1.0's %u",
-                    wex__kind_name(m->kind), size, need);
+                    wex_tool_kind_name(m->kind), size, need);
         return;
     }
     memcpy(&caps, ops + 8, sizeof(caps));
@@ -246,7 +247,7 @@ static void check_ops(const wex__manifest *m, const wex_plugin_desc *d)
         }
     }
     conf_report(CONF_OPS, CONF_PASS, "%s ops, struct_size %u",
-                wex__kind_name(m->kind), size);
+                wex_tool_kind_name(m->kind), size);
 }
 
 static void negotiation_child(conf_ctx *ctx, void *arg)
@@ -255,10 +256,10 @@ static void negotiation_child(conf_ctx *ctx, void *arg)
                               CONF_NEG_WIDE};
     static const int desc_ids[] = {CONF_DESCRIPTOR, CONF_IDENTITY, CONF_OPS,
                                    CONF_NEG_REPEAT};
-    const wex__manifest *m = &ctx->manifest;
+    const wex_tool_manifest_info *m = &ctx->manifest;
     wex_plugin_negotiate_fn fn;
     offer_result exact = {0, 0, 0, 0, NULL}, again, wide;
-    uint32_t lo, hi, major;
+    uint32_t lo, hi, major, host_min, host_max;
     int have_exact = 0;
     void *dl, *sym;
 
@@ -282,14 +283,15 @@ static void negotiation_child(conf_ctx *ctx, void *arg)
 
     /* C05: what this host offers, cut to the manifest's range */
     conf_begin(CONF_NEG_EXACT);
-    lo = m->abi_min > WEX__HOST_ABI_MIN ? m->abi_min : WEX__HOST_ABI_MIN;
-    hi = m->abi_max < WEX__HOST_ABI_MAX ? m->abi_max : WEX__HOST_ABI_MAX;
+    wex_tool_host_abi(&host_min, &host_max);
+    lo = m->abi_min > host_min ? m->abi_min : host_min;
+    hi = m->abi_max < host_max ? m->abi_max : host_max;
     if (lo > hi) {
         conf_report(CONF_NEG_EXACT, CONF_FAIL,
                     "the manifest's ABI range %s..%s holds no version this "
                     "host accepts (%s..%s)",
                     vt(m->abi_min).s, vt(m->abi_max).s,
-                    vt(WEX__HOST_ABI_MIN).s, vt(WEX__HOST_ABI_MAX).s);
+                    vt(host_min).s, vt(host_max).s);
     } else {
         exact = offer(fn, lo, hi);
         have_exact = exact.status == WEX_OK && exact.desc != NULL;

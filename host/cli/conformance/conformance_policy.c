@@ -10,12 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <wex/wex.h>
+
 #include "conformance.h"
-#include "error.h"
-#include "planner.h"
+#include "tool_plan.h"
 
 /* A piece in its local tensor's coordinates. */
-static void piece_box(const wex__piece *p, uint32_t lnd, conf_box *b)
+static void piece_box(const wex_tool_piece *p, uint32_t lnd, conf_box *b)
 {
     uint32_t lead = lnd - p->ndim;
 
@@ -26,7 +27,7 @@ static void piece_box(const wex__piece *p, uint32_t lnd, conf_box *b)
 }
 
 /* An operation in its destination tensor's coordinates. */
-static void op_box(const wex__op *o, conf_box *b)
+static void op_box(const wex_tool_op *o, conf_box *b)
 {
     uint32_t lead = o->dst_ndim - o->ndim;
 
@@ -40,16 +41,24 @@ typedef struct tensor_tally {
     uint64_t need, written, written_sum, both;
 } tensor_tally;
 
-static int tally(const wex__rank_layout *l, size_t t, const wex__op *ops,
+static int tally(const wex_tool_layout *l, size_t t, const wex_tool_op *ops,
                  size_t count, tensor_tally *out)
 {
-    uint32_t lnd = l->tensors[t].ndim;
+    wex_tool_layout_info info;
+    wex_tool_tensor tensor;
+    wex_tool_piece p;
+    uint32_t lnd;
     size_t np = 0, no = 0, n = 0;
     conf_box *boxes;
     int rc = -1;
 
-    for (size_t i = 0; i < l->piece_count; i++)
-        np += l->pieces[i].tensor == t;
+    wex_tool_layout_get_info(l, &info);
+    wex_tool_layout_tensor(l, t, &tensor);
+    lnd = tensor.ndim;
+    for (size_t i = 0; i < info.piece_count; i++) {
+        wex_tool_layout_piece(l, i, &p);
+        np += p.tensor == t;
+    }
     for (size_t i = 0; i < count; i++)
         no += ops[i].dst_tensor == t;
     boxes = calloc(2 * (np + no) + 1, sizeof(*boxes));
@@ -57,9 +66,11 @@ static int tally(const wex__rank_layout *l, size_t t, const wex__op *ops,
         return -1;
     memset(out, 0, sizeof(*out));
     /* [pieces][ops] then a copy of both for the union */
-    for (size_t i = 0; i < l->piece_count; i++)
-        if (l->pieces[i].tensor == t)
-            piece_box(&l->pieces[i], lnd, &boxes[n++]);
+    for (size_t i = 0; i < info.piece_count; i++) {
+        wex_tool_layout_piece(l, i, &p);
+        if (p.tensor == t)
+            piece_box(&p, lnd, &boxes[n++]);
+    }
     for (size_t i = 0; i < count; i++)
         if (ops[i].dst_tensor == t) {
             op_box(&ops[i], &boxes[n]);
@@ -77,17 +88,23 @@ static int tally(const wex__rank_layout *l, size_t t, const wex__op *ops,
 
 /* C17 (and C22): destination rank 0's operations against its layout.
  * Returns whether they pass. */
-static int check_destination(int id, const wex__side *dst,
-                             const wex__op *ops, size_t count)
+static int check_destination(int id, const wex_tool_planner *planner,
+                             const wex_tool_op *ops, size_t count)
 {
-    const wex__rank_layout *l = &dst->layouts[0];
+    const wex_tool_layout *l =
+        wex_tool_planner_layout(planner, WEX_SIDE_DESTINATION, 0);
+    wex_tool_layout_info info;
     uint64_t bad = 0, moved = 0;
     char first[CONF_REASON_MAX - 96] = "";
 
-    for (size_t t = 0; t < l->tensor_count; t++) {
-        const char *name = l->tensors[t].name;
+    wex_tool_layout_get_info(l, &info);
+    for (size_t t = 0; t < info.tensor_count; t++) {
+        wex_tool_tensor tensor;
+        const char *name;
         tensor_tally c;
 
+        wex_tool_layout_tensor(l, t, &tensor);
+        name = tensor.name;
         if (tally(l, t, ops, count, &c) != 0) {
             conf_report(id, CONF_FAIL, "kit: out of memory");
             return 0;
@@ -116,7 +133,7 @@ static int check_destination(int id, const wex__side *dst,
         conf_report(id, CONF_FAIL,
                     "destination rank 0 (%zu operations): %llu of %zu local "
                     "tensors not written exactly once; first %s",
-                    count, (unsigned long long)bad, l->tensor_count, first);
+                    count, (unsigned long long)bad, info.tensor_count, first);
         return 0;
     }
     if (id == CONF_POLICY_COVERAGE)
@@ -127,7 +144,7 @@ static int check_destination(int id, const wex__side *dst,
     return 1;
 }
 
-static int same_op(const wex__op *a, const wex__op *b)
+static int same_op(const wex_tool_op *a, const wex_tool_op *b)
 {
     return a->src_rank == b->src_rank && a->src_tensor == b->src_tensor &&
            a->dst_rank == b->dst_rank && a->dst_tensor == b->dst_tensor &&
@@ -140,13 +157,17 @@ static int same_op(const wex__op *a, const wex__op *b)
            memcmp(a->extent, b->extent, a->ndim * sizeof(uint64_t)) == 0;
 }
 
+/* One rank's operations, as planned. */
+typedef struct op_list {
+    wex_tool_op *ops;
+    size_t count;
+} op_list;
+
 /* C18 (and C22): the pair (source `src_rank`, destination 0) seen from
  * both ends, and the destination's list planned twice. Returns the number
  * of operations between the two when they agree, -1 when not. */
-static long check_agreement(int id, uint64_t src_rank,
-                            const wex_plan_builder *src,
-                            const wex_plan_builder *dst,
-                            const wex_plan_builder *again)
+static long check_agreement(int id, uint64_t src_rank, const op_list *src,
+                            const op_list *dst, const op_list *again)
 {
     size_t i = 0, j = 0, k = 0;
 
@@ -222,57 +243,52 @@ static char *job_text(const conf_ctx *ctx, int source_replicas)
 }
 
 /* Opens the conformance job; reports `ids` failed when it cannot. */
-static int open_job(conf_ctx *ctx, wex__registry *r, int source_replicas,
-                    const int *ids, size_t count, wex__planner *planner)
+static int open_job(conf_ctx *ctx, wex_tool_registry *r, int source_replicas,
+                    const int *ids, size_t count, wex_tool_planner **planner)
 {
-    wex__job_config *job = NULL;
     char *text = job_text(ctx, source_replicas);
 
-    if (wex__job_config_parse("conformance job", text, NULL, r,
-                              WEX__JOB_PLAN_ONLY, &job, NULL) == WEX_OK &&
-        wex__planner_open_job(planner, r, job) == WEX_OK)
+    if (wex_tool_planner_open_text(r, "conformance job", text, planner) ==
+        WEX_OK)
         return 1;
     conf_report(ids[0], CONF_FAIL, "opening an hf%s -> hf job on %s: %s",
                 source_replicas > 1 ? " (dp 2)" : "", CONF_MODEL_FILE,
-                wex__last_error());
+                wex_last_error());
     for (size_t i = 1; i < count; i++)
         conf_report(ids[i], CONF_SKIP, "needs C%02d", ids[0]);
     return 0;
 }
 
 /* C17, C18. */
-static void plan_whole(conf_ctx *ctx, wex__registry *r)
+static void plan_whole(conf_ctx *ctx, wex_tool_registry *r)
 {
     static const int ids[] = {CONF_POLICY_COVERAGE, CONF_POLICY_AGREE};
-    wex_plan_builder dst, src, again;
-    wex__planner planner;
+    op_list dst, src, again;
+    wex_tool_planner *planner;
     long agreed;
 
     if (!open_job(ctx, r, 1, ids, 2, &planner))
         return;
-    wex__plan_builder_init(&dst, &planner.src, &planner.dst);
-    wex__plan_builder_init(&src, &planner.src, &planner.dst);
-    wex__plan_builder_init(&again, &planner.src, &planner.dst);
-    if (wex__planner_rank(&planner, WEX_SIDE_DESTINATION, 0, &dst) !=
-        WEX_OK) {
+    if (wex_tool_planner_ops(planner, WEX_SIDE_DESTINATION, 0, NULL, 0,
+                             &dst.ops, &dst.count) != WEX_OK) {
         conf_report(CONF_POLICY_COVERAGE, CONF_FAIL,
-                    "planning destination rank 0: %s", wex__last_error());
+                    "planning destination rank 0: %s", wex_last_error());
         conf_report(CONF_POLICY_AGREE, CONF_SKIP, "needs C17");
         return;
     }
-    check_destination(CONF_POLICY_COVERAGE, &planner.dst, dst.ops,
-                      dst.count);
+    check_destination(CONF_POLICY_COVERAGE, planner, dst.ops, dst.count);
     conf_begin(CONF_POLICY_AGREE);
-    if (wex__planner_rank(&planner, WEX_SIDE_SOURCE, 0, &src) != WEX_OK) {
+    if (wex_tool_planner_ops(planner, WEX_SIDE_SOURCE, 0, NULL, 0, &src.ops,
+                             &src.count) != WEX_OK) {
         conf_report(CONF_POLICY_AGREE, CONF_FAIL,
-                    "planning source rank 0: %s", wex__last_error());
+                    "planning source rank 0: %s", wex_last_error());
         return;
     }
-    if (wex__planner_rank(&planner, WEX_SIDE_DESTINATION, 0, &again) !=
-        WEX_OK) {
+    if (wex_tool_planner_ops(planner, WEX_SIDE_DESTINATION, 0, NULL, 0,
+                             &again.ops, &again.count) != WEX_OK) {
         conf_report(CONF_POLICY_AGREE, CONF_FAIL,
                     "planning destination rank 0 a second time: %s",
-                    wex__last_error());
+                    wex_last_error());
         return;
     }
     agreed = check_agreement(CONF_POLICY_AGREE, 0, &src, &dst, &again);
@@ -287,38 +303,35 @@ static void plan_whole(conf_ctx *ctx, wex__registry *r)
 /* C22: two source replicas, the first dead. The host's planner refuses a
  * plan with an operation from a dead rank ("cannot fail over"); what is
  * left to check is that the survivor's plan is whole and agreed. */
-static void plan_failover(conf_ctx *ctx, wex__registry *r)
+static void plan_failover(conf_ctx *ctx, wex_tool_registry *r)
 {
     static const int ids[] = {CONF_POLICY_FAILOVER};
     static const uint64_t dead[] = {0};
-    wex_plan_builder dst, src, again;
-    wex__planner planner;
+    op_list dst, src, again;
+    wex_tool_planner *planner;
     long agreed;
 
     conf_begin(CONF_POLICY_FAILOVER);
     if (!open_job(ctx, r, 2, ids, 1, &planner))
         return;
-    wex__plan_builder_init(&dst, &planner.src, &planner.dst);
-    wex__plan_builder_init(&src, &planner.src, &planner.dst);
-    wex__plan_builder_init(&again, &planner.src, &planner.dst);
-    if (wex__planner_rank_without(&planner, WEX_SIDE_DESTINATION, 0, dead, 1,
-                                  &dst) != WEX_OK) {
+    if (wex_tool_planner_ops(planner, WEX_SIDE_DESTINATION, 0, dead, 1,
+                             &dst.ops, &dst.count) != WEX_OK) {
         conf_report(CONF_POLICY_FAILOVER, CONF_FAIL,
                     "planning destination rank 0 with source rank 0 dead "
                     "(source rank 1 holds everything): %s",
-                    wex__last_error());
+                    wex_last_error());
         return;
     }
-    if (!check_destination(CONF_POLICY_FAILOVER, &planner.dst, dst.ops,
+    if (!check_destination(CONF_POLICY_FAILOVER, planner, dst.ops,
                            dst.count))
         return;
-    if (wex__planner_rank_without(&planner, WEX_SIDE_SOURCE, 1, dead, 1,
-                                  &src) != WEX_OK ||
-        wex__planner_rank_without(&planner, WEX_SIDE_DESTINATION, 0, dead, 1,
-                                  &again) != WEX_OK) {
+    if (wex_tool_planner_ops(planner, WEX_SIDE_SOURCE, 1, dead, 1, &src.ops,
+                             &src.count) != WEX_OK ||
+        wex_tool_planner_ops(planner, WEX_SIDE_DESTINATION, 0, dead, 1,
+                             &again.ops, &again.count) != WEX_OK) {
         conf_report(CONF_POLICY_FAILOVER, CONF_FAIL,
                     "planning again with source rank 0 dead: %s",
-                    wex__last_error());
+                    wex_last_error());
         return;
     }
     agreed = check_agreement(CONF_POLICY_FAILOVER, 1, &src, &dst, &again);
@@ -332,9 +345,9 @@ static void plan_failover(conf_ctx *ctx, wex__registry *r)
 
 static void policy_child(conf_ctx *ctx, void *arg)
 {
-    wex__registry *r = NULL;
+    wex_tool_registry *r = NULL;
     char *manifests;
-    wex__plugin *p;
+    wex_tool_plugin *p;
 
     (void)arg;
     conf_begin(CONF_POLICY_COVERAGE);
@@ -352,7 +365,7 @@ static void policy_child(conf_ctx *ctx, void *arg)
     p = conf_load_plugin(ctx, manifests, &r);
     if (p == NULL) {
         conf_report(CONF_POLICY_COVERAGE, CONF_FAIL, "the host's loader: %s",
-                    wex__last_error());
+                    wex_last_error());
         conf_report(CONF_POLICY_AGREE, CONF_SKIP, "needs C17");
         conf_report(CONF_POLICY_FAILOVER, CONF_SKIP, "needs C17");
         return;

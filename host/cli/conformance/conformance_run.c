@@ -8,7 +8,6 @@
 #include <stdlib.h>
 
 #include "conformance.h"
-#include "registry.h"
 
 static const char *status_word(int status)
 {
@@ -33,7 +32,7 @@ static void run_kind(conf_ctx *ctx, uint32_t kind, const int *ids,
         for (size_t i = 0; i < count; i++)
             conf_set(ctx, ids[i], CONF_SKIP, "not %s %s",
                      kind == WEX_KIND_ENGINE ? "an" : "a",
-                     wex__kind_name(kind));
+                     wex_tool_kind_name(kind));
         return;
     }
     if (ctx->results[CONF_INIT_FINI].status != CONF_PASS) {
@@ -104,7 +103,7 @@ static void print_text(const conf_ctx *ctx, const char *arg, int verbose,
 {
     if (ctx->manifest_ok)
         printf("wex conformance: %s plugin '%s' (%s)\n",
-               wex__kind_name(ctx->manifest.kind), ctx->manifest.name,
+               wex_tool_kind_name(ctx->manifest.kind), ctx->manifest.name,
                ctx->manifest_path);
     else
         printf("wex conformance: %s (%s)\n", arg, ctx->manifest_path);
@@ -131,7 +130,7 @@ static void print_json(const conf_ctx *ctx, const char *arg, tally t)
     if (ctx->manifest_ok) {
         cJSON_AddStringToObject(plugin, "name", ctx->manifest.name);
         cJSON_AddStringToObject(plugin, "kind",
-                                wex__kind_name(ctx->manifest.kind));
+                                wex_tool_kind_name(ctx->manifest.kind));
         cJSON_AddStringToObject(plugin, "version", ctx->manifest.version);
         cJSON_AddStringToObject(plugin, "library", ctx->manifest.library);
     }

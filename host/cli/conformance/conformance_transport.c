@@ -21,9 +21,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <wex/wex.h>
+
 #include "conformance.h"
-#include "error.h"
-#include "options.h"
+#include "tool_base.h"
+#include "tool_json.h"
 
 #define BUF_BYTES (4ull << 20)
 #define MSG_MAX 400
@@ -32,6 +34,7 @@ typedef struct tport {
     const conf_ctx *ctx;
     const wex_transport_ops *ops;
     wex_plugin_state *state;
+    const wex_options *options; /* the --options every ctx gets */
     char job_id[64];
     conf_exchange *exchange; /* for connect (ABI 1.3) */
 } tport;
@@ -64,17 +67,17 @@ static uint8_t pattern(uint64_t i)
 /* A length-prefixed message: the key (len > 0), or an error text. */
 static void send_msg(int fd, uint32_t tag, const void *data, uint32_t len)
 {
-    (void)(wex__write_all(fd, &tag, sizeof(tag)) == 0 &&
-           wex__write_all(fd, &len, sizeof(len)) == 0 &&
-           wex__write_all(fd, data, len) == 0);
+    (void)(wex_tool_write_all(fd, &tag, sizeof(tag)) == 0 &&
+           wex_tool_write_all(fd, &len, sizeof(len)) == 0 &&
+           wex_tool_write_all(fd, data, len) == 0);
 }
 
 static int recv_msg(int fd, uint32_t *tag, void *data, uint32_t cap,
                     uint32_t *len)
 {
-    if (wex__read_all(fd, tag, sizeof(*tag)) != 0 ||
-        wex__read_all(fd, len, sizeof(*len)) != 0 || *len > cap ||
-        wex__read_all(fd, data, *len) != 0)
+    if (wex_tool_read_all(fd, tag, sizeof(*tag)) != 0 ||
+        wex_tool_read_all(fd, len, sizeof(*len)) != 0 || *len > cap ||
+        wex_tool_read_all(fd, data, *len) != 0)
         return -1;
     return 0;
 }
@@ -99,7 +102,6 @@ static void send_error(int fd, const char *fmt, ...)
 static wex_status open_ctx(const tport *t, uint32_t side,
                            wex_transport_ctx **ctx_p)
 {
-    wex_options view = wex__options_view(t->ctx->options);
     wex_transport_args args;
 
     memset(&args, 0, sizeof(args));
@@ -108,9 +110,9 @@ static wex_status open_ctx(const tport *t, uint32_t side,
     args.rank = 0;
     args.source_ranks = 1;
     args.destination_ranks = 1;
-    args.options = &view;
+    args.options = t->options;
     args.job_id = t->job_id;
-    wex__error_clear();
+    wex_tool_error_clear();
     return t->ops->ctx_create(t->state, &args, ctx_p);
 }
 
@@ -124,10 +126,10 @@ static wex_status connect_ctx(const tport *t, wex_transport_ctx *ctx)
     if (t->ops->connect == NULL)
         return WEX_OK;
     conf_exchange_lend(t->exchange, &ex);
-    wex__error_clear();
+    wex_tool_error_clear();
     st = t->ops->connect(ctx, &ex);
-    if (st != WEX_OK && wex__last_error()[0] == '\0')
-        wex__error(st, "failed without a message");
+    if (st != WEX_OK && wex_last_error()[0] == '\0')
+        wex_tool_error(st, "failed without a message");
     return st;
 }
 
@@ -174,17 +176,17 @@ static void destination_main(const tport *t, int to_tester, int from_tester)
         close(conf_report_fd()); /* only the tester reports */
     if (open_ctx(t, WEX_SIDE_DESTINATION, &ctx) != WEX_OK) {
         send_error(to_tester, "destination ctx_create: %s",
-                   wex__last_error());
+                   wex_last_error());
         return;
     }
     if (connect_ctx(t, ctx) != WEX_OK) {
-        send_error(to_tester, "destination connect: %s", wex__last_error());
+        send_error(to_tester, "destination connect: %s", wex_last_error());
         return;
     }
     if (alloc) {
         if (t->ops->mem_alloc(ctx, BUF_BYTES, &buf, &mem) != WEX_OK) {
             send_error(to_tester, "destination mem_alloc of 4 MiB: %s",
-                       wex__last_error());
+                       wex_last_error());
             return;
         }
     } else {
@@ -194,12 +196,12 @@ static void destination_main(const tport *t, int to_tester, int from_tester)
             t->ops->mem_register(ctx, buf, BUF_BYTES, WEX_MEMORY_HOST,
                                  &mem) != WEX_OK) {
             send_error(to_tester, "destination mem_register of 4 MiB: %s",
-                       wex__last_error());
+                       wex_last_error());
             return;
         }
     }
     if (t->ops->mem_key(ctx, mem, key, &key_len) != WEX_OK) {
-        send_error(to_tester, "destination mem_key: %s", wex__last_error());
+        send_error(to_tester, "destination mem_key: %s", wex_last_error());
         return;
     }
     if (key_len == 0 || key_len > WEX_TRANSPORT_KEY_MAX) {
@@ -208,7 +210,7 @@ static void destination_main(const tport *t, int to_tester, int from_tester)
         return;
     }
     send_msg(to_tester, TAG_KEY, key, (uint32_t)key_len);
-    while (wex__read_all(from_tester, &cmd, 1) == 0 && cmd == 'v') {
+    while (wex_tool_read_all(from_tester, &cmd, 1) == 0 && cmd == 'v') {
         if (verify(buf, why, sizeof(why)) == 0)
             send_msg(to_tester, TAG_VERIFIED, "", 1);
         else
@@ -257,7 +259,7 @@ static int round_trip(const tport *t, pid_t *dest_p, int *to_dest,
     /* before the key: a transport's connect may wait for every rank */
     if (open_ctx(t, WEX_SIDE_SOURCE, src_p) != WEX_OK) {
         conf_report(CONF_TRANSPORT_ROUNDTRIP, CONF_FAIL,
-                    "source ctx_create: %s", wex__last_error());
+                    "source ctx_create: %s", wex_last_error());
         return 0;
     }
     if (connect_ctx(t, *src_p) != WEX_OK) {
@@ -266,7 +268,7 @@ static int round_trip(const tport *t, pid_t *dest_p, int *to_dest,
 
         /* A destination that failed says why, and that is the cause. One
          * still connecting fails by the same deadline or sends its key. */
-        snprintf(why, sizeof(why), "source connect: %s", wex__last_error());
+        snprintf(why, sizeof(why), "source connect: %s", wex_last_error());
         if (poll(&pfd, 1, (int)(t->exchange->deadline_s * 1000)) == 1 &&
             recv_msg(up[0], &tag, key, sizeof(key), &len) == 0 &&
             tag == TAG_ERROR) {
@@ -288,11 +290,11 @@ static int round_trip(const tport *t, pid_t *dest_p, int *to_dest,
                     (const char *)key);
         return 0;
     }
-    wex__error_clear();
+    wex_tool_error_clear();
     if (t->ops->peer_attach(*src_p, 0, key, len, peer_p) != WEX_OK) {
         conf_report(CONF_TRANSPORT_ROUNDTRIP, CONF_FAIL,
                     "peer_attach with the destination's %u-byte key: %s",
-                    len, wex__last_error());
+                    len, wex_last_error());
         return 0;
     }
     data = malloc(BUF_BYTES);
@@ -310,7 +312,7 @@ static int round_trip(const tport *t, pid_t *dest_p, int *to_dest,
             conf_report(CONF_TRANSPORT_ROUNDTRIP, CONF_FAIL,
                         "put of %llu bytes at offset %llu: %s",
                         (unsigned long long)v[i].bytes,
-                        (unsigned long long)v[i].offset, wex__last_error());
+                        (unsigned long long)v[i].offset, wex_last_error());
             free(data);
             return 0;
         }
@@ -321,10 +323,10 @@ static int round_trip(const tport *t, pid_t *dest_p, int *to_dest,
     free(data);
     if (st != WEX_OK) {
         conf_report(CONF_TRANSPORT_ROUNDTRIP, CONF_FAIL, "flush: %s",
-                    wex__last_error());
+                    wex_last_error());
         return 0;
     }
-    if (wex__write_all(down[1], "v", 1) != 0 ||
+    if (wex_tool_write_all(down[1], "v", 1) != 0 ||
         recv_msg(up[0], &tag, key, sizeof(key), &len) != 0) {
         conf_report(CONF_TRANSPORT_ROUNDTRIP, CONF_FAIL,
                     "the destination process died while checking its "
@@ -365,14 +367,14 @@ static void dead_peer(const tport *t, pid_t dest, wex_transport_ctx *src,
                   "put + flush towards a killed destination did not return "
                   "within %u s",
                   deadline);
-    t0 = wex__now();
-    wex__error_clear();
+    t0 = wex_tool_now();
+    wex_tool_error_clear();
     st = t->ops->put(src, peer, 0, bytes, sizeof(bytes));
     if (st >= 0)
         while ((st = t->ops->flush(src)) > 0)
             ;
-    took = wex__now() - t0;
-    snprintf(msg, sizeof(msg), "%s", wex__last_error());
+    took = wex_tool_now() - t0;
+    snprintf(msg, sizeof(msg), "%s", wex_last_error());
     conf_watchdog(deadline, CONF_TRANSPORT_DEAD_PEER,
                   "put + flush towards a killed destination returned, but "
                   "peer_detach or ctx_destroy then hung for %u s",
@@ -414,7 +416,7 @@ static void device_only_skip(const tport *t)
         conf_report(CONF_TRANSPORT_ROUNDTRIP, CONF_SKIP,
                     "the transport moves device memory only, and here "
                     "ctx_create says: %s",
-                    wex__last_error()[0] ? wex__last_error()
+                    wex_last_error()[0] ? wex_last_error()
                                          : wex_status_string(st));
     }
 }
@@ -423,8 +425,8 @@ static void transport_child(conf_ctx *ctx, void *arg)
 {
     wex_transport_ctx *src = NULL;
     wex_transport_peer *peer = NULL;
-    wex__registry *r;
-    wex__plugin *p;
+    wex_tool_registry *r;
+    wex_tool_plugin *p;
     int to_dest = -1, from_dest = -1;
     pid_t dest = -1;
     conf_exchange exchange = {{0}, 0};
@@ -435,14 +437,21 @@ static void transport_child(conf_ctx *ctx, void *arg)
     p = conf_load_plugin(ctx, ctx->manifest_path, &r);
     if (p == NULL) {
         conf_report(CONF_TRANSPORT_ROUNDTRIP, CONF_FAIL,
-                    "the host's loader: %s", wex__last_error());
+                    "the host's loader: %s", wex_last_error());
         conf_report(CONF_TRANSPORT_DEAD_PEER, CONF_SKIP, "needs C19");
         return;
     }
     memset(&t, 0, sizeof(t));
     t.ctx = ctx;
-    t.ops = &p->ops.transport;
-    t.state = p->plugin_state;
+    t.ops = wex_tool_plugin_transport_ops(p);
+    t.state = wex_tool_plugin_state(p);
+    /* lent to every ctx_create; the child's exit frees it */
+    t.options = wex_tool_options_make(ctx->options);
+    if (t.options == NULL) {
+        conf_report(CONF_TRANSPORT_ROUNDTRIP, CONF_FAIL, "kit: out of memory");
+        conf_report(CONF_TRANSPORT_DEAD_PEER, CONF_SKIP, "needs C19");
+        return;
+    }
     snprintf(t.job_id, sizeof(t.job_id), "wex-conformance-%ld",
              (long)getpid());
     t.exchange = &exchange;

@@ -11,14 +11,13 @@
 
 #include "cli.h"
 #include "cli_args.h"
-#include "error.h"
 #include "run.h"
 
 static void usage(FILE *out)
 {
     fprintf(out,
             "usage: wex run JOB.json [--steps N] [--verify digest|none] "
-            "[--json]\n"
+            "[--json] [--changed F]\n"
             "               [--host H --rendezvous HOST:PORT --token T "
             "--job-id ID]\n"
             "               [--from-checkpoint DIR] [--save OUT "
@@ -39,6 +38,13 @@ static void usage(FILE *out)
             "  --steps N   steps to sync (default 3)\n"
             "  --verify digest|none\n"
             "              override the job's verify setting\n"
+            "  --changed F each step changes a fraction F (0 to 1, default "
+            "1) of the\n"
+            "              elements, the same ones on every rank (drawn "
+            "from a hash of\n"
+            "              tensor and element): with \"delta\" in the job, "
+            "what a delta\n"
+            "              step sends; every element is still checked\n"
             "  --host H    only the ranks the job's topology places on host H "
             "(one\n"
             "              `wex run --host` per host, all meeting at the same\n"
@@ -130,7 +136,8 @@ enum {
     OPT_WORKER,
     OPT_FROM_CHECKPOINT,
     OPT_SAVE,
-    OPT_SHARD_BYTES
+    OPT_SHARD_BYTES,
+    OPT_CHANGED
 };
 
 static const struct option options[] = {
@@ -149,6 +156,7 @@ static const struct option options[] = {
     {"from-checkpoint", required_argument, NULL, OPT_FROM_CHECKPOINT},
     {"save", required_argument, NULL, OPT_SAVE},
     {"shard-bytes", required_argument, NULL, OPT_SHARD_BYTES},
+    {"changed", required_argument, NULL, OPT_CHANGED},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
 
@@ -170,6 +178,7 @@ static int take(cli_parser *p, int c, run_args *a)
     case OPT_SHARD_BYTES:
         return cli_u64(p, 0, UINT64_MAX / 2, &a->shard_bytes);
     case OPT_STEPS: return cli_u64(p, 1, RUN_STEPS_MAX, &a->steps);
+    case OPT_CHANGED: return cli_fraction(p, &a->changed);
     case OPT_FIRST_STEP:
         return cli_u64(p, 1, RUN_STEPS_MAX, &a->first_step);
     case OPT_HOST:
@@ -212,6 +221,7 @@ static int parse_args(int argc, char **argv, run_args *a)
     a->verify = -1;
     a->host = -1;
     a->shard_bytes = RUN_SHARD_BYTES;
+    a->changed = 1;
     cli_parser_init(&p, "wex run", argc, argv, "h", options);
     while ((c = cli_next(&p)) != CLI_DONE) {
         if (c == 'h') {
@@ -249,7 +259,7 @@ int cmd_run(int argc, char **argv)
     if (a.worker)
         return run_worker(&a);
     if (run_launch(&l, &a) != WEX_OK) {
-        fprintf(stderr, "wex run: %s\n", wex__last_error());
+        fprintf(stderr, "wex run: %s\n", wex_last_error());
         run_launch_close(&l, 1);
         return CLI_EXIT_USAGE;
     }

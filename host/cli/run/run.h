@@ -4,15 +4,15 @@
 #define CLI_RUN_H
 
 #include <stdint.h>
-
-#include "clock.h"
-#include "fd_io.h"
-#include "job.h"
-
 #include <stdio.h>
 #include <sys/types.h>
 
 #include <cjson/cJSON.h>
+#include <wex/wex.h>
+
+#include "tool_checkpoint.h"
+#include "tool_plan.h"
+#include "tool_store.h"
 
 typedef struct run_args {
     const char *job;
@@ -32,14 +32,15 @@ typedef struct run_args {
     const char *from_checkpoint; /* sources read it; destinations check it */
     const char *save;            /* destinations save what they hold */
     uint64_t shard_bytes;        /* the saved checkpoint's shard size */
+    double changed; /* the fraction of elements a step changes (1: all) */
 } run_args;
 
 /* The launcher's state: the job's plan, the rendezvous it serves, and
  * one process per rank (sources first). */
 typedef struct launch {
-    wex__planner plan;
-    wex__store_server *server;
-    wex__store_client *client;
+    wex_tool_planner *plan;
+    wex_tool_store_server *server;
+    wex_tool_store_client *client;
     pid_t *pids;
     uint32_t *sides;
     uint64_t *ranks;
@@ -78,14 +79,12 @@ cJSON *run_worker_report(launch *l, uint32_t side, uint64_t rank);
  * rank starts; a worker's checkpoint (a source binds it, a destination
  * keeps it to check against); what a destination holds that differs from
  * the checkpoint, or from step `step`'s synthetic weights without one. */
-struct wex__checkpoint;
 wex_status run_check_checkpoint(launch *l, const run_args *a);
 wex_status run_worker_checkpoint_open(wex_job *job, const run_args *a,
-                                      struct wex__checkpoint **ck_p);
+                                      wex_tool_checkpoint **ck_p);
 uint64_t run_worker_mismatches(const wex_job *job,
-                               const struct wex__checkpoint *ck,
-                               uint64_t step);
-void run_worker_checkpoint_close(struct wex__checkpoint *ck);
+                               const wex_tool_checkpoint *ck, uint64_t step);
+void run_worker_checkpoint_close(wex_tool_checkpoint *ck);
 
 /* run_memory.c: the ranks this run starts fit in MemAvailable. */
 wex_status run_check_memory(launch *l, const run_args *a);

@@ -16,9 +16,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "error.h"
-#include "host_registry.h"
 #include "run.h"
+#include "tool_base.h"
+#include "tool_plugins.h"
 
 static void random_hex(char *out, size_t bytes)
 {
@@ -54,7 +54,7 @@ static pid_t spawn(const char *self, const run_args *a, const char *shares,
                                                   : (char *)"destination",
                           r, (char *)"--steps", steps, (char *)"--first-step",
                           first, (char *)a->job, NULL};
-        char shard[32];
+        char shard[32], changed[40];
         int n = 10;
         /* A worker dies with its launcher, however the launcher dies
          * (SIGKILL included), even in the middle of filling memory; one
@@ -81,6 +81,11 @@ static pid_t spawn(const char *self, const run_args *a, const char *shares,
             argv[n++] = (char *)"--verify";
             argv[n++] = (char *)verify;
         }
+        if (a->changed < 1) {
+            snprintf(changed, sizeof(changed), "%.17g", a->changed);
+            argv[n++] = (char *)"--changed";
+            argv[n++] = changed;
+        }
         execv(self, argv);
         _exit(127);
     }
@@ -92,29 +97,31 @@ wex_status run_launch(launch *l, const run_args *a)
     const cJSON *rdv, *addr, *tok;
     char token[65], job_id[64];
     ssize_t n;
-    wex__registry *registry;
+    wex_tool_registry *registry;
+    wex_tool_job_info job;
     wex_status st;
 
     memset(l, 0, sizeof(*l));
-    st = wex__registry_default(&registry);
+    st = wex_tool_registry_default(&registry);
     if (st == WEX_OK)
-        st = wex__planner_open(&l->plan, registry, a->job);
+        st = wex_tool_planner_open(registry, a->job, &l->plan);
     if (st != WEX_OK)
         return st;
+    wex_tool_planner_get_job(l->plan, &job);
     /* Planning needs no transport, running does: refuse a missing one
      * here, once, rather than in every rank's process. */
-    if (wex__registry_find(registry, WEX_KIND_TRANSPORT,
-                           l->plan.job->transport.name) == NULL) {
-        char *names = wex__registry_names(registry, WEX_KIND_TRANSPORT);
-        st = wex__error(WEX_ERR_INVALID, "%s: /transport: no transport "
-                        "plugin named \"%s\" (available: %s)",
-                        l->plan.job->path, l->plan.job->transport.name,
-                        names && names[0] ? names : "none");
+    if (wex_tool_registry_find(registry, WEX_KIND_TRANSPORT, job.transport) ==
+        NULL) {
+        char *names = wex_tool_registry_names(registry, WEX_KIND_TRANSPORT);
+        st = wex_tool_error(WEX_ERR_INVALID, "%s: /transport: no transport "
+                            "plugin named \"%s\" (available: %s)",
+                            job.path, job.transport,
+                            names && names[0] ? names : "none");
         free(names);
         return st;
     }
     if (a->verify >= 0)
-        l->plan.job->verify_digest = a->verify;
+        wex_tool_planner_set_verify(l->plan, a->verify);
     /* A checkpoint that does not fit, a save that could not finish, or
      * ranks this machine cannot hold are refused here, once, before any
      * rank starts. */
@@ -122,7 +129,7 @@ wex_status run_launch(launch *l, const run_args *a)
         (st = run_check_memory(l, a)) != WEX_OK ||
         (st = run_write_shares(l, a)) != WEX_OK)
         return st;
-    rdv = cJSON_GetObjectItemCaseSensitive(l->plan.job->doc, "rendezvous");
+    rdv = cJSON_GetObjectItemCaseSensitive(job.doc, "rendezvous");
     addr = cJSON_GetObjectItemCaseSensitive(rdv, "address");
     tok = cJSON_GetObjectItemCaseSensitive(rdv, "token");
     random_hex(token, 16);
@@ -131,28 +138,30 @@ wex_status run_launch(launch *l, const run_args *a)
     else if (cJSON_IsString(tok))
         snprintf(token, sizeof(token), "%s", tok->valuestring);
     if (a->rendezvous == NULL) {
-        st = wex__store_serve(cJSON_IsString(addr) ? addr->valuestring
-                                                   : "127.0.0.1:0",
-                              token, &l->server);
+        st = wex_tool_store_serve(cJSON_IsString(addr) ? addr->valuestring
+                                                       : "127.0.0.1:0",
+                                  token, &l->server);
         if (st != WEX_OK)
             return st;
     }
     snprintf(job_id, sizeof(job_id), "run%ld-%llx", (long)getpid(),
              (unsigned long long)time(NULL));
     setenv("WEX_RENDEZVOUS",
-           a->rendezvous ? a->rendezvous : wex__store_address(l->server), 1);
+           a->rendezvous ? a->rendezvous : wex_tool_store_address(l->server),
+           1);
     setenv("WEX_TOKEN", token, 1);
     setenv("WEX_JOB_ID", a->job_id ? a->job_id : job_id, 1);
-    st = wex__store_connect(getenv("WEX_RENDEZVOUS"), token,
-                            a->host >= 0 ? "launcher/host" : "launcher",
-                            l->plan.job->connect_seconds, &l->client);
+    st = wex_tool_store_connect(getenv("WEX_RENDEZVOUS"), token,
+                                a->host >= 0 ? "launcher/host" : "launcher",
+                                job.connect_seconds, &l->client);
     if (st != WEX_OK)
         return st;
     n = readlink("/proc/self/exe", l->self, sizeof(l->self) - 1);
     if (n <= 0)
-        return wex__error(WEX_ERR_SYSTEM, "cannot find the wex executable");
+        return wex_tool_error(WEX_ERR_SYSTEM, "cannot find the wex "
+                                              "executable");
     l->self[n] = '\0';
-    l->count = l->plan.src.ranks + l->plan.dst.ranks;
+    l->count = job.source_ranks + job.destination_ranks;
     l->pids = calloc(l->count, sizeof(pid_t));
     l->sides = calloc(l->count, sizeof(uint32_t));
     l->ranks = calloc(l->count, sizeof(uint64_t));
@@ -160,27 +169,29 @@ wex_status run_launch(launch *l, const run_args *a)
     l->killed = calloc(l->count, sizeof(int));
     if (l->pids == NULL || l->sides == NULL || l->ranks == NULL ||
         l->respawned == NULL || l->killed == NULL)
-        return wex__error(WEX_ERR_NOMEM, "run: out of memory");
+        return wex_tool_error(WEX_ERR_NOMEM, "run: out of memory");
     {
         size_t all = l->count, k = 0;
         for (size_t i = 0; i < all; i++) {
-            int src = i < l->plan.src.ranks;
-            uint64_t rank = src ? i : i - l->plan.src.ranks;
-            const wex__side *side = src ? &l->plan.src : &l->plan.dst;
-            if (a->host >= 0 && side->hosts[rank] != (uint64_t)a->host)
+            int src = i < job.source_ranks;
+            uint64_t rank = src ? i : i - job.source_ranks;
+            uint32_t side = src ? WEX_SIDE_SOURCE : WEX_SIDE_DESTINATION;
+            if (a->host >= 0 && wex_tool_planner_host(l->plan, side, rank) !=
+                                    (uint64_t)a->host)
                 continue;
-            l->sides[k] = src ? WEX_SIDE_SOURCE : WEX_SIDE_DESTINATION;
+            l->sides[k] = side;
             l->ranks[k] = rank;
             l->pids[k] = spawn(l->self, a, l->shares, l->sides[k], rank, 1);
             if (l->pids[k] < 0)
-                return wex__error(WEX_ERR_SYSTEM, "fork: %s", strerror(errno));
+                return wex_tool_error(WEX_ERR_SYSTEM, "fork: %s",
+                                      strerror(errno));
             l->count = ++k;
         }
         l->count = k;
         if (k == 0)
-            return wex__error(WEX_ERR_INVALID, "%s: the topology places no "
-                              "rank on host %lld", a->job,
-                              (long long)a->host);
+            return wex_tool_error(WEX_ERR_INVALID, "%s: the topology places "
+                                  "no rank on host %lld", a->job,
+                                  (long long)a->host);
     }
     return WEX_OK;
 }
@@ -226,7 +237,11 @@ size_t run_wait(launch *l, const run_args *a)
 {
     int tty = !a->json && isatty(STDERR_FILENO);
     size_t left = l->count, failed = 0;
-    uint64_t shown = 0;
+    uint64_t shown = 0, destinations;
+    wex_tool_job_info job;
+
+    wex_tool_planner_get_job(l->plan, &job);
+    destinations = job.destination_ranks;
 
     while (left > 0) {
         int status;
@@ -248,9 +263,9 @@ size_t run_wait(launch *l, const run_args *a)
             break;
         if (tty) {
             /* every destination adds one per step it commits */
-            int64_t want = (int64_t)((shown + 1) * l->plan.dst.ranks);
+            int64_t want = (int64_t)((shown + 1) * destinations);
             if (shown < a->steps &&
-                wex__store_wait_ge(l->client, "progress", want, 0.05) ==
+                wex_tool_store_wait_ge(l->client, "progress", want, 0.05) ==
                     WEX_OK) {
                 shown++;
                 fprintf(stderr, "\rsyncing: step %llu/%llu committed",
@@ -276,7 +291,7 @@ cJSON *run_worker_report(launch *l, uint32_t side, uint64_t rank)
     snprintf(key, sizeof(key), "report/%s/%llu",
              side == WEX_SIDE_SOURCE ? "source" : "destination",
              (unsigned long long)rank);
-    if (wex__store_get(l->client, key, 0.2, &text, &len) == WEX_OK)
+    if (wex_tool_store_get(l->client, key, 0.2, &text, &len) == WEX_OK)
         doc = cJSON_ParseWithLength(text, len);
     free(text);
     return doc;
@@ -288,11 +303,11 @@ void run_launch_close(launch *l, int kill_workers)
         if (l->pids[i] > 0)
             kill(l->pids[i], SIGKILL);
     if (l->client != NULL)
-        wex__store_close(l->client);
+        wex_tool_store_close(l->client);
     if (l->server != NULL)
-        wex__store_stop(l->server);
+        wex_tool_store_stop(l->server);
     run_remove_shares(l);
-    wex__planner_close(&l->plan);
+    wex_tool_planner_close(l->plan);
     free(l->pids);
     free(l->sides);
     free(l->ranks);

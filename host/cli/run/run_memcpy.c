@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "run.h"
+#include "tool_base.h"
 
 #define MEMCPY_BYTES ((size_t)256 << 20)
 #define MEMCPY_PASSES 5
@@ -56,13 +57,13 @@ static double measure(int threads)
                 break;
             }
         }
-        t0 = wex__now();
+        t0 = wex_tool_now();
         copy_once(&c[0]);
         if (threads == 2) {
             pthread_join(other, NULL);
             pthread_barrier_destroy(&start);
         }
-        dt = wex__now() - t0;
+        dt = wex_tool_now() - t0;
         if (dt > 0 && (double)threads * MEMCPY_BYTES / dt > best)
             best = (double)threads * MEMCPY_BYTES / dt;
     }

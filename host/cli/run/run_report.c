@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "run.h"
+#include "tool_store.h"
 
 typedef struct step_total {
     double seconds; /* the slowest destination's */
@@ -13,6 +14,11 @@ typedef struct step_total {
     unsigned char *seen; /* per worker: reported this step committed */
     double attempts, failed_over; /* the most any rank reported */
     double puts;                  /* every source's */
+    /* delta steps (the ranks that count): bytes on the wire, elements
+     * compared and changed, the slowest apply, the modes seen (a bit per
+     * WEX_SYNC_*) */
+    double wire_bytes, delta_elements, changed_elements, apply_seconds;
+    unsigned modes;
 } step_total;
 
 static double number(const cJSON *o, const char *key)
@@ -48,10 +54,42 @@ static void count_paths(const cJSON *doc, cJSON *paths)
     }
 }
 
+/* A rank's step of a delta job into the step's totals. */
+static void fold_delta(step_total *t, const cJSON *one)
+{
+    const cJSON *mode = cJSON_GetObjectItemCaseSensitive(one, "mode");
+
+    /* a report without wire_bytes (an older worker) moved every byte */
+    t->wire_bytes += cJSON_GetObjectItemCaseSensitive(one, "wire_bytes")
+                         ? number(one, "wire_bytes")
+                         : number(one, "bytes");
+    if (!cJSON_IsString(mode))
+        return;
+    t->modes |= strcmp(mode->valuestring, "delta") == 0   ? 1u << WEX_SYNC_DELTA
+                : strcmp(mode->valuestring, "mixed") == 0 ? 1u << WEX_SYNC_MIXED
+                                                          : 1u << WEX_SYNC_FULL;
+    t->delta_elements += number(one, "delta_elements");
+    t->changed_elements += number(one, "changed_elements");
+    if (number(one, "apply_seconds") > t->apply_seconds)
+        t->apply_seconds = number(one, "apply_seconds");
+}
+
+/* "full", "delta" or "mixed": the mode every counted rank reported, or
+ * mixed when they differ. */
+static const char *step_mode(const step_total *t)
+{
+    if (t->modes == 1u << WEX_SYNC_DELTA)
+        return "delta";
+    if (t->modes == 1u << WEX_SYNC_FULL)
+        return "full";
+    return "mixed";
+}
+
 /* One rank's report into the per-step totals; returns whether every
  * step it reported committed and verified. */
-static int fold_one(launch *l, const run_args *a, size_t i, int counts,
-                    step_total *steps, cJSON *errors, cJSON *paths)
+static int fold_one(launch *l, const run_args *a, int verify_digest,
+                    size_t i, int counts, step_total *steps, cJSON *errors,
+                    cJSON *paths, double *snapshot_bytes)
 {
     cJSON *doc = run_worker_report(l, l->sides[i], l->ranks[i]);
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(doc, "steps");
@@ -64,6 +102,7 @@ static int fold_one(launch *l, const run_args *a, size_t i, int counts,
              l->sides[i] == WEX_SIDE_SOURCE ? "source" : "destination",
              (unsigned long long)l->ranks[i]);
     count_paths(doc, paths);
+    *snapshot_bytes += number(doc, "snapshot_bytes");
     cJSON_ArrayForEach(one, list) {
         uint64_t s = (uint64_t)number(one, "step");
         const cJSON *why = cJSON_GetObjectItemCaseSensitive(one, "error");
@@ -87,8 +126,9 @@ static int fold_one(launch *l, const run_args *a, size_t i, int counts,
         if (number(one, "seconds") > steps[s - 1].seconds)
             steps[s - 1].seconds = number(one, "seconds");
         steps[s - 1].bytes += number(one, "bytes");
+        fold_delta(&steps[s - 1], one);
         if (number(one, "mismatched_elements") != 0 ||
-            (l->plan.job->verify_digest &&
+            (verify_digest &&
              !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
                  one, "digests_matched"))))
             verified = 0;
@@ -109,8 +149,9 @@ static int fold_one(launch *l, const run_args *a, size_t i, int counts,
 
 /* Folds the ranks' reports into per-step totals; returns whether every
  * destination committed and verified every step. */
-static int fold(launch *l, const run_args *a, step_total *steps,
-                cJSON *errors, cJSON *paths)
+static int fold(launch *l, const run_args *a, int verify_digest,
+                step_total *steps, cJSON *errors, cJSON *paths,
+                double *snapshot_bytes)
 {
     int verified = 1, have_dst = 0;
 
@@ -123,7 +164,8 @@ static int fold(launch *l, const run_args *a, step_total *steps,
             return 0;
     for (size_t i = 0; i < l->count; i++) {
         int counts = !have_dst || l->sides[i] == WEX_SIDE_DESTINATION;
-        verified &= fold_one(l, a, i, counts, steps, errors, paths);
+        verified &= fold_one(l, a, verify_digest, i, counts, steps, errors,
+                             paths, snapshot_bytes);
         for (uint64_t s = 0; counts && s < a->steps; s++)
             if (!steps[s].seen[i])
                 verified = 0;
@@ -136,6 +178,33 @@ static int fold(launch *l, const run_args *a, step_total *steps,
                 steps[s].ok = 0;
     }
     return verified;
+}
+
+/* A step's delta figures in its --json entry. */
+static void add_step_delta(cJSON *one, const step_total *t)
+{
+    cJSON_AddNumberToObject(one, "wire_bytes", t->wire_bytes);
+    if (t->modes == 0)
+        return;
+    cJSON_AddStringToObject(one, "mode", step_mode(t));
+    cJSON_AddNumberToObject(one, "changed_fraction",
+                            t->delta_elements > 0
+                                ? t->changed_elements / t->delta_elements
+                                : 0);
+    cJSON_AddNumberToObject(one, "apply_seconds", t->apply_seconds);
+}
+
+/* ", delta: 1.55 % of the bytes on the wire, 1.00 % changed, applied in
+ * 0.0012 s" */
+static void print_step_delta(const step_total *t)
+{
+    printf(", %s: %.2f %% of the bytes on the wire",
+           t->modes ? step_mode(t) : "full",
+           t->bytes > 0 ? 100 * t->wire_bytes / t->bytes : 0);
+    if (t->delta_elements > 0)
+        printf(", %.2f %% changed, applied in %.4f s",
+               100 * t->changed_elements / t->delta_elements,
+               t->apply_seconds);
 }
 
 /* "paths      am for 8 source-destination rank pairs" */
@@ -200,9 +269,12 @@ int run_report(launch *l, const run_args *a, size_t failed)
     cJSON *doc = cJSON_CreateObject(), *list, *errors, *paths;
     double memcpy_gbps, memcpy2_gbps, mean, steady, median;
     double total_s = 0, total_b = 0, warm_s = 0, warm_b = 0;
+    double snapshot_bytes = 0, wire_b = 0;
+    wex_tool_job_info job;
     int verified;
     char *text;
 
+    wex_tool_planner_get_job(l->plan, &job);
     if (steps == NULL || doc == NULL) {
         free(steps);
         cJSON_Delete(doc);
@@ -212,19 +284,20 @@ int run_report(launch *l, const run_args *a, size_t failed)
     paths = cJSON_CreateObject();
     /* Verified speaks of the weights; the exit status also of the
      * processes (a killed rank the job failed over from still failed). */
-    verified = fold(l, a, steps, errors, paths);
+    verified = fold(l, a, job.verify_digest, steps, errors, paths,
+                    &snapshot_bytes);
     memcpy_gbps = run_memcpy_gbps(1);
     memcpy2_gbps = run_memcpy_gbps(2);
-    cJSON_AddStringToObject(doc, "job", l->plan.job->path);
-    cJSON_AddStringToObject(doc, "source_engine", l->plan.job->source.name);
+    cJSON_AddStringToObject(doc, "job", job.path);
+    cJSON_AddStringToObject(doc, "source_engine", job.source_engine);
     cJSON_AddStringToObject(doc, "destination_engine",
-                            l->plan.job->destination.name);
-    cJSON_AddNumberToObject(doc, "source_ranks", (double)l->plan.src.ranks);
+                            job.destination_engine);
+    cJSON_AddNumberToObject(doc, "source_ranks", (double)job.source_ranks);
     cJSON_AddNumberToObject(doc, "destination_ranks",
-                            (double)l->plan.dst.ranks);
-    cJSON_AddStringToObject(doc, "transport", l->plan.job->transport.name);
+                            (double)job.destination_ranks);
+    cJSON_AddStringToObject(doc, "transport", job.transport);
     cJSON_AddStringToObject(doc, "verify",
-                            l->plan.job->verify_digest ? "digest" : "none");
+                            job.verify_digest ? "digest" : "none");
     /* source-destination rank pairs per path the transport took */
     cJSON_AddItemToObject(doc, "paths", paths);
     list = cJSON_AddArrayToObject(doc, "steps");
@@ -241,10 +314,13 @@ int run_report(launch *l, const run_args *a, size_t failed)
             cJSON_AddNumberToObject(one, "attempts", steps[s].attempts);
         if (steps[s].failed_over > 0)
             cJSON_AddNumberToObject(one, "failed_over", steps[s].failed_over);
+        if (job.delta)
+            add_step_delta(one, &steps[s]);
         cJSON_AddItemToArray(list, one);
         if (steps[s].ok) {
             total_s += steps[s].seconds;
             total_b += steps[s].bytes;
+            wire_b += steps[s].wire_bytes;
             if (s > 0) { /* the first step also maps peers' memory */
                 warm_s += steps[s].seconds;
                 warm_b += steps[s].bytes;
@@ -268,10 +344,17 @@ int run_report(launch *l, const run_args *a, size_t failed)
         cJSON_AddNumberToObject(doc, "median_ratio_to_memcpy",
                                 ratio(median, memcpy_gbps));
     }
+    if (job.delta) {
+        cJSON_AddNumberToObject(doc, "changed", a->changed);
+        cJSON_AddNumberToObject(doc, "snapshot_bytes", snapshot_bytes);
+        cJSON_AddNumberToObject(doc, "wire_bytes", wire_b);
+        cJSON_AddNumberToObject(doc, "wire_fraction",
+                                total_b > 0 ? wire_b / total_b : 0);
+    }
     cJSON_AddBoolToObject(doc, "verified", verified);
     if (l->server != NULL)
         cJSON_AddNumberToObject(doc, "rendezvous_keys",
-                                (double)wex__store_key_count(l->server));
+                                (double)wex_tool_store_key_count(l->server));
     cJSON_AddItemToObject(doc, "errors", errors);
     if (a->json) {
         text = cJSON_Print(doc);
@@ -281,14 +364,12 @@ int run_report(launch *l, const run_args *a, size_t failed)
     } else {
         printf("job        %s: %s (%llu rank%s) -> %s (%llu rank%s) over "
                "%s, verify %s\n",
-               l->plan.job->path, l->plan.job->source.name,
-               (unsigned long long)l->plan.src.ranks,
-               l->plan.src.ranks == 1 ? "" : "s",
-               l->plan.job->destination.name,
-               (unsigned long long)l->plan.dst.ranks,
-               l->plan.dst.ranks == 1 ? "" : "s",
-               l->plan.job->transport.name,
-               l->plan.job->verify_digest ? "digest" : "none");
+               job.path, job.source_engine,
+               (unsigned long long)job.source_ranks,
+               job.source_ranks == 1 ? "" : "s", job.destination_engine,
+               (unsigned long long)job.destination_ranks,
+               job.destination_ranks == 1 ? "" : "s", job.transport,
+               job.verify_digest ? "digest" : "none");
         for (uint64_t s = 0; s < a->steps; s++) {
             printf("step %-5llu %s %.4f s, %.0f bytes, %.2f GB/s",
                    (unsigned long long)(s + 1),
@@ -298,6 +379,8 @@ int run_report(launch *l, const run_args *a, size_t failed)
                 printf(", failed over %.0f dead source rank%s",
                        steps[s].failed_over,
                        steps[s].failed_over > 1 ? "s" : "");
+            if (job.delta && steps[s].ok)
+                print_step_delta(&steps[s]);
             putchar('\n');
         }
         printf("throughput %.2f GB/s; memcpy on this machine %.2f GB/s "
@@ -315,6 +398,12 @@ int run_report(launch *l, const run_args *a, size_t failed)
                    "(ratio %.2f)\n",
                    median, ratio(median, memcpy_gbps));
         print_paths(paths);
+        if (job.delta)
+            printf("delta      %.0f bytes on the wire of %.0f (%.2f %%); "
+                   "sources' snapshots %.0f bytes; each step changes %g %% "
+                   "of the elements\n",
+                   wire_b, total_b, total_b > 0 ? 100 * wire_b / total_b : 0,
+                   snapshot_bytes, 100 * a->changed);
         for (int i = 0; i < cJSON_GetArraySize(errors); i++)
             printf("error      %s\n",
                    cJSON_GetArrayItem(errors, i)->valuestring);

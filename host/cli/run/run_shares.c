@@ -16,42 +16,43 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "log.h"
-#include "plan_share.h"
 #include "run.h"
-#include "temp_dir.h"
+#include "tool_base.h"
 
 wex_status run_write_shares(launch *l, const run_args *a)
 {
     const char *dir = secure_getenv("WEX_PLAN_SHARES");
     char prefix[40];
     uint64_t bytes = 0, files = 0;
-    double t0 = wex__now();
+    double t0 = wex_tool_now();
     wex_status st = WEX_OK;
+    wex_tool_job_info job;
 
+    wex_tool_planner_get_job(l->plan, &job);
     if (dir == NULL || dir[0] == '\0')
-        dir = l->plan.job->plan_shares;
+        dir = job.plan_shares;
     if (dir == NULL) {
         snprintf(prefix, sizeof(prefix), "wex-run-%ld", (long)getpid());
-        if (wex__temp_dir_make(l->shares, sizeof(l->shares), prefix) != 0)
-            return wex__error(WEX_ERR_SYSTEM, "%s: %s", l->shares,
-                              strerror(errno));
+        if (wex_tool_temp_dir_make(l->shares, sizeof(l->shares), prefix) != 0)
+            return wex_tool_error(WEX_ERR_SYSTEM, "%s: %s", l->shares,
+                                  strerror(errno));
         l->shares_owned = 1;
         dir = l->shares;
     } else {
         snprintf(l->shares, sizeof(l->shares), "%s", dir);
     }
-    for (uint64_t r = 0; r < l->plan.src.ranks && st == WEX_OK; r++) {
-        if (a->host >= 0 && l->plan.src.hosts[r] != (uint64_t)a->host)
+    for (uint64_t r = 0; r < job.source_ranks && st == WEX_OK; r++) {
+        if (a->host >= 0 && wex_tool_planner_host(l->plan, WEX_SIDE_SOURCE,
+                                                  r) != (uint64_t)a->host)
             continue;
-        st = wex__share_make(&l->plan, dir, WEX_SIDE_SOURCE, r, &bytes);
+        st = wex_tool_share_make(l->plan, dir, WEX_SIDE_SOURCE, r, &bytes);
         files++;
     }
     if (st != WEX_OK)
-        return wex__error_prefix(st, "plan shares");
-    WEX__DEBUG("run: %llu plan shares (%.1f MB) written to %s in %.3f s",
-               (unsigned long long)files, bytes / 1e6, dir, wex__now() - t0);
+        return wex_tool_error_prefix(st, "plan shares");
+    wex_tool_log(WEX_LOG_DEBUG, "run: %llu plan shares (%.1f MB) written to "
+                 "%s in %.3f s", (unsigned long long)files, bytes / 1e6, dir,
+                 wex_tool_now() - t0);
     return WEX_OK;
 }
 
@@ -59,6 +60,6 @@ void run_remove_shares(launch *l)
 {
     if (!l->shares_owned)
         return;
-    wex__temp_dir_remove(l->shares);
+    wex_tool_temp_dir_remove(l->shares);
     l->shares_owned = 0;
 }

@@ -24,9 +24,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "error.h"
 #include "run.h"
-#include "synth_weights.h"
+#include "tool_base.h"
+#include "tool_job.h"
 
 static const char *side_name(uint32_t side)
 {
@@ -83,7 +83,7 @@ static void die_mid_step(wex_job *job, uint64_t step)
 
     if (step != mid_step_fault)
         return;
-    job->members.after_barrier = NULL;
+    wex_tool_job_after_barrier(job, NULL);
     delay_ms = fault_delay_ms();
     if (delay_ms <= 0 || pthread_create(&t, NULL, kill_later, &delay_ms) != 0)
         raise(SIGKILL);
@@ -93,7 +93,7 @@ static void die_mid_step(wex_job *job, uint64_t step)
 static void arm_mid_step_fault(wex_job *job, uint64_t step)
 {
     mid_step_fault = step;
-    job->members.after_barrier = die_mid_step;
+    wex_tool_job_after_barrier(job, die_mid_step);
 }
 
 static wex_status get_memory(wex_job *job)
@@ -109,52 +109,60 @@ static wex_status get_memory(wex_job *job)
 
 /* A source's "paths": how its bytes reach each destination rank it
  * sends to, as the transport chose when it attached them. */
-static void add_paths(wex_job *job, cJSON *doc)
+static void add_paths(wex_job *job, const run_args *a, cJSON *doc)
 {
+    const uint64_t *peers;
+    size_t count;
     cJSON *paths;
 
-    if (job->side != WEX_SIDE_SOURCE)
+    if (a->side != WEX_SIDE_SOURCE)
         return;
+    peers = wex_tool_job_peers(job, &count);
     cJSON_DeleteItemFromObjectCaseSensitive(doc, "paths");
     paths = cJSON_AddObjectToObject(doc, "paths");
-    for (size_t i = 0; paths != NULL && i < job->peer_count; i++) {
-        const char *path = wex_job_peer_path(job, job->peers[i]);
+    for (size_t i = 0; paths != NULL && i < count; i++) {
+        const char *path = wex_job_peer_path(job, peers[i]);
         char rank[24];
 
-        snprintf(rank, sizeof(rank), "%llu",
-                 (unsigned long long)job->peers[i]);
+        snprintf(rank, sizeof(rank), "%llu", (unsigned long long)peers[i]);
         if (path != NULL)
             cJSON_AddStringToObject(paths, rank, path);
     }
 }
 
-static void report(wex_job *job, cJSON *doc)
+/* Where this rank's report goes in the rendezvous. */
+static void report_key(const run_args *a, char *key, size_t cap)
+{
+    snprintf(key, cap, "report/%s/%llu", side_name(a->side),
+             (unsigned long long)a->rank);
+}
+
+static void report(wex_job *job, const run_args *a, cJSON *doc)
 {
     char key[96], *text;
 
-    add_paths(job, doc);
+    add_paths(job, a, doc);
     text = cJSON_PrintUnformatted(doc);
 
-    snprintf(key, sizeof(key), "report/%s/%llu", side_name(job->side),
-             (unsigned long long)job->rank);
+    report_key(a, key, sizeof(key));
     if (text != NULL)
-        wex__store_set(job->rendezvous.store, key, text, strlen(text));
+        wex_tool_store_set(wex_tool_job_store(job), key, text, strlen(text));
     free(text);
 }
 
 /* The steps list of this rank's report: a rank started again goes on
  * with the one its earlier life posted. */
-static cJSON *steps_list(wex_job *job, cJSON *doc, uint64_t first_step)
+static cJSON *steps_list(wex_job *job, const run_args *a, cJSON *doc)
 {
     char key[96];
     void *text = NULL;
     size_t len = 0;
     cJSON *old = NULL, *list;
 
-    snprintf(key, sizeof(key), "report/%s/%llu", side_name(job->side),
-             (unsigned long long)job->rank);
-    if (first_step > 1 &&
-        wex__store_get(job->rendezvous.store, key, 0, &text, &len) == WEX_OK)
+    report_key(a, key, sizeof(key));
+    if (a->first_step > 1 &&
+        wex_tool_store_get(wex_tool_job_store(job), key, 0, &text, &len) ==
+            WEX_OK)
         old = cJSON_ParseWithLength(text, len);
     free(text);
     list = cJSON_DetachItemFromObjectCaseSensitive(old, "steps");
@@ -170,22 +178,41 @@ static cJSON *steps_list(wex_job *job, cJSON *doc, uint64_t first_step)
 /* After the last step: the destination ranks write what they hold. */
 static int save(wex_job *job, const run_args *a, cJSON *doc)
 {
-    double start = wex__now();
+    double start = wex_tool_now();
 
     if (wex_job_save(job, a->save, a->shard_bytes) != WEX_OK) {
         fprintf(stderr, "wex run: destination rank %llu: %s\n",
-                (unsigned long long)job->rank, wex_last_error());
+                (unsigned long long)a->rank, wex_last_error());
         cJSON_AddStringToObject(doc, "error", wex_last_error());
         return 1;
     }
-    cJSON_AddNumberToObject(doc, "save_seconds", wex__now() - start);
+    cJSON_AddNumberToObject(doc, "save_seconds", wex_tool_now() - start);
     return 0;
 }
 
-static int run_steps(wex_job *job, const run_args *a, cJSON *doc,
-                     const struct wex__checkpoint *ck)
+/* What a step of a delta job moved: the bytes on the wire, how, the
+ * elements that changed, and (a destination) the apply's time. */
+static void add_delta(cJSON *one, const wex_sync_report *r)
 {
-    cJSON *list = steps_list(job, doc, a->first_step);
+    static const char *const modes[] = {"full", "delta", "mixed"};
+
+    cJSON_AddNumberToObject(one, "wire_bytes", (double)r->wire_bytes);
+    if (r->delta_elements == 0 && r->mode == WEX_SYNC_FULL)
+        return;
+    cJSON_AddStringToObject(one, "mode", r->mode < 3 ? modes[r->mode]
+                                                     : "full");
+    cJSON_AddNumberToObject(one, "delta_elements", (double)r->delta_elements);
+    cJSON_AddNumberToObject(one, "changed_elements",
+                            (double)r->changed_elements);
+    cJSON_AddNumberToObject(one, "apply_seconds", r->apply_seconds);
+}
+
+static int run_steps(wex_job *job, const run_args *a, cJSON *doc,
+                     const wex_tool_checkpoint *ck)
+{
+    cJSON *list = steps_list(job, a, doc);
+    uint32_t side = a->side;
+    uint64_t rank = a->rank;
     int code = 0;
 
     for (uint64_t s = a->first_step; s <= a->steps; s++) {
@@ -196,13 +223,13 @@ static int run_steps(wex_job *job, const run_args *a, cJSON *doc,
 
         memset(&r, 0, sizeof(r));
         r.struct_size = sizeof(r);
-        if (job->side == WEX_SIDE_SOURCE && a->from_checkpoint == NULL)
-            wex__synth_fill(job, s);
-        if (fault_now("die", job->side, job->rank, s))
+        if (side == WEX_SIDE_SOURCE && a->from_checkpoint == NULL)
+            wex_tool_synth_fill(job, s);
+        if (fault_now("die", side, rank, s))
             raise(SIGKILL);
-        while (fault_now("hang", job->side, job->rank, s))
+        while (fault_now("hang", side, rank, s))
             pause(); /* wedged: only a signal ends it */
-        if (fault_now("die-mid", job->side, job->rank, s))
+        if (fault_now("die-mid", side, rank, s))
             arm_mid_step_fault(job, s);
         st = wex_sync(job, s, &r);
         one = cJSON_CreateObject();
@@ -216,25 +243,25 @@ static int run_steps(wex_job *job, const run_args *a, cJSON *doc,
             cJSON_AddBoolToObject(one, "missed", 1);
             fprintf(stderr, "wex run: %s rank %llu: step %llu went on "
                     "without it; it joins the next step\n",
-                    side_name(job->side), (unsigned long long)job->rank,
+                    side_name(side), (unsigned long long)rank,
                     (unsigned long long)s);
-            report(job, doc);
+            report(job, a, doc);
             code = 0;
             continue;
         }
         if (st != WEX_OK) {
             cJSON_AddStringToObject(one, "error", wex_last_error());
-            fprintf(stderr, "wex run: %s rank %llu: %s\n", side_name(job->side),
-                    (unsigned long long)job->rank, wex_last_error());
-            report(job, doc);
+            fprintf(stderr, "wex run: %s rank %llu: %s\n", side_name(side),
+                    (unsigned long long)rank, wex_last_error());
+            report(job, a, doc);
             if (a->keep_going)
                 continue;
             cJSON_AddStringToObject(doc, "error", wex_last_error());
             return 1;
         }
-        if (job->side == WEX_SIDE_DESTINATION) {
-            if (fault_now("scribble", job->side, job->rank, s))
-                wex__synth_scribble(job);
+        if (side == WEX_SIDE_DESTINATION) {
+            if (fault_now("scribble", side, rank, s))
+                wex_tool_synth_scribble(job);
             bad = run_worker_mismatches(job, ck, s);
         }
         cJSON_AddNumberToObject(one, "seconds", r.seconds);
@@ -242,28 +269,29 @@ static int run_steps(wex_job *job, const run_args *a, cJSON *doc,
         cJSON_AddNumberToObject(one, "operations", (double)r.operations);
         cJSON_AddNumberToObject(one, "attempts", (double)r.attempts);
         cJSON_AddNumberToObject(one, "failed_over", (double)r.failed_over);
-        if (job->side == WEX_SIDE_SOURCE)
+        if (side == WEX_SIDE_SOURCE)
             cJSON_AddNumberToObject(one, "puts", (double)r.puts);
+        add_delta(one, &r);
         cJSON_AddBoolToObject(one, "digests_matched", r.verified == 1);
         cJSON_AddNumberToObject(one, "mismatched_elements", (double)bad);
         /* Posted after every step, so a rank that dies later still
          * leaves what it did. */
-        report(job, doc);
+        report(job, a, doc);
         /* One counter of commits, not a key per step: a long run's
          * rendezvous must not grow. */
-        if (job->side == WEX_SIDE_DESTINATION)
-            wex__store_add(job->rendezvous.store, "progress", 1, NULL);
+        if (side == WEX_SIDE_DESTINATION)
+            wex_tool_store_add(wex_tool_job_store(job), "progress", 1, NULL);
         if (bad != 0) {
             fprintf(stderr, "wex run: destination rank %llu: step %llu: "
                             "%llu elements differ from what was sent\n",
-                    (unsigned long long)job->rank, (unsigned long long)s,
+                    (unsigned long long)rank, (unsigned long long)s,
                     (unsigned long long)bad);
             return 1;
         }
     }
     if (code != 0)
         cJSON_AddStringToObject(doc, "error", "the last step failed");
-    else if (a->save != NULL && job->side == WEX_SIDE_DESTINATION)
+    else if (a->save != NULL && side == WEX_SIDE_DESTINATION)
         code = save(job, a, doc);
     return code;
 }
@@ -275,14 +303,18 @@ int run_worker(const run_args *a)
     wex_job *job = NULL;
     cJSON *doc = cJSON_CreateObject();
     int code = 1;
-    wex_status st = wex_job_open(a->job, side, rank, NULL, &job);
+    wex_status st;
+
+    /* before anything fills or checks a weight */
+    wex_tool_synth_set_changed(a->changed);
+    st = wex_job_open(a->job, side, rank, NULL, &job);
 
     if (st == WEX_OK && a->verify >= 0)
-        job->plan.job->verify_digest = a->verify;
-    struct wex__checkpoint *ck = NULL;
+        wex_tool_job_set_verify(job, a->verify);
+    wex_tool_checkpoint *ck = NULL;
 
     if (st == WEX_OK)
-        st = wex__synth_prepare(job);
+        st = wex_tool_synth_prepare(job);
     if (st == WEX_OK)
         st = run_worker_checkpoint_open(job, a, &ck);
     if (st != WEX_OK ||
@@ -291,17 +323,25 @@ int run_worker(const run_args *a)
         wex_job_connect(job) != WEX_OK) {
         fprintf(stderr, "wex run: %s rank %llu: %s\n", side_name(side),
                 (unsigned long long)rank, wex_last_error());
-        if (job != NULL && job->rendezvous.store != NULL) {
+        if (job != NULL && wex_tool_job_store(job) != NULL) {
             cJSON_AddStringToObject(doc, "error", wex_last_error());
-            report(job, doc);
+            report(job, a, doc);
         }
     } else {
         uint64_t held = 0;
-        for (size_t i = 0; i < job->layout->tensor_count; i++)
-            held += job->layout->tensors[i].bytes;
+        for (uint64_t i = 0; i < wex_job_tensor_count(job); i++) {
+            wex_tensor t;
+            memset(&t, 0, sizeof(t));
+            t.struct_size = sizeof(t);
+            if (wex_job_tensor(job, i, &t) == WEX_OK)
+                held += t.bytes;
+        }
         cJSON_AddNumberToObject(doc, "bytes_held", (double)held);
+        if (wex_tool_job_snapshot_bytes(job) > 0)
+            cJSON_AddNumberToObject(doc, "snapshot_bytes",
+                                    (double)wex_tool_job_snapshot_bytes(job));
         code = run_steps(job, a, doc, ck);
-        report(job, doc);
+        report(job, a, doc);
     }
     run_worker_checkpoint_close(ck);
     cJSON_Delete(doc);

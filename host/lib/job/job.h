@@ -193,6 +193,11 @@ typedef struct wex__job_destination {
      * mix of steps until the next commit (wex_job_dirty). */
     int dirty;
     int fence_told; /* that the transport cannot fence (step/fence.c) */
+    /* 1 + the source rank whose part of this try never came: it died,
+     * or stalled past the step's timeout (a try stops checking at its
+     * first failure, so one at most); the others are given the time to
+     * finish before the try is closed */
+    uint64_t silent_peer;
     /* the landing board (move/landing.c): sources tell it, in the word
      * they own, how many of their ops have landed; it digests those
      * while they are in cache */
@@ -295,6 +300,12 @@ wex_status wex__transport_connect(wex_job *job, double timeout);
  * 64-bit integer holds. */
 #define WEX__STEP_LIMIT (UINT64_C(1) << 63)
 wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r);
+/* sync_report.c: what a wex_sync did, as the caller's report says it (up
+ * to its struct_size): try `number` of `step` begun at `started`, `ok`
+ * when it committed, `missed` when it began without this rank. */
+void wex__sync_report_fill(const wex_job *job, wex_sync_report *r,
+                           uint64_t step, uint64_t number, double started,
+                           int missed, int ok);
 /* executor.c: sources write every op (and digest it when `digests`,
  * telling each destination's landing board under `landing_tag`), pass by
  * pass (window.h), under the try's keys `try_prefix` ("step/S/T/");
@@ -302,6 +313,7 @@ wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r);
 wex_status wex__execute_ops(wex_job *job, uint64_t *digests,
                             uint32_t landing_tag, const char *try_prefix,
                             double timeout);
+/* op_runs.c: the digest of what landed of op `op` (destinations). */
 uint64_t wex__digest_landed(wex_job *job, const wex__op *op);
 /* executor.c: sizes the staging a source packs runs into, from its ops
  * and the job's staging_bytes (none where nothing packs). */

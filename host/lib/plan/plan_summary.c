@@ -7,7 +7,7 @@
 
 wex_status wex__plan_summarize(wex__planner *p, int has_rank, uint32_t side,
                                uint64_t rank, FILE *ops, int progress,
-                               wex__plan_summary *out)
+                               double changed, wex__plan_summary *out)
 {
     wex_plan_builder b;
     wex_status st;
@@ -19,6 +19,8 @@ wex_status wex__plan_summarize(wex__planner *p, int has_rank, uint32_t side,
     out->rank = rank;
     progress = progress && !has_rank;
     st = wex__plan_stats_init(&out->stats, &p->src, &p->dst);
+    if (st == WEX_OK)
+        st = wex__plan_delta_init(&out->delta, p, has_rank ? -1 : changed);
     wex__plan_builder_init(&b, &p->src, &p->dst);
     /* Every operation has exactly one destination: planning each
      * destination rank counts each once. */
@@ -28,6 +30,9 @@ wex_status wex__plan_summarize(wex__planner *p, int has_rank, uint32_t side,
         if (st != WEX_OK)
             break;
         wex__plan_stats_add(&out->stats, &p->src, &p->dst, b.ops, b.count);
+        st = wex__plan_delta_add(&out->delta, p, b.ops, b.count);
+        if (st != WEX_OK)
+            break;
         if (ops != NULL)
             wex__plan_write_ops(ops, b.ops, b.count);
         if (progress)
@@ -45,6 +50,8 @@ wex_status wex__plan_summarize(wex__planner *p, int has_rank, uint32_t side,
         out->predicted = wex__plan_predicted_seconds(&out->stats, &p->topology);
         st = wex__plan_lower_bound(&p->src, &p->dst, &p->topology,
                                    &out->lower_bound);
+        if (st == WEX_OK)
+            st = wex__plan_delta_finish(&out->delta, p);
     }
     return st;
 }
@@ -52,6 +59,31 @@ wex_status wex__plan_summarize(wex__planner *p, int has_rank, uint32_t side,
 void wex__plan_summary_fini(wex__plan_summary *s)
 {
     wex__plan_stats_fini(&s->stats);
+    wex__plan_delta_fini(&s->delta);
+}
+
+/* "delta": the step predicted at a changed fraction. */
+static void add_delta(cJSON *doc, const wex__plan_delta *d)
+{
+    cJSON *o = cJSON_AddObjectToObject(doc, "delta");
+
+    if (o == NULL)
+        return;
+    cJSON_AddNumberToObject(o, "changed_fraction", d->changed);
+    cJSON_AddNumberToObject(o, "max_fraction", d->max_fraction);
+    cJSON_AddNumberToObject(o, "wire_bytes", (double)d->stats.bytes);
+    cJSON_AddNumberToObject(o, "whole_bytes", (double)d->whole_bytes);
+    cJSON_AddNumberToObject(o, "max_rank_send_bytes",
+                            (double)wex__plan_max_send(&d->stats));
+    cJSON_AddNumberToObject(o, "max_rank_recv_bytes",
+                            (double)wex__plan_max_recv(&d->stats));
+    cJSON_AddNumberToObject(o, "snapshot_bytes", (double)d->snapshot_bytes);
+    cJSON_AddNumberToObject(o, "max_source_snapshot_bytes",
+                            (double)d->max_snapshot_bytes);
+    cJSON_AddNumberToObject(o, "max_source_outbox_bytes",
+                            (double)d->max_outbox_bytes);
+    cJSON_AddNumberToObject(o, "scan_gb_per_s", d->scan_bytes_per_s / 1e9);
+    cJSON_AddNumberToObject(o, "predicted_seconds", d->predicted);
 }
 
 cJSON *wex__plan_summary_document(const wex__planner *p,
@@ -96,6 +128,8 @@ cJSON *wex__plan_summary_document(const wex__planner *p,
             cJSON_AddNumberToObject(doc, "quantize_gb_per_s",
                                     p->topology.quantize_bytes_per_s / 1e9);
         cJSON_AddNumberToObject(doc, "lower_bound_seconds", r->lower_bound);
+        if (r->delta.changed >= 0)
+            add_delta(doc, &r->delta);
     }
     cJSON_AddNumberToObject(doc, "plan_seconds", r->plan_seconds);
     cJSON_AddNumberToObject(doc, "layout_seconds", p->layout_seconds);

@@ -11,6 +11,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "delta_predict.h"
 #include "planner.h"
 
 typedef struct wex__plan_summary {
@@ -21,14 +22,17 @@ typedef struct wex__plan_summary {
     double plan_seconds;
     double predicted;   /* whole plan only */
     double lower_bound; /* whole plan only */
+    wex__plan_delta delta; /* whole plan, when a changed fraction is given */
 } wex__plan_summary;
 
 /* Plans the whole job (has_rank 0) or `rank` of `side`, adding up what
  * the operations move. Each operation is also written to `ops` (one JSON
- * line, when not NULL); `progress` draws a counter on stderr. */
+ * line, when not NULL); `progress` draws a counter on stderr. With
+ * `changed` in [0, 1] the whole plan also predicts a delta step where
+ * that fraction of the elements changed (negative: none). */
 wex_status wex__plan_summarize(wex__planner *p, int has_rank, uint32_t side,
                                uint64_t rank, FILE *ops, int progress,
-                               wex__plan_summary *out);
+                               double changed, wex__plan_summary *out);
 void wex__plan_summary_fini(wex__plan_summary *s);
 
 /* The document of schemas/plan.schema.json. */

@@ -100,6 +100,7 @@ static void write_chunk(wex__delta_enc *e, const uint8_t *snap, uint32_t u)
     sparse = sparse_size(n, u, elem);
     bitmap = bitmap_size(n, u, elem);
     write_skip(e);
+    /* the same choice as wex__delta_chunk_bytes */
     if (dense <= sparse && dense <= bitmap) {
         if ((p = room(e, dense)) == NULL)
             return;
@@ -361,6 +362,19 @@ int64_t wex__delta_enc_end(wex__delta_enc *e)
     }
     write_skip(e);
     return e->overflow ? -1 : (int64_t)e->used;
+}
+
+size_t wex__delta_chunk_bytes(uint32_t n, uint32_t u, unsigned elem)
+{
+    size_t sparse, bitmap, dense = 1 + (size_t)u * elem;
+
+    if (n == 0)
+        return 0;
+    sparse = sparse_size(n, u, elem);
+    bitmap = bitmap_size(n, u, elem);
+    if (dense <= sparse && dense <= bitmap)
+        return dense;
+    return bitmap < sparse ? bitmap : sparse;
 }
 
 uint64_t wex__delta_bound(uint64_t elems, unsigned elem)

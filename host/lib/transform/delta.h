@@ -73,6 +73,9 @@ void wex__delta_enc_feed(wex__delta_enc *e, const uint8_t *cur, uint8_t *snap,
  * snapshot is up to date either way). */
 int64_t wex__delta_enc_end(wex__delta_enc *e);
 
+/* The bytes a chunk of u elements with n changed takes in a payload
+ * (0 for none: it joins a SKIP run). */
+size_t wex__delta_chunk_bytes(uint32_t n, uint32_t u, unsigned elem);
 /* The most bytes a payload of a stream of `elems` elements can take. */
 uint64_t wex__delta_bound(uint64_t elems, unsigned elem);
 
@@ -91,5 +94,14 @@ typedef int (*wex__delta_sink)(void *arg, uint64_t base, const uint32_t *pos,
 int wex__delta_walk(const uint8_t *payload, size_t len, unsigned elem,
                     uint64_t elems, wex__delta_sink sink, void *arg,
                     char *why, size_t why_cap);
+
+/* delta_model.c: what `wex plan --changed F` predicts. The expected
+ * payload of a stream of `elems` elements of `elem` bytes when each
+ * changed with probability `fraction`, independently; and the bytes a
+ * second this CPU's encoder scans at 1 % changed (its best of three
+ * passes over 32 MiB of bf16). */
+double wex__delta_expected_bytes(uint64_t elems, unsigned elem,
+                                 double fraction);
+double wex__delta_scan_rate(void);
 
 #endif /* WEX_HOST_DELTA_H */

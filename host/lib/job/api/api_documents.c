@@ -135,7 +135,7 @@ wex_status wex_plan_json(const char *config, uint32_t side, int64_t rank,
     if (st == WEX_OK)
         st = wex__plan_summarize(&planner, rank >= 0, side,
                                  rank >= 0 ? (uint64_t)rank : 0, NULL, 0,
-                                 &summary);
+                                 -1, &summary);
     if (st == WEX_OK)
         st = give_text(wex__plan_summary_document(&planner, &summary),
                        json_p);

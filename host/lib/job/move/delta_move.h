@@ -21,7 +21,7 @@
  * this source. */
 #define WEX__INBOX_TENSOR (UINT64_MAX - 1)
 
-/* executor.c: op o's box as runs (source offsets a, destination b). */
+/* op_runs.c: op o's box as runs (source offsets a, destination b). */
 void wex__op_runs(const wex_job *job, const wex__op *o, wex__box_runs *w);
 
 /* Sized from the ops whenever they change (no-ops without deltas). */

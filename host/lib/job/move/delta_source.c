@@ -18,6 +18,7 @@
 #include <xxhash.h>
 
 #include "box_runs.h"
+#include "delta_groups.h"
 #include "delta_move.h"
 #include "digest_update.h"
 #include "error.h"
@@ -25,46 +26,11 @@
 
 /* ---- groups ------------------------------------------------------------ */
 
-static int delta_copy(const wex__op *o)
-{
-    return o->transform == WEX__OP_COPY && o->dtype_size > 0 &&
-           o->dtype_size <= 8 && 32 % o->dtype_size == 0;
-}
-
-/* Orders op indices by what they read: local tensor, box, element. */
-static const wex_job *sort_job;
-
-static int cmp_read(const void *pa, const void *pb)
-{
-    const wex__op *a = &sort_job->ops[*(const size_t *)pa];
-    const wex__op *b = &sort_job->ops[*(const size_t *)pb];
-    int c;
-
-    if (a->src_tensor != b->src_tensor)
-        return a->src_tensor < b->src_tensor ? -1 : 1;
-    if (a->ndim != b->ndim || a->dtype_size != b->dtype_size)
-        return a->ndim != b->ndim ? (a->ndim < b->ndim ? -1 : 1)
-                                  : (a->dtype_size < b->dtype_size ? -1 : 1);
-    if ((c = memcmp(a->src_off, b->src_off, sizeof(a->src_off))) != 0)
-        return c;
-    if ((c = memcmp(a->extent, b->extent, sizeof(a->extent))) != 0)
-        return c;
-    return *(const size_t *)pa < *(const size_t *)pb ? -1 : 1;
-}
-
-static int same_read(const wex__op *a, const wex__op *b)
-{
-    return a->src_tensor == b->src_tensor && a->ndim == b->ndim &&
-           a->dtype_size == b->dtype_size &&
-           memcmp(a->src_off, b->src_off, sizeof(a->src_off)) == 0 &&
-           memcmp(a->extent, b->extent, sizeof(a->extent)) == 0;
-}
-
 static wex_status group_ops(wex_job *job)
 {
     wex__job_source_delta *d = &job->src.delta;
-    size_t n = 0, *order = malloc((job->op_count + 1) * sizeof(*order));
-    double room = job->plan.job->delta_max_fraction;
+    const wex__op **order = malloc((job->op_count + 1) * sizeof(*order));
+    size_t n = 0;
 
     d->group_of = malloc((job->op_count + 1) * sizeof(*d->group_of));
     d->groups = calloc(job->op_count + 1, sizeof(*d->groups));
@@ -74,37 +40,32 @@ static wex_status group_ops(wex_job *job)
     }
     for (size_t i = 0; i < job->op_count; i++) {
         d->group_of[i] = UINT32_MAX;
-        if (delta_copy(&job->ops[i]))
-            order[n++] = i;
+        if (wex__delta_eligible(&job->ops[i]))
+            order[n++] = &job->ops[i];
     }
-    sort_job = job;
-    qsort(order, n, sizeof(*order), cmp_read);
+    wex__delta_sort(order, n);
     d->group_count = 0;
     d->snapshot_bytes = d->outbox_bytes = 0;
     for (size_t k = 0; k < n; k++) {
-        const wex__op *o = &job->ops[order[k]];
+        const wex__op *o = order[k];
+        size_t index = (size_t)(o - job->ops);
         wex__delta_group *g;
-        uint64_t elems = o->bytes / o->dtype_size;
-        if (k == 0 || !same_read(o, &job->ops[order[k - 1]])) {
+        if (k == 0 || !wex__delta_same_read(o, order[k - 1])) {
             g = &d->groups[d->group_count++];
-            g->first_op = order[k];
+            g->first_op = index;
             g->snap_off = d->snapshot_bytes;
             g->bytes = o->bytes;
             g->out_off = d->outbox_bytes;
-            /* past max_fraction it goes whole: room for a bitmap and
-             * that many values is all a useful payload takes */
-            g->out_cap = (uint64_t)((double)o->bytes * room) +
-                         (elems + 7) / 8 + 64;
-            if (g->out_cap > wex__delta_bound(elems, o->dtype_size))
-                g->out_cap = wex__delta_bound(elems, o->dtype_size);
-            g->out_cap = (g->out_cap + 7) & ~(uint64_t)7;
+            g->out_cap =
+                wex__delta_outbox_cap(o, job->plan.job->delta_max_fraction);
             g->payload_len = -1;
             d->snapshot_bytes += (o->bytes + 63) & ~(uint64_t)63;
             d->outbox_bytes += g->out_cap;
         }
-        if (order[k] < d->groups[d->group_count - 1].first_op)
-            d->groups[d->group_count - 1].first_op = order[k];
-        d->group_of[order[k]] = (uint32_t)(d->group_count - 1);
+        g = &d->groups[d->group_count - 1];
+        if (index < g->first_op)
+            g->first_op = index;
+        d->group_of[index] = (uint32_t)(d->group_count - 1);
     }
     free(order);
     return WEX_OK;

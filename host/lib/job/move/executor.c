@@ -20,22 +20,6 @@
 #include "transforms.h"
 #include "window.h"
 
-static void op_sides(const wex_job *job, const wex__op *o, wex__box_side *src,
-                     wex__box_side *dst)
-{
-    const wex__local_tensor *s =
-        &job->plan.src.layouts[o->src_rank].tensors[o->src_tensor];
-    const wex__local_tensor *d =
-        &job->plan.dst.layouts[o->dst_rank].tensors[o->dst_tensor];
-
-    src->ndim = s->ndim;
-    src->shape = s->shape;
-    src->offset = o->src_off;
-    dst->ndim = d->ndim;
-    dst->shape = d->shape;
-    dst->offset = o->dst_off;
-}
-
 static int is_cuda(const wex_job *job, uint64_t tensor)
 {
     return job->memory_kind != NULL &&
@@ -142,15 +126,7 @@ static wex_status put_device_box(wex_job *job, size_t i,
 
 static void op_runs(const wex_job *job, const wex__op *o, wex__box_runs *w)
 {
-    wex__box_side src, dst;
-
-    op_sides(job, o, &src, &dst);
-    wex__box_runs_init(w, o->ndim, o->extent, o->dtype_size, &src, &dst);
-}
-
-void wex__op_runs(const wex_job *job, const wex__op *o, wex__box_runs *w)
-{
-    op_runs(job, o, w);
+    wex__op_runs(job, o, w);
 }
 
 /* A host-memory copy over a one-sided network transport (a two-sided
@@ -358,34 +334,6 @@ wex_status wex__execute_ops(wex_job *job, uint64_t *digests,
         wex__device_stage_reset(job->device);
     wex__transforms_reset(job);
     return st;
-}
-
-uint64_t wex__digest_landed(wex_job *job, const wex__op *o)
-{
-    const wex__binding *bound = &job->bind[o->dst_tensor];
-    /* what landed: in the host copy of a CUDA tensor, when it has one */
-    const unsigned char *base = bound->shadow ? bound->shadow
-                                              : bound->address;
-    int cuda = is_cuda(job, o->dst_tensor) && bound->shadow == NULL;
-    XXH3_state_t *h = job->scratch.hash;
-    wex_status st = WEX_OK;
-    wex__box_runs w;
-    uint64_t a, d = 0;
-
-    /* The same walk as the source's, so the runs come in the same order;
-     * only the destination offsets are used. */
-    op_runs(job, o, &w);
-    XXH3_64bits_reset(h);
-    while (st == WEX_OK && wex__box_runs_next(&w, &a, &d)) {
-        if (cuda)
-            st = wex__device_hash_run(job->device, h, base + d, w.run_bytes);
-        else
-            wex__digest_update(h, base + d, w.run_bytes);
-    }
-    if (st == WEX_OK && cuda)
-        st = wex__device_hash_end(job->device, h);
-    /* Unreadable device memory must not verify: perturb the digest. */
-    return XXH3_64bits_digest(h) ^ (st == WEX_OK ? 0 : 0x9e3779b97f4a7c15ull);
 }
 
 wex_status wex__post_receives(wex_job *job)

@@ -15,7 +15,8 @@
  * published here for the next try). A source so refused fails its step
  * naming the destination that fenced it. Before closing a try it gave up
  * on, the destination waits (job_sync.c) for its sources to say they are
- * done with it, so a live source is never caught inside it: only a
+ * done with it, up to the step's timeout but for a source that already
+ * let that pass, so a live source is never caught inside it: only a
  * stalled one is.
  */
 #include <stdio.h>

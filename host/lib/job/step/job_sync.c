@@ -36,6 +36,7 @@ typedef struct step_try {
     double timeout;
     double started;           /* when the first try's barrier passed */
     int wrote;                /* a try passed its barrier: sources wrote */
+    int passed;               /* this try passed its barrier */
     int missed;               /* the step began without this rank */
     char why[WEX__ERROR_MAX]; /* why this rank could not take part */
 } step_try;
@@ -176,6 +177,7 @@ static wex__peer_outcome check_peer(wex_job *job, const step_try *t, uint64_t pe
     if (st != WEX_OK) {
         snprintf(why, cap, "source rank %llu did not finish: %s",
                  (unsigned long long)peer, wex__last_error());
+        job->dst.silent_peer = peer + 1;
         return WEX__PEER_FAILED;
     }
     failed = wex__step_failure_reason(theirs, len, sizeof(uint64_t));
@@ -436,7 +438,7 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
     }
     if (t->number == 0)
         t->started = wex__now();
-    t->wrote = 1;
+    t->wrote = t->passed = 1;
     if (job->members.after_barrier != NULL)
         job->members.after_barrier(job, t->step);
     /* Everyone has passed this barrier, so everyone is done with the
@@ -472,26 +474,44 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
     return with_own_reason(job, t, outcome(job, t, why, cap), why, cap);
 }
 
-/* A try given up on (a source died or stalled) may still have sources
- * writing it that know nothing yet: they are given up to fence_seconds
- * to finish and say so, and only a source that does not (a stalled one)
- * is still inside the try when the transport closes it. Returns the
- * seconds left of fence_seconds. */
-static double await_writers(wex_job *job, const step_try *t)
+/* Whether the rendezvous recorded source `peer` dying (a source that
+ * died and came back is then given only the fence's grace). */
+static int source_died(wex_job *job, uint64_t peer)
 {
-    double deadline = wex__now() + job->plan.job->fence_seconds;
+    char key[64];
+    void *value = NULL;
+    size_t len = 0;
+
+    snprintf(key, sizeof(key), "dead/source/%llu", (unsigned long long)peer);
+    if (wex__store_get(job->rendezvous.store, key, 0, &value, &len) != WEX_OK)
+        return 0;
+    free(value);
+    return 1;
+}
+
+/* A try given up on (a source died or stalled) may still have sources
+ * writing it that know nothing yet: each is given the step's timeout to
+ * finish and say so, but the ones that died and the one that already
+ * let it pass (it stalled), so that only a stalled source is still
+ * inside the try when the transport closes it and stops what is still
+ * writing. */
+static void await_writers(wex_job *job, const step_try *t)
+{
+    double deadline = wex__now() + t->timeout;
 
     for (size_t p = 0; p < job->peer_count && wex__now() < deadline; p++) {
         char key[128];
         void *value = NULL;
         size_t len = 0;
 
+        if (job->dst.silent_peer == job->peers[p] + 1 ||
+            source_died(job, job->peers[p]))
+            continue;
         done_key(key, sizeof(key), t, job->peers[p], job->rank);
         if (wex__store_get(job->rendezvous.store, key, deadline - wex__now(), &value,
                            &len) == WEX_OK)
             free(value);
     }
-    return deadline - wex__now();
 }
 
 /* Closes the destination to the try; a writer the transport could not
@@ -501,9 +521,11 @@ static void close_try(wex_job *job, const step_try *t, int abandoned,
                       char *why, size_t cap)
 {
     size_t used = strlen(why);
-    double left = abandoned && t->wrote ? await_writers(job, t) : 0;
-
-    if (wex__fence_close(job, abandoned, left) == WEX_OK)
+    if (abandoned && t->passed)
+        await_writers(job, t);
+    job->dst.silent_peer = 0;
+    if (wex__fence_close(job, abandoned, job->plan.job->fence_seconds) ==
+        WEX_OK)
         return;
     if (!abandoned) {
         WEX__WARN("destination rank %llu: closing a committed try: %s",
@@ -513,44 +535,6 @@ static void close_try(wex_job *job, const step_try *t, int abandoned,
     if (used < cap)
         snprintf(why + used, cap - used, "%sclosing this destination to "
                  "the step: %s", used ? "; " : "", wex__last_error());
-}
-
-static void fill_report(const wex_job *job, wex_sync_report *r,
-                        const step_try *t, int ok)
-{
-    uint64_t tries = t->number + 1;
-    wex_sync_report full;
-
-    memset(&full, 0, sizeof(full));
-    full.verified = ok && job->plan.job->verify_digest;
-    full.step = t->step;
-    full.committed_step = job->dst.committed;
-    full.operations = job->op_count;
-    for (size_t i = 0; i < job->op_count; i++)
-        full.bytes += job->ops[i].bytes;
-    full.peers = job->peer_count;
-    full.seconds = wex__now() - t->started;
-    full.attempts = (uint32_t)tries;
-    full.missed = (uint32_t)t->missed;
-    full.failed_over = ok ? job->members.dead_count : 0;
-    full.puts = job->side == WEX_SIDE_SOURCE ? job->src.puts : 0;
-    full.wire_bytes = full.bytes;
-    if (job->plan.job->delta) {
-        int src = job->side == WEX_SIDE_SOURCE;
-        uint64_t deltas = src ? job->src.delta.delta_ops
-                              : job->dst.delta.delta_ops;
-        full.wire_bytes = src ? job->src.delta.wire_bytes
-                              : job->dst.delta.wire_bytes;
-        full.delta_elements = src ? job->src.delta.elems
-                                  : job->dst.delta.elems;
-        full.changed_elements = src ? job->src.delta.changed
-                                    : job->dst.delta.changed;
-        full.mode = deltas == 0                ? WEX_SYNC_FULL
-                    : deltas == job->op_count ? WEX_SYNC_DELTA
-                                              : WEX_SYNC_MIXED;
-        full.apply_seconds = src ? 0 : job->dst.delta.apply_seconds;
-    }
-    wex__abi_out(r, &full, sizeof(full));
 }
 
 wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
@@ -587,6 +571,7 @@ wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
     job->dst.delta.live_written = 0;
     /* Each retry leaves out at least one more dead source. */
     for (;; t.number++) {
+        t.passed = 0;
         result = run_try(job, &t, why, sizeof(why));
         if (job->side == WEX_SIDE_DESTINATION)
             close_try(job, &t, result != STEP_OK, why, sizeof(why));
@@ -612,7 +597,8 @@ wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
     job->members.earlier_steps[0] = job->members.earlier_steps[1];
     job->members.earlier_steps[1] = step;
     if (r != NULL)
-        fill_report(job, r, &t, result == STEP_OK);
+        wex__sync_report_fill(job, r, step, t.number, t.started, t.missed,
+                              result == STEP_OK);
     if (result == STEP_OK)
         return WEX_OK;
     if (t.number > 0)

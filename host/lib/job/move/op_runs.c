@@ -1,0 +1,56 @@
+/*
+ * An operation's bytes as runs: the box it copies walked in row-major
+ * order, contiguous in both its source and its destination tensor, and
+ * the digest of what landed at the destination, taken over the same
+ * walk so it matches the source's. What the executor, the delta steps
+ * and the checks share.
+ */
+#include <xxhash.h>
+
+#include "box_runs.h"
+#include "delta_move.h"
+#include "device_memory.h"
+#include "digest_update.h"
+#include "job.h"
+
+void wex__op_runs(const wex_job *job, const wex__op *o, wex__box_runs *w)
+{
+    const wex__local_tensor *s =
+        &job->plan.src.layouts[o->src_rank].tensors[o->src_tensor];
+    const wex__local_tensor *d =
+        &job->plan.dst.layouts[o->dst_rank].tensors[o->dst_tensor];
+    wex__box_side src = {s->ndim, s->shape, o->src_off};
+    wex__box_side dst = {d->ndim, d->shape, o->dst_off};
+
+    wex__box_runs_init(w, o->ndim, o->extent, o->dtype_size, &src, &dst);
+}
+
+uint64_t wex__digest_landed(wex_job *job, const wex__op *o)
+{
+    const wex__binding *bound = &job->bind[o->dst_tensor];
+    /* what landed: in the host copy of a CUDA tensor, when it has one */
+    const unsigned char *base = bound->shadow ? bound->shadow
+                                              : bound->address;
+    int cuda = job->memory_kind != NULL &&
+               job->memory_kind[o->dst_tensor] == WEX_MEMORY_CUDA &&
+               bound->shadow == NULL;
+    XXH3_state_t *h = job->scratch.hash;
+    wex_status st = WEX_OK;
+    wex__box_runs w;
+    uint64_t a, d = 0;
+
+    /* The same walk as the source's, so the runs come in the same order;
+     * only the destination offsets are used. */
+    wex__op_runs(job, o, &w);
+    XXH3_64bits_reset(h);
+    while (st == WEX_OK && wex__box_runs_next(&w, &a, &d)) {
+        if (cuda)
+            st = wex__device_hash_run(job->device, h, base + d, w.run_bytes);
+        else
+            wex__digest_update(h, base + d, w.run_bytes);
+    }
+    if (st == WEX_OK && cuda)
+        st = wex__device_hash_end(job->device, h);
+    /* Unreadable device memory must not verify: perturb the digest. */
+    return XXH3_64bits_digest(h) ^ (st == WEX_OK ? 0 : 0x9e3779b97f4a7c15ull);
+}

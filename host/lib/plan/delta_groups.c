@@ -1,0 +1,79 @@
+/* Delta steps as a plan sees them (delta_groups.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "delta.h"
+#include "delta_groups.h"
+#include "error.h"
+
+int wex__delta_eligible(const wex__op *o)
+{
+    return o->transform == WEX__OP_COPY && o->dtype_size > 0 &&
+           o->dtype_size <= 8 && 32 % o->dtype_size == 0;
+}
+
+int wex__delta_same_read(const wex__op *a, const wex__op *b)
+{
+    return a->src_tensor == b->src_tensor && a->ndim == b->ndim &&
+           a->dtype_size == b->dtype_size &&
+           memcmp(a->src_off, b->src_off, sizeof(a->src_off)) == 0 &&
+           memcmp(a->extent, b->extent, sizeof(a->extent)) == 0;
+}
+
+static int cmp_read(const void *pa, const void *pb)
+{
+    const wex__op *a = *(const wex__op *const *)pa;
+    const wex__op *b = *(const wex__op *const *)pb;
+    int c;
+
+    if (a->src_tensor != b->src_tensor)
+        return a->src_tensor < b->src_tensor ? -1 : 1;
+    if (a->ndim != b->ndim)
+        return a->ndim < b->ndim ? -1 : 1;
+    if (a->dtype_size != b->dtype_size)
+        return a->dtype_size < b->dtype_size ? -1 : 1;
+    if ((c = memcmp(a->src_off, b->src_off, sizeof(a->src_off))) != 0)
+        return c;
+    if ((c = memcmp(a->extent, b->extent, sizeof(a->extent))) != 0)
+        return c;
+    return a < b ? -1 : a > b;
+}
+
+void wex__delta_sort(const wex__op **ops, size_t count)
+{
+    qsort(ops, count, sizeof(*ops), cmp_read);
+}
+
+uint64_t wex__delta_outbox_cap(const wex__op *o, double max_fraction)
+{
+    uint64_t elems = o->bytes / o->dtype_size;
+    uint64_t cap = (uint64_t)((double)o->bytes * max_fraction) +
+                   (elems + 7) / 8 + 64;
+
+    if (cap > wex__delta_bound(elems, o->dtype_size))
+        cap = wex__delta_bound(elems, o->dtype_size);
+    return (cap + 7) & ~(uint64_t)7;
+}
+
+wex_status wex__delta_memory(const wex__op *ops, size_t count,
+                             double max_fraction, uint64_t *snapshot_p,
+                             uint64_t *outbox_p)
+{
+    const wex__op **order = malloc((count + 1) * sizeof(*order));
+    size_t n = 0;
+
+    *snapshot_p = *outbox_p = 0;
+    if (order == NULL)
+        return wex__error(WEX_ERR_NOMEM, "plan: out of memory");
+    for (size_t i = 0; i < count; i++)
+        if (wex__delta_eligible(&ops[i]))
+            order[n++] = &ops[i];
+    wex__delta_sort(order, n);
+    for (size_t k = 0; k < n; k++)
+        if (k == 0 || !wex__delta_same_read(order[k], order[k - 1])) {
+            *snapshot_p += (order[k]->bytes + 63) & ~(uint64_t)63;
+            *outbox_p += wex__delta_outbox_cap(order[k], max_fraction);
+        }
+    free(order);
+    return WEX_OK;
+}

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Delta steps end to end with `wex run --changed`: a bf16 Megatron TP2
+# trainer into two vLLM TP2 servers, every rank a process, every
+# destination element checked after every step. Over shm and ucx, with
+# fractions 0, 1 % and 1; into FP8 servers (the converting operations go
+# whole, the rest as deltas); a destination killed mid-step and started
+# again gets whole bytes once, then deltas. Then `wex plan --changed` and
+# the refusals.
+# Usage: test_delta_run.sh WEX TESTS_DATA_DIR SCHEMAS_DIR
+set -uo pipefail
+WEX=$1
+DATA=$(cd "$2" && pwd)
+SCHEMAS=$(cd "$3" && pwd)
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+source "$(dirname "$0")/checks.sh"
+
+cat >"$TMP/model.json" <<'EOF'
+{"architectures": ["Qwen3ForCausalLM"], "head_dim": 128, "hidden_size": 1024,
+ "intermediate_size": 2048, "num_attention_heads": 8, "num_hidden_layers": 2,
+ "num_key_value_heads": 4, "rms_norm_eps": 1e-06, "tie_word_embeddings": false,
+ "torch_dtype": "bfloat16", "vocab_size": 4096}
+EOF
+job() { # transport, out, [model]
+    cat >"$2" <<EOF
+{"model": "${3:-$TMP/model.json}",
+ "source": {"engine": "megatron", "parallel": {"tp": 2}},
+ "destination": {"engine": "vllm", "parallel": {"tp": 2, "dp": 2}},
+ "transport": "$1", "verify": "digest", "delta": true,
+ "topology": {"placement": "colocated", "gpus_per_host": 4},
+ "timeouts": {"connect_seconds": 120, "step_seconds": 120}}
+EOF
+}
+
+# check REPORT CHANGED: the report is valid and verified; step 1 goes
+# whole, the later ones as CHANGED asks.
+check() {
+    /usr/bin/python3 - "$1" "$SCHEMAS/run-report.schema.json" "$2" <<'PY'
+import json, sys, jsonschema
+r = json.load(open(sys.argv[1])); changed = float(sys.argv[3])
+jsonschema.Draft202012Validator(json.load(open(sys.argv[2]))).validate(r)
+assert r["verified"] is True, r["errors"]
+steps = r["steps"]
+assert all(s["committed"] for s in steps), steps
+assert steps[0]["mode"] == "full" and steps[0]["wire_bytes"] == steps[0]["bytes"], steps[0]
+for s in steps[1:]:
+    wire = s["wire_bytes"] / s["bytes"]
+    if changed == 1:  # past max_fraction: every operation goes whole
+        assert s["mode"] == "full" and wire == 1, s
+    else:
+        assert s["mode"] == "delta", s
+        assert abs(s["changed_fraction"] - changed) <= 0.002, s
+        assert wire <= (0.001 if changed == 0 else 0.02), s
+assert r["snapshot_bytes"] > 0 and r["changed"] == changed, r
+PY
+}
+
+for transport in shm ucx; do
+    job "$transport" "$TMP/$transport.json"
+    for changed in 0 0.01 1; do
+        [ "$transport" = ucx ] && [ "$changed" != 0.01 ] && continue
+        name="$transport, --changed $changed"
+        if "$WEX" run "$TMP/$transport.json" --steps 3 --changed "$changed" \
+                --json >"$TMP/report.json" 2>"$TMP/err"; then
+            pass "$name: exit 0"
+        else
+            fail "$name: exit $? ($(tail -3 "$TMP/err"))"
+        fi
+        check "$TMP/report.json" "$changed" &&
+            pass "$name: every element checked, step 1 whole, then the wire as the fraction asks" ||
+            fail "$name: report"
+        shm_clean "$name"
+    done
+done
+
+# Human output names the mode and the wire's share.
+if "$WEX" run "$TMP/shm.json" --steps 2 --changed 0.01 >"$TMP/human.txt" 2>&1 &&
+    grep -q "^step 2 .* delta: [0-9.]* % of the bytes on the wire, 1.00 % changed" "$TMP/human.txt" &&
+    grep -q "^delta .* sources' snapshots" "$TMP/human.txt"; then
+    pass "the text report gives each step's mode, wire share and changed fraction"
+else
+    fail "text report: $(cat "$TMP/human.txt")"
+fi
+
+# FP8 servers: the quantized weights go whole, the norms as deltas.
+job shm "$TMP/fp8.json" "$DATA/models/DeepSeek-V3-tiny-fp8.config.json"
+if "$WEX" run "$TMP/fp8.json" --steps 3 --changed 0.01 --json >"$TMP/fp8.out" 2>"$TMP/err"; then
+    pass "fp8 destinations: exit 0"
+else
+    fail "fp8 destinations: exit $? ($(tail -3 "$TMP/err"))"
+fi
+/usr/bin/python3 - "$TMP/fp8.out" <<'PY' && pass "fp8 destinations: every element checked; steps after the first mixed" || fail "fp8 destinations: report"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["verified"] is True, r["errors"]
+assert all(s["mode"] == "mixed" and s["wire_bytes"] < s["bytes"] for s in r["steps"][1:]), r["steps"]
+PY
+
+# A destination killed in step 2 and started again: step 2 fails, step 3
+# sends every destination whole bytes (no snapshot is a step they all
+# committed), steps 4 and 5 are deltas again, every element checked.
+if WEX_RUN_FAULT=die-mid:destination:1:2 "$WEX" run "$TMP/shm.json" --steps 5 \
+        --changed 0.01 --respawn --json >"$TMP/respawn.json" 2>"$TMP/err"; then
+    fail "respawn: exit 0 though a rank was killed"
+fi
+/usr/bin/python3 - "$TMP/respawn.json" <<'PY' && pass "respawned destination: step 3 whole, steps 4 and 5 deltas, every element checked" || fail "respawn: $(tail -3 "$TMP/err")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = {x["step"]: x for x in r["steps"]}
+assert not s[2]["committed"], s[2]
+assert all(s[i]["committed"] for i in (3, 4, 5)), r["steps"]
+assert s[3]["mode"] == "full" and s[3]["wire_bytes"] == s[3]["bytes"], s[3]
+assert s[4]["mode"] == s[5]["mode"] == "delta", (s[4], s[5])
+assert any("killed by signal 9" in e for e in r["errors"]), r["errors"]
+PY
+shm_clean "respawn"
+
+# wex plan --changed: the delta step beside the whole one.
+"$WEX" plan "$TMP/shm.json" --changed 0.01 --json >"$TMP/plan.json" 2>"$TMP/err"
+/usr/bin/python3 - "$TMP/plan.json" "$SCHEMAS/plan.schema.json" <<'PY' && pass "wex plan --changed 0.01: valid, about 1.55 % of the bytes on the wire, snapshots once per region" || fail "wex plan --changed: $(cat "$TMP/err")"
+import json, sys, jsonschema
+p = json.load(open(sys.argv[1]))
+jsonschema.Draft202012Validator(json.load(open(sys.argv[2]))).validate(p)
+d = p["delta"]
+assert 0.013 < d["wire_bytes"] / p["bytes"] < 0.02, d
+assert d["whole_bytes"] == 0, d
+# two replicas read the same regions: one snapshot serves both
+assert abs(d["snapshot_bytes"] - p["bytes"] / 2) < 0.01 * p["bytes"], (d, p["bytes"])
+assert 0 < d["predicted_seconds"] and d["scan_gb_per_s"] > 0, d
+PY
+
+# Refusals, one line each.
+for bad in 2 -0.5 abc ""; do
+    "$WEX" run "$TMP/shm.json" --changed "$bad" >"$TMP/out" 2>"$TMP/err"
+    code=$?
+    if [ "$code" -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] &&
+        grep -q -- "--changed: expected a fraction from 0 to 1" "$TMP/err"; then
+        pass "wex run --changed '$bad' refused in one line"
+    else
+        fail "wex run --changed '$bad': exit $code: $(cat "$TMP/err")"
+    fi
+done
+if "$WEX" plan "$TMP/shm.json" --changed 0.01 --rank 0 2>"$TMP/err"; then
+    fail "wex plan --changed --rank accepted"
+else
+    pass "wex plan --changed with --rank refused: $(cat "$TMP/err")"
+fi
+exit "$fails"
