@@ -197,8 +197,6 @@ static void add_delta(cJSON *one, const wex_sync_report *r)
     static const char *const modes[] = {"full", "delta", "mixed"};
 
     cJSON_AddNumberToObject(one, "wire_bytes", (double)r->wire_bytes);
-    if (r->delta_elements == 0 && r->mode == WEX_SYNC_FULL)
-        return;
     cJSON_AddStringToObject(one, "mode", r->mode < 3 ? modes[r->mode]
                                                      : "full");
     cJSON_AddNumberToObject(one, "delta_elements", (double)r->delta_elements);
