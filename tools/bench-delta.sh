@@ -13,14 +13,16 @@
 # tcp on loopback (target >= 2x) and, as root, across two network
 # namespaces whose veth pair `tc` limits to 1 Gbit/s (target >= 20x).
 #   bash tools/bench-delta.sh [MIB [PERCENT...]]
-#   WEX_DELTA_SYNC=0 skips the whole syncs; WEX_DELTA_STEPS=N (default 4)
-#   steps each.
+#   WEX_DELTA_SYNC=0 skips the whole syncs, =local runs only those on one
+#   host, =veth only the one across namespaces, =none-codec skips the
+#   codec's figures; WEX_DELTA_STEPS=N (default 4) steps each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build-release -j "$(nproc 2>/dev/null || echo 2)" >/dev/null
-./build-release/bin/bench_delta "$@"
-[ "${WEX_DELTA_SYNC:-1}" = 0 ] && exit 0
+sync=${WEX_DELTA_SYNC:-1}
+case "$sync" in local | veth) ;; *) ./build-release/bin/bench_delta "$@" ;; esac
+[ "$sync" = 0 ] && exit 0
 
 wex=$PWD/build-release/bin/wex
 steps=${WEX_DELTA_STEPS:-4}
@@ -88,9 +90,12 @@ local_run() { # TRANSPORT MODE -> report file
 }
 
 echo "whole syncs: Qwen3-0.6B, Megatron TP2 PP2 -> vLLM TP2, $steps steps, median after the first"
-compare "shm" 0 "$(local_run shm full)" "$(local_run shm delta)"
-UCX_TLS=tcp compare "ucx/tcp loopback" 2 "$(UCX_TLS=tcp local_run ucx full)" \
-    "$(UCX_TLS=tcp local_run ucx delta)"
+if [ "$sync" != veth ]; then
+    compare "shm" 0 "$(local_run shm full)" "$(local_run shm delta)"
+    UCX_TLS=tcp compare "ucx/tcp loopback" 2 "$(UCX_TLS=tcp local_run ucx full)" \
+        "$(UCX_TLS=tcp local_run ucx delta)"
+fi
+[ "$sync" = local ] && exit 0
 
 if [ "$(id -u)" -ne 0 ] || ! command -v tc >/dev/null ||
     ! ip netns add "${tag}a" 2>/dev/null; then
@@ -111,12 +116,13 @@ ip -n "$B" link set "${tag}y" up
 ip netns exec "$A" tc qdisc add dev "${tag}x" root tbf rate 1gbit burst 256kb latency 100ms
 ip netns exec "$B" tc qdisc add dev "${tag}y" root tbf rate 1gbit burst 256kb latency 100ms
 export UCX_TLS=tcp
-ip netns exec "$B" "$wex" store --listen 10.78.0.2:0 --token delta-bench >"$tmp/store.out" 2>&1 &
-store_pid=$!
-for _ in $(seq 100); do grep -q listening "$tmp/store.out" && break; sleep 0.1; done
-addr=$(sed -n 's/^listening on //p' "$tmp/store.out")
 netns_run() { # MODE -> host 1's report file
-    local j out=$tmp/veth-$1.json extra=()
+    local j out=$tmp/veth-$1.json extra=() addr
+    # a rendezvous of its own: a store serves one job
+    ip netns exec "$B" "$wex" store --listen 10.78.0.2:0 --token delta-bench >"$tmp/store.out" 2>&1 &
+    store_pid=$!
+    for _ in $(seq 100); do grep -q listening "$tmp/store.out" && break; sleep 0.1; done
+    addr=$(sed -n 's/^listening on //p' "$tmp/store.out")
     j=$(job ucx "$1")
     [ "$1" = delta ] && extra=(--changed 0.01)
     local common=(--steps "$steps" --rendezvous "$addr" --token delta-bench
@@ -125,6 +131,9 @@ netns_run() { # MODE -> host 1's report file
     local src=$!
     ip netns exec "$B" env UCX_NET_DEVICES="${tag}y" "$wex" run "$j" --host 1 "${common[@]}" >"$out"
     wait "$src"
+    kill "$store_pid" 2>/dev/null
+    wait "$store_pid" 2>/dev/null
+    store_pid=
     echo "$out"
 }
 compare "veth 1 Gbit/s" 20 "$(netns_run full)" "$(netns_run delta)"

@@ -17,9 +17,8 @@ int cli_wants_help(int argc, char **argv)
     return 0;
 }
 
-void cli_parser_init(cli_parser *p, const char *command, int argc,
-                     char **argv, const char *shortopts,
-                     const struct option *options)
+void cli_parser_init(cli_parser *p, const char *command, int argc, char **argv,
+                     const char *shortopts, const struct option *options)
 {
     memset(p, 0, sizeof(*p));
     p->command = command;
@@ -104,8 +103,7 @@ static int plain_decimal(const char *text, double *v)
 {
     char *end = NULL;
 
-    if (text[0] == '\0' ||
-        strspn(text, "0123456789.eE+-") != strlen(text) ||
+    if (text[0] == '\0' || strspn(text, "0123456789.eE+-") != strlen(text) ||
         !(text[0] == '.' || (text[0] >= '0' && text[0] <= '9')))
         return 0;
     errno = 0;
@@ -113,16 +111,17 @@ static int plain_decimal(const char *text, double *v)
     return *end == '\0' && errno == 0;
 }
 
-int cli_parse_seconds(const char *command, const char *option,
-                      const char *text, double max, double *out)
+int cli_parse_seconds(const char *command, const char *option, const char *text,
+                      double max, double *out)
 {
     char shown[128];
     double v = 0;
 
     if (!plain_decimal(text, &v) || !(v > 0 && v <= max)) {
         quoted(text, shown, sizeof(shown));
-        cli_error(command, "%s: expected seconds, more than 0 and at most "
-                           "%g, got %s",
+        cli_error(command,
+                  "%s: expected seconds, more than 0 and at most "
+                  "%g, got %s",
                   option, max, shown);
         return -1;
     }
@@ -138,8 +137,9 @@ int cli_parse_fraction(const char *command, const char *option,
 
     if (!plain_decimal(text, &v) || !(v >= 0 && v <= 1)) {
         quoted(text, shown, sizeof(shown));
-        cli_error(command, "%s: expected a fraction from 0 to 1 (0.01 for "
-                           "1 %%), got %s",
+        cli_error(command,
+                  "%s: expected a fraction from 0 to 1 (0.01 for "
+                  "1 %%), got %s",
                   option, shown);
         return -1;
     }
@@ -212,23 +212,25 @@ static int refuse(cli_parser *p)
 
     if (o != NULL && o->has_arg == no_argument &&
         strncmp(written, "--", 2) == 0)
-        return cli_error(p->command, "--%s takes no value, got '%s'",
-                         o->name, written);
+        return cli_error(p->command, "--%s takes no value, got '%s'", o->name,
+                         written);
     if (optopt != 0) /* a short option: the argument may hold several */
-        return cli_error(p->command, "unknown option '-%c' (see '%s "
-                                     "--help')",
+        return cli_error(p->command,
+                         "unknown option '-%c' (see '%s "
+                         "--help')",
                          optopt, p->command);
     if (strncmp(written, "--", 2) == 0 && len > 2)
         for (o = p->options; o->name; o++)
             if (strncmp(o->name, written + 2, len - 2) == 0 &&
                 used < sizeof(matches)) {
-                used += (size_t)snprintf(matches + used,
-                                         sizeof(matches) - used, "%s--%s",
-                                         count++ ? ", " : "", o->name);
+                used +=
+                    (size_t)snprintf(matches + used, sizeof(matches) - used,
+                                     "%s--%s", count++ ? ", " : "", o->name);
             }
     if (count > 1)
-        return cli_error(p->command, "ambiguous option '%.*s': %s (see '%s "
-                                     "--help')",
+        return cli_error(p->command,
+                         "ambiguous option '%.*s': %s (see '%s "
+                         "--help')",
                          (int)len, written, matches, p->command);
     return cli_error(p->command, "unknown option '%.*s' (see '%s --help')",
                      (int)len, written, p->command);
@@ -250,17 +252,13 @@ int cli_next(cli_parser *p)
     case -1: /* the end, or "--": whatever follows is positional */
         p->rest = optind;
         return cli_next(p);
-    case 1:
-        return CLI_POSITIONAL;
+    case 1: return CLI_POSITIONAL;
     case ':':
         name_option(p, optopt, -1);
         return cli_error(p->command, "%s needs a value (see '%s --help')",
                          p->name, p->command);
-    case '?':
-        return refuse(p);
-    default:
-        name_option(p, c, index);
-        return c;
+    case '?': return refuse(p);
+    default: name_option(p, c, index); return c;
     }
 }
 

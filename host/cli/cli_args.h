@@ -17,9 +17,9 @@
 #define CLI_RANK_MAX (UINT32_MAX - 1)
 
 /* What cli_next returns besides the `val` of an option it read. */
-#define CLI_DONE (-1)     /* every argument has been read */
-#define CLI_POSITIONAL 1  /* an argument that is not an option: in p->arg */
-#define CLI_BAD '?'       /* a mistake, already told on stderr */
+#define CLI_DONE (-1)    /* every argument has been read */
+#define CLI_POSITIONAL 1 /* an argument that is not an option: in p->arg */
+#define CLI_BAD '?'      /* a mistake, already told on stderr */
 
 /* Values of options that have no short form start here, clear of every
  * character a short option could be. */
@@ -43,9 +43,8 @@ int cli_wants_help(int argc, char **argv);
 /* Starts reading argv[1..] (argv[0] is the command's name). `shortopts`
  * lists the short forms as getopt wants them ("v", "" for none).
  * Options and positional arguments come back in the order written. */
-void cli_parser_init(cli_parser *p, const char *command, int argc,
-                     char **argv, const char *shortopts,
-                     const struct option *options);
+void cli_parser_init(cli_parser *p, const char *command, int argc, char **argv,
+                     const char *shortopts, const struct option *options);
 
 /* The next option's `val` (its value, if it takes one, in p->arg and its
  * name in p->name), CLI_POSITIONAL, CLI_DONE, or CLI_BAD for an unknown
@@ -64,8 +63,7 @@ const char *cli_second_value(cli_parser *p, const char *what);
 int cli_other_option(const cli_parser *p, int c, void (*usage)(FILE *out));
 
 /* Prints "COMMAND: MESSAGE" as one line; returns CLI_BAD. */
-int cli_error(const char *command, const char *fmt, ...)
-    WEX_PRINTF(2, 3);
+int cli_error(const char *command, const char *fmt, ...) WEX_PRINTF(2, 3);
 
 /* Tells that positional argument p->arg is one too many; CLI_BAD. */
 int cli_unexpected(const cli_parser *p);
@@ -80,8 +78,8 @@ int cli_parse_u64(const char *command, const char *option, const char *text,
 
 /* Seconds: a decimal number greater than 0 and at most `max`; told the
  * same way as cli_parse_u64 otherwise. */
-int cli_parse_seconds(const char *command, const char *option,
-                      const char *text, double max, double *out);
+int cli_parse_seconds(const char *command, const char *option, const char *text,
+                      double max, double *out);
 
 /* A fraction: a decimal number from 0 to 1. */
 int cli_parse_fraction(const char *command, const char *option,

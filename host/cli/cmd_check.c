@@ -57,17 +57,14 @@ int cmd_check(int argc, char **argv)
     cli_parser_init(&p, "wex check", argc, argv, "h", options);
     while ((c = cli_next(&p)) != CLI_DONE) {
         switch (c) {
-        case OPT_MODEL:
-            model_path = p.arg;
-            break;
+        case OPT_MODEL: model_path = p.arg; break;
         case CLI_POSITIONAL:
             if (dir == NULL) {
                 dir = p.arg;
                 break;
             }
             return cli_other_option(&p, c, usage); /* one directory */
-        default:
-            return cli_other_option(&p, c, usage);
+        default: return cli_other_option(&p, c, usage);
         }
     }
     if (dir == NULL || model_path == NULL) {

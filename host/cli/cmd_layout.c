@@ -67,8 +67,10 @@ static cJSON *parse_parallel(const char *text)
         char *eq = strchr(kv, '='), *v, *colon;
         double n;
         if (eq == NULL || eq == kv) {
-            fprintf(stderr, "wex layout: --parallel: expected K=V, got "
-                            "'%s'\n", kv);
+            fprintf(stderr,
+                    "wex layout: --parallel: expected K=V, got "
+                    "'%s'\n",
+                    kv);
             ok = 0;
             break;
         }
@@ -148,8 +150,7 @@ static int parse_args(int argc, char **argv, layout_args *a)
                 return CLI_EXIT_USAGE;
             a->has_rank = 1;
             break;
-        default:
-            return cli_other_option(&p, c, usage);
+        default: return cli_other_option(&p, c, usage);
         }
     }
     if (a->help_options && a->engine != NULL)
@@ -256,8 +257,10 @@ int cmd_layout(int argc, char **argv)
         goto out;
     }
     if (a.has_rank && a.rank >= wex_tool_engine_ranks(e)) {
-        fprintf(stderr, "wex layout: --rank %llu: engine %s has ranks "
-                        "0..%llu\n", (unsigned long long)a.rank, a.engine,
+        fprintf(stderr,
+                "wex layout: --rank %llu: engine %s has ranks "
+                "0..%llu\n",
+                (unsigned long long)a.rank, a.engine,
                 (unsigned long long)(wex_tool_engine_ranks(e) - 1));
         goto out;
     }

@@ -97,15 +97,9 @@ static int parse_args(int argc, char **argv, plan_args *a)
     cli_parser_init(&p, "wex plan", argc, argv, "h", options);
     while ((c = cli_next(&p)) != CLI_DONE) {
         switch (c) {
-        case OPT_JSON:
-            a->json = 1;
-            break;
-        case OPT_OPS:
-            a->ops_path = p.arg;
-            break;
-        case OPT_SHARES:
-            a->shares = p.arg;
-            break;
+        case OPT_JSON: a->json = 1; break;
+        case OPT_OPS: a->ops_path = p.arg; break;
+        case OPT_SHARES: a->shares = p.arg; break;
         case OPT_CHANGED:
             if (cli_fraction(&p, &a->changed) != 0)
                 return CLI_EXIT_USAGE;
@@ -121,21 +115,21 @@ static int parse_args(int argc, char **argv, plan_args *a)
             } else if (strcmp(p.arg, "destination") == 0) {
                 a->side = WEX_SIDE_DESTINATION;
             } else {
-                fprintf(stderr, "wex plan: --side: expected source or "
-                                "destination, got '%s'\n", p.arg);
+                fprintf(stderr,
+                        "wex plan: --side: expected source or "
+                        "destination, got '%s'\n",
+                        p.arg);
                 return CLI_EXIT_USAGE;
             }
             break;
         case CLI_POSITIONAL:
             if (a->job != NULL) {
-                fprintf(stderr, "wex plan: one job at a time ('%s')\n",
-                        p.arg);
+                fprintf(stderr, "wex plan: one job at a time ('%s')\n", p.arg);
                 return CLI_EXIT_USAGE;
             }
             a->job = p.arg;
             break;
-        default:
-            return cli_other_option(&p, c, usage);
+        default: return cli_other_option(&p, c, usage);
         }
     }
     if (a->job == NULL) {
@@ -162,9 +156,9 @@ static void print_json(const cJSON *doc)
 /* The delta step --changed asked for, beside the whole step. */
 static void print_delta(const wex_tool_plan_summary *s)
 {
-    double pct = s->bytes > 0 ? 100.0 * (double)s->delta.wire_bytes /
-                                    (double)s->bytes
-                              : 0;
+    double pct = s->bytes > 0
+                     ? 100.0 * (double)s->delta.wire_bytes / (double)s->bytes
+                     : 0;
 
     printf("delta      at %g %% changed: %" PRIu64 " bytes on the wire "
            "(%.2f %% of the whole step), %" PRIu64 " of them in operations "
@@ -174,8 +168,9 @@ static void print_delta(const wex_tool_plan_summary *s)
            s->delta.changed > s->delta.max_fraction
                ? " (past max_fraction: every one)"
                : " (converting ones)");
-    printf("           busiest sender %" PRIu64 " bytes, busiest receiver %"
-           PRIu64 " bytes; snapshots %" PRIu64 " bytes (largest source "
+    printf("           busiest sender %" PRIu64
+           " bytes, busiest receiver %" PRIu64 " bytes; snapshots %" PRIu64
+           " bytes (largest source "
            "%" PRIu64 ", its outbox %" PRIu64 "), scanned at %.1f GB/s\n",
            s->delta.max_send, s->delta.max_recv, s->delta.snapshot_bytes,
            s->delta.max_snapshot_bytes, s->delta.max_outbox_bytes,
@@ -196,8 +191,8 @@ static void print_human(const wex_tool_planner *p, const plan_args *a,
            " rank%s) on %" PRIu64 " host%s, policy %s\n",
            j.path, j.source_engine, j.source_ranks,
            j.source_ranks == 1 ? "" : "s", j.destination_engine,
-           j.destination_ranks, j.destination_ranks == 1 ? "" : "s",
-           j.hosts, j.hosts == 1 ? "" : "s", j.policy);
+           j.destination_ranks, j.destination_ranks == 1 ? "" : "s", j.hosts,
+           j.hosts == 1 ? "" : "s", j.policy);
     if (a->has_rank) {
         printf("rank       %s %" PRIu64 ": %" PRIu64 " operations, %" PRIu64
                " bytes, planned in %.3f s\n",
@@ -211,11 +206,13 @@ static void print_human(const wex_tool_planner *p, const plan_args *a,
     printf("sources    read %" PRIu64 " bytes to send them", s->source_bytes);
     if (s->quantized_bytes > 0)
         printf(", %" PRIu64 " of them quantized to fp8 (%s) at %.1f GB/s a "
-               "source", s->quantized_bytes, s->quantize_rule,
+               "source",
+               s->quantized_bytes, s->quantize_rule,
                j.quantize_bytes_per_s / 1e9);
     printf("\n");
-    printf("links      busiest sender %" PRIu64 " bytes, busiest receiver %"
-           PRIu64 " bytes, %" PRIu64 " bytes within hosts\n",
+    printf("links      busiest sender %" PRIu64
+           " bytes, busiest receiver %" PRIu64 " bytes, %" PRIu64
+           " bytes within hosts\n",
            s->max_send, s->max_recv, s->intra_host_bytes);
     printf("time       predicted %.4f s, lower bound %.4f s (ratio %.3f) at "
            "%.0f GB/s NIC, %.0f GB/s within a host\n",
@@ -239,8 +236,8 @@ static wex_status write_shares(wex_tool_planner *p, const plan_args *a,
 
     wex_tool_planner_get_job(p, &j);
     for (uint32_t side = 0; side < 2 && st == WEX_OK; side++) {
-        uint64_t ranks = side == WEX_SIDE_SOURCE ? j.source_ranks
-                                                 : j.destination_ranks;
+        uint64_t ranks =
+            side == WEX_SIDE_SOURCE ? j.source_ranks : j.destination_ranks;
         for (uint64_t r = 0; r < ranks && st == WEX_OK; r++) {
             if (a->has_rank && (side != a->side || r != a->rank))
                 continue;
@@ -250,9 +247,11 @@ static wex_status write_shares(wex_tool_planner *p, const plan_args *a,
     }
     if (st != WEX_OK)
         return wex_tool_error_prefix(st, "--shares %s", a->shares);
-    fprintf(out, "shares     %" PRIu64 " plan share%s, %.1f MB, written to %s "
-            "in %.3f s\n", files, files == 1 ? "" : "s", bytes / 1e6,
-            a->shares, wex_tool_now() - t0);
+    fprintf(out,
+            "shares     %" PRIu64 " plan share%s, %.1f MB, written to %s "
+            "in %.3f s\n",
+            files, files == 1 ? "" : "s", bytes / 1e6, a->shares,
+            wex_tool_now() - t0);
     return WEX_OK;
 }
 
@@ -291,8 +290,7 @@ int cmd_plan(int argc, char **argv)
     /* the document is made while the summary's figures are at hand */
     st = wex_tool_plan_summarize(p, a.has_rank, a.side, a.rank, ops,
                                  !a.json && isatty(STDERR_FILENO), a.changed,
-                                 &r,
-                                 a.json && ops != stdout ? &doc : NULL);
+                                 &r, a.json && ops != stdout ? &doc : NULL);
     if (ops != NULL && ops != stdout && fclose(ops) != 0 && st == WEX_OK)
         st = wex_tool_error(WEX_ERR_SYSTEM, "--ops %s: %s", a.ops_path,
                             strerror(errno));

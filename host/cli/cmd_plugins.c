@@ -12,22 +12,21 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: wex plugins [--json] [--no-load]\n"
-            "\n"
-            "Lists every plugin manifest on the search path: name, kind, "
-            "version, ABI\nrange, library path and status. Each plugin is "
-            "loaded, negotiated and\ninitialised to report its status "
-            "(loaded, or failed with the reason);\n--no-load reads the "
-            "manifests only. Manifests that cannot be used and\ncopies "
-            "shadowed by an earlier plugin of the same name are listed "
-            "too.\n"
-            "\n"
-            "  --json      one JSON document on stdout\n"
-            "  --no-load   do not load the libraries\n"
-            "\n"
-            "Exit status: 0 when every manifest is valid and every plugin "
-            "loaded,\n1 otherwise.\n");
+    fprintf(out, "usage: wex plugins [--json] [--no-load]\n"
+                 "\n"
+                 "Lists every plugin manifest on the search path: name, kind, "
+                 "version, ABI\nrange, library path and status. Each plugin is "
+                 "loaded, negotiated and\ninitialised to report its status "
+                 "(loaded, or failed with the reason);\n--no-load reads the "
+                 "manifests only. Manifests that cannot be used and\ncopies "
+                 "shadowed by an earlier plugin of the same name are listed "
+                 "too.\n"
+                 "\n"
+                 "  --json      one JSON document on stdout\n"
+                 "  --no-load   do not load the libraries\n"
+                 "\n"
+                 "Exit status: 0 when every manifest is valid and every plugin "
+                 "loaded,\n1 otherwise.\n");
 }
 
 static const char *status_name(const wex_tool_plugin_info *p)
@@ -54,8 +53,8 @@ static void print_text(const wex_tool_registry *r)
     const char *path, *error;
     char abi[32];
 
-    printf("%-12s %-10s %-9s %-9s %-8s %s\n", "NAME", "KIND", "VERSION",
-           "ABI", "STATUS", "LIBRARY");
+    printf("%-12s %-10s %-9s %-9s %-8s %s\n", "NAME", "KIND", "VERSION", "ABI",
+           "STATUS", "LIBRARY");
     for (size_t i = 0; i < count; i++) {
         wex_tool_plugin_info p;
         wex_tool_plugin_get_info(wex_tool_registry_plugin(r, i), &p);
@@ -121,8 +120,8 @@ static void print_json(const wex_tool_registry *r)
     char *text;
 
     for (size_t i = 0; i < wex_tool_registry_search_count(r); i++)
-        cJSON_AddItemToArray(search,
-                             cJSON_CreateString(wex_tool_registry_search(r, i)));
+        cJSON_AddItemToArray(
+            search, cJSON_CreateString(wex_tool_registry_search(r, i)));
     for (size_t i = 0; i < wex_tool_registry_count(r); i++) {
         wex_tool_plugin_info p;
         wex_tool_plugin_get_info(wex_tool_registry_plugin(r, i), &p);
@@ -161,14 +160,9 @@ int cmd_plugins(int argc, char **argv)
     cli_parser_init(&p, "wex plugins", argc, argv, "h", options);
     while ((c = cli_next(&p)) != CLI_DONE) {
         switch (c) {
-        case OPT_JSON:
-            json = 1;
-            break;
-        case OPT_NO_LOAD:
-            load = 0;
-            break;
-        default:
-            return cli_other_option(&p, c, usage);
+        case OPT_JSON: json = 1; break;
+        case OPT_NO_LOAD: load = 0; break;
+        default: return cli_other_option(&p, c, usage);
         }
     }
     if (wex_tool_registry_scan(&r) != WEX_OK) {

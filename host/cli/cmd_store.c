@@ -47,14 +47,9 @@ int cmd_store(int argc, char **argv)
     cli_parser_init(&p, "wex store", argc, argv, "h", options);
     while ((c = cli_next(&p)) != CLI_DONE) {
         switch (c) {
-        case OPT_LISTEN:
-            listen = p.arg;
-            break;
-        case OPT_TOKEN:
-            token = p.arg;
-            break;
-        default:
-            return cli_other_option(&p, c, usage);
+        case OPT_LISTEN: listen = p.arg; break;
+        case OPT_TOKEN: token = p.arg; break;
+        default: return cli_other_option(&p, c, usage);
         }
     }
     if (token == NULL || token[0] == '\0') {

@@ -29,8 +29,8 @@ static void usage(FILE *out)
 
 int cmd_validate(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    static const struct option options[] = {{"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
     wex_tool_registry *r = NULL;
     const char **files = NULL;
     int bad = 0, count = 0, c, rc = CLI_EXIT_USAGE;

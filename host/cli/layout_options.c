@@ -47,7 +47,8 @@ static void value_kind(const cJSON *prop, char *buf, size_t cap)
     if (cJSON_IsArray(en)) {
         const cJSON *v;
         n = (size_t)snprintf(buf, cap, "one of");
-        cJSON_ArrayForEach(v, en) {
+        cJSON_ArrayForEach(v, en)
+        {
             char *t = cJSON_PrintUnformatted(v);
             if (n < cap)
                 n += (size_t)snprintf(buf + n, cap - n, "%s %s",
@@ -82,14 +83,15 @@ static void print_option(const cJSON *prop)
 
 static void print_capabilities(const cJSON *manifest)
 {
-    const cJSON *caps = cJSON_GetObjectItemCaseSensitive(manifest,
-                                                         "capabilities");
+    const cJSON *caps =
+        cJSON_GetObjectItemCaseSensitive(manifest, "capabilities");
     const cJSON *c;
 
     if (!cJSON_IsArray(caps))
         return;
     printf("capabilities:");
-    cJSON_ArrayForEach(c, caps) {
+    cJSON_ArrayForEach(c, caps)
+    {
         if (cJSON_IsString(c))
             printf(" %s", c->valuestring);
     }
@@ -111,9 +113,10 @@ int layout_print_options(const char *engine)
     p = wex_tool_registry_find(r, WEX_KIND_ENGINE, engine);
     if (p == NULL) {
         names = wex_tool_registry_names(r, WEX_KIND_ENGINE);
-        fprintf(stderr, "wex layout: --engine: no engine plugin named "
-                        "\"%s\" (available: %s)\n", engine,
-                names ? names : "");
+        fprintf(stderr,
+                "wex layout: --engine: no engine plugin named "
+                "\"%s\" (available: %s)\n",
+                engine, names ? names : "");
         free(names);
         wex_tool_registry_free(r);
         return CLI_EXIT_USAGE;

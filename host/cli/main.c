@@ -9,8 +9,7 @@
 static const cli_command commands[] = {
     {"plugins", "list the plugins on the search path and whether they load",
      cmd_plugins},
-    {"validate", "check a job config and its plugins' options",
-     cmd_validate},
+    {"validate", "check a job config and its plugins' options", cmd_validate},
     {"layout", "show how an engine lays a model out over its ranks",
      cmd_layout},
     {"plan", "plan who sends which bytes to whom, and predict the step time",
@@ -29,26 +28,24 @@ static const cli_command commands[] = {
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: wex [--help] [--version] COMMAND [ARGS...]\n"
-            "\n"
-            "wex moves model weights from a training job into running "
-            "inference\nengines, for reinforcement-learning loops.\n"
-            "\n"
-            "Commands:\n");
+    fprintf(out, "usage: wex [--help] [--version] COMMAND [ARGS...]\n"
+                 "\n"
+                 "wex moves model weights from a training job into running "
+                 "inference\nengines, for reinforcement-learning loops.\n"
+                 "\n"
+                 "Commands:\n");
     for (size_t i = 0; i < COMMAND_COUNT; i++)
         fprintf(out, "  %-11s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out,
-            "\n"
-            "Run 'wex COMMAND --help' for what a command takes.\n"
-            "\n"
-            "Environment:\n"
-            "  WEX_PLUGIN_PATH       directories searched for plugins "
-            "first (colon-separated)\n"
-            "  WEX_PLUGIN_MANIFESTS  only these manifest files or "
-            "directories (colon-separated)\n"
-            "  WEX_LOG_LEVEL         error, warn (default), info, debug "
-            "or trace\n");
+    fprintf(out, "\n"
+                 "Run 'wex COMMAND --help' for what a command takes.\n"
+                 "\n"
+                 "Environment:\n"
+                 "  WEX_PLUGIN_PATH       directories searched for plugins "
+                 "first (colon-separated)\n"
+                 "  WEX_PLUGIN_MANIFESTS  only these manifest files or "
+                 "directories (colon-separated)\n"
+                 "  WEX_LOG_LEVEL         error, warn (default), info, debug "
+                 "or trace\n");
 }
 
 int main(int argc, char **argv)
@@ -71,7 +68,6 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < COMMAND_COUNT; i++)
         if (strcmp(argv[1], commands[i].name) == 0)
             return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "wex: unknown command '%s' (see 'wex --help')\n",
-            argv[1]);
+    fprintf(stderr, "wex: unknown command '%s' (see 'wex --help')\n", argv[1]);
     return CLI_EXIT_USAGE;
 }

@@ -48,9 +48,9 @@ __global__ static void box_amax(const unsigned char *src, uint32_t dtype,
     __syncthreads();
     for (uint64_t k = threadIdx.x, w = c1 - c0; k < (r1 - r0) * w;
          k += blockDim.x) {
-        uint32_t a = wex__f32_bits(load(dtype, src, (r0 + k / w) * ld +
-                                                        c0 + k % w)) &
-                     0x7fffffffu;
+        uint32_t a =
+            wex__f32_bits(load(dtype, src, (r0 + k / w) * ld + c0 + k % w)) &
+            0x7fffffffu;
         m = a > m ? a : m;
     }
     for (int s = 16; s > 0; s /= 2) {
@@ -126,7 +126,7 @@ extern "C" int wex_cuda_box_quantize(const void *src, uint32_t dtype,
     box_quantize<<<dim3((unsigned)(gx < 64 ? gx : 64),
                         (unsigned)(rows < 65535 ? rows : 65535)),
                    THREADS, 0, (cudaStream_t)stream>>>(
-        (const unsigned char *)src, dtype, ld, rows, cols, row_phase,
-        col_phase, mult, mult_ld, dst);
+        (const unsigned char *)src, dtype, ld, rows, cols, row_phase, col_phase,
+        mult, mult_ld, dst);
     return (int)cudaGetLastError();
 }

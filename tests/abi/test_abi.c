@@ -6,60 +6,67 @@
 
 #include "abi_layout.h"
 
-#define CHECK_SIZE(type, size)                                            \
-    ck_assert_msg(sizeof(type) == (size), #type " is %zu bytes, ABI says %d", \
+#define CHECK_SIZE(type, size)                                                 \
+    ck_assert_msg(sizeof(type) == (size), #type " is %zu bytes, ABI says %d",  \
                   sizeof(type), (size));
-#define CHECK_FIELD(type, member, off)                                    \
-    ck_assert_msg(offsetof(type, member) == (off),                        \
-                  #type "." #member " at %zu, ABI says %d",                \
+#define CHECK_FIELD(type, member, off)                                         \
+    ck_assert_msg(offsetof(type, member) == (off),                             \
+                  #type "." #member " at %zu, ABI says %d",                    \
                   offsetof(type, member), (off));
 
-START_TEST(struct_layout_is_pinned)
-{
-    WEX_ABI_LAYOUT(CHECK_SIZE, CHECK_FIELD)
-}
-END_TEST
+START_TEST(struct_layout_is_pinned){
+    WEX_ABI_LAYOUT(CHECK_SIZE, CHECK_FIELD)} END_TEST
 
-#define CHECK_CONST(name, value)                                          \
-    ck_assert_msg((name) == (value), #name " is %u, ABI 1.0 froze %d",     \
+#define CHECK_CONST(name, value)                                               \
+    ck_assert_msg((name) == (value), #name " is %u, ABI 1.0 froze %d",         \
                   (unsigned)(name), (value));
 
-START_TEST(frozen_1_0_sizes_are_pinned)
-{
-    WEX_ABI_SIZES_1_0(CHECK_CONST)
-}
-END_TEST
+    START_TEST(frozen_1_0_sizes_are_pinned){
+        WEX_ABI_SIZES_1_0(CHECK_CONST)} END_TEST
 
-static const wex_plugin_desc one_desc = {
-    WEX_PLUGIN_DESC_SIZE_1_0, WEX_ABI_1_0, WEX_KIND_ENGINE, 0, "one", "0",
-    NULL, NULL, NULL};
+    static const wex_plugin_desc one_desc = {WEX_PLUGIN_DESC_SIZE_1_0,
+                                             WEX_ABI_1_0,
+                                             WEX_KIND_ENGINE,
+                                             0,
+                                             "one",
+                                             "0",
+                                             NULL,
+                                             NULL,
+                                             NULL};
 
 /* The SDK's negotiate helper: accepts exactly offers that contain its
  * literal version, and only from a host whose structs are whole. */
 START_TEST(negotiate_helper_keeps_to_its_version)
 {
-    wex_negotiate_in in = {sizeof(in), WEX_ABI_1_0, WEX_MAKE_VERSION(1, 9), 0, "t"};
+    wex_negotiate_in in = {sizeof(in), WEX_ABI_1_0, WEX_MAKE_VERSION(1, 9), 0,
+                           "t"};
     wex_negotiate_out out = {sizeof(out), 0, NULL};
     wex_plugin_desc wrong = one_desc;
 
-    ck_assert_int_eq(wex_negotiate_one(&in, &out, WEX_ABI_1_0, &one_desc), WEX_OK);
+    ck_assert_int_eq(wex_negotiate_one(&in, &out, WEX_ABI_1_0, &one_desc),
+                     WEX_OK);
     ck_assert_uint_eq(out.abi_version, WEX_ABI_1_0);
     ck_assert_ptr_eq(out.desc, &one_desc);
     in.abi_min = WEX_MAKE_VERSION(1, 1);
     out.desc = NULL;
-    ck_assert_int_eq(wex_negotiate_one(&in, &out, WEX_ABI_1_0, &one_desc), WEX_ERR_ABI);
+    ck_assert_int_eq(wex_negotiate_one(&in, &out, WEX_ABI_1_0, &one_desc),
+                     WEX_ERR_ABI);
     ck_assert_ptr_null(out.desc);
     in.abi_min = WEX_ABI_1_0;
     in.struct_size = WEX_NEGOTIATE_IN_SIZE_1_0 - 1;
-    ck_assert_int_eq(wex_negotiate_one(&in, &out, WEX_ABI_1_0, &one_desc), WEX_ERR_ABI);
+    ck_assert_int_eq(wex_negotiate_one(&in, &out, WEX_ABI_1_0, &one_desc),
+                     WEX_ERR_ABI);
     in.struct_size = sizeof(in);
     out.struct_size = 8;
-    ck_assert_int_eq(wex_negotiate_one(&in, &out, WEX_ABI_1_0, &one_desc), WEX_ERR_ABI);
+    ck_assert_int_eq(wex_negotiate_one(&in, &out, WEX_ABI_1_0, &one_desc),
+                     WEX_ERR_ABI);
     out.struct_size = sizeof(out);
     /* a descriptor that states another version than the one negotiated */
     wrong.abi_version = WEX_MAKE_VERSION(1, 1);
-    ck_assert_int_eq(wex_negotiate_one(&in, &out, WEX_ABI_1_0, &wrong), WEX_ERR_ABI);
-    ck_assert_int_eq(wex_negotiate_one(NULL, &out, WEX_ABI_1_0, &one_desc), WEX_ERR_ABI);
+    ck_assert_int_eq(wex_negotiate_one(&in, &out, WEX_ABI_1_0, &wrong),
+                     WEX_ERR_ABI);
+    ck_assert_int_eq(wex_negotiate_one(NULL, &out, WEX_ABI_1_0, &one_desc),
+                     WEX_ERR_ABI);
 }
 END_TEST
 
@@ -93,7 +100,8 @@ START_TEST(constants_are_pinned)
     ck_assert_uint_eq(wex_dtype_size(99), 0);
     ck_assert_str_eq(wex_dtype_name(WEX_DTYPE_F32), "F32");
     ck_assert_str_eq(wex_status_string(WEX_ERR_TIMEOUT), "timed out");
-    ck_assert(WEX_HAS_MEMBER(wex_host_services, layout_add_piece, sizeof(wex_host_services)));
+    ck_assert(WEX_HAS_MEMBER(wex_host_services, layout_add_piece,
+                             sizeof(wex_host_services)));
     ck_assert(!WEX_HAS_MEMBER(wex_host_services, layout_add_piece, 152));
 }
 END_TEST

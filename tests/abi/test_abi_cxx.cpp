@@ -5,19 +5,27 @@
 
 #include "abi_layout.h"
 
-#define CXX_SIZE(type, size) \
+#define CXX_SIZE(type, size)                                                   \
     static_assert(sizeof(type) == (size), #type " size changed");
-#define CXX_FIELD(type, member, off) \
-    static_assert(offsetof(type, member) == (off), #type "." #member " moved");
+#define CXX_FIELD(type, member, off)                                           \
+    static_assert(offsetof(type, member) == (off), #type "." #member " move"   \
+                                                         "d");
 
 WEX_ABI_LAYOUT(CXX_SIZE, CXX_FIELD)
-#define CXX_CONST(name, value) static_assert((name) == (value), #name " changed");
+#define CXX_CONST(name, value)                                                 \
+    static_assert((name) == (value), #name " changed");
 WEX_ABI_SIZES_1_0(CXX_CONST)
 
 // The entry-point helper compiles as C++ too (extern "C", exported).
-static const wex_plugin_desc cxx_desc = {
-    WEX_PLUGIN_DESC_SIZE_1_0, WEX_ABI_1_0, WEX_KIND_ENGINE, 0, "cxx", "0",
-    nullptr, nullptr, nullptr};
+static const wex_plugin_desc cxx_desc = {WEX_PLUGIN_DESC_SIZE_1_0,
+                                         WEX_ABI_1_0,
+                                         WEX_KIND_ENGINE,
+                                         0,
+                                         "cxx",
+                                         "0",
+                                         nullptr,
+                                         nullptr,
+                                         nullptr};
 WEX_PLUGIN_DEFINE_ENTRY(WEX_ABI_1_0, cxx_desc)
 
 #define COUNT(...) +1

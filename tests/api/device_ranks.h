@@ -87,8 +87,8 @@ static int log_says(const char *path, const char *text)
 /* One hf source and two vLLM TP2 destinations: no dtype changes. */
 #define COPY_JOB "{\"engine\": \"hf\"}", VLLM_TP2
 /* bf16 Megatron TP4 sources into the FP8 checkpoint: quantized. */
-#define FP8_JOB "{\"engine\": \"megatron\", \"parallel\": {\"tp\": 4}}", \
-                VLLM_TP2
+#define FP8_JOB                                                                \
+    "{\"engine\": \"megatron\", \"parallel\": {\"tp\": 4}}", VLLM_TP2
 #define VLLM_TP2 "{\"engine\": \"vllm\", \"parallel\": {\"tp\": 2}}"
 
 /* Opens the job as this rank and allocates every tensor in memory of
@@ -149,9 +149,9 @@ static int fill_sources(wex_job *job, uint64_t step, uint32_t kind,
 
 /* An FNV hash of every byte a destination holds, and how many bytes its
  * tensors of at most 64 KiB hold. */
-static int destination_holds(wex_job *job, uint32_t kind,
-                             unsigned char **mem, unsigned char *host,
-                             uint64_t *held, uint64_t *small)
+static int destination_holds(wex_job *job, uint32_t kind, unsigned char **mem,
+                             unsigned char *host, uint64_t *held,
+                             uint64_t *small)
 {
     *held = 1469598103934665603ull;
     *small = 0;

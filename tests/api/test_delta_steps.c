@@ -40,8 +40,8 @@ static const char model_json[] =
     " \"vocab_size\": 4096}";
 
 /* The fraction of elements each step changes (per mille). */
-static const unsigned changed_per_mille[STEPS + 1] = {0,   1000, 10, 10,
-                                                      10,  0,    500};
+static const unsigned changed_per_mille[STEPS + 1] = {0,  1000, 10, 10,
+                                                      10, 0,    500};
 
 typedef struct rank_job {
     wex_job *job;
@@ -132,8 +132,8 @@ static int source(const char *text, const char *address)
             EXPECT(rep.mode == WEX_SYNC_DELTA && rep.changed_elements > 0 &&
                        rep.changed_elements * 50 < rep.delta_elements,
                    "source: step 2 sent deltas of about 1 %% (mode %u, %llu "
-                   "of %llu elements changed)", rep.mode,
-                   (unsigned long long)rep.changed_elements,
+                   "of %llu elements changed)",
+                   rep.mode, (unsigned long long)rep.changed_elements,
                    (unsigned long long)rep.delta_elements);
     }
     wex_job_close(r.job);
@@ -159,35 +159,35 @@ static int destination(const char *text, const char *address, uint64_t rank)
             if (rank == 0)
                 EXPECT(holds_expected(&r) && !wex_job_dirty(r.job),
                        "%s: the failed delta step changed nothing and left "
-                       "it clean", me);
+                       "it clean",
+                       me);
             evolve(r.expect, r.elems, r.count, step);
             continue;
         }
         evolve(r.expect, r.elems, r.count, step);
         st = sync_step(&r, step, &rep);
-        EXPECT(st == WEX_OK, "%s: step %llu: %s", me,
-               (unsigned long long)step, wex_last_error());
+        EXPECT(st == WEX_OK, "%s: step %llu: %s", me, (unsigned long long)step,
+               wex_last_error());
         EXPECT(holds_expected(&r) && !wex_job_dirty(r.job),
                "%s: after step %llu it holds exactly the source's bytes", me,
                (unsigned long long)step);
         if (step == 1 || step == 4 || step == 6)
             EXPECT(rep.mode == WEX_SYNC_FULL && rep.wire_bytes == r.bytes,
-                   "%s: step %llu goes whole (mode %u, %llu of %llu bytes)",
-                   me, (unsigned long long)step, rep.mode,
+                   "%s: step %llu goes whole (mode %u, %llu of %llu bytes)", me,
+                   (unsigned long long)step, rep.mode,
                    (unsigned long long)rep.wire_bytes,
                    (unsigned long long)r.bytes);
         if (step == 2)
-            EXPECT(rep.mode == WEX_SYNC_DELTA &&
-                       rep.wire_bytes * 50 <= r.bytes,
-                   "%s: step 2 (1 %%) takes deltas of %llu bytes of %llu",
-                   me, (unsigned long long)rep.wire_bytes,
+            EXPECT(rep.mode == WEX_SYNC_DELTA && rep.wire_bytes * 50 <= r.bytes,
+                   "%s: step 2 (1 %%) takes deltas of %llu bytes of %llu", me,
+                   (unsigned long long)rep.wire_bytes,
                    (unsigned long long)r.bytes);
         if (step == 5)
             EXPECT(rep.mode == WEX_SYNC_DELTA &&
                        rep.wire_bytes * 1000 <= r.bytes &&
                        rep.changed_elements == 0,
-                   "%s: step 5 (nothing changed) takes %llu bytes of %llu",
-                   me, (unsigned long long)rep.wire_bytes,
+                   "%s: step 5 (nothing changed) takes %llu bytes of %llu", me,
+                   (unsigned long long)rep.wire_bytes,
                    (unsigned long long)r.bytes);
         if (rank == 0)
             printf("step %llu: mode %s, %llu bytes on the wire of %llu "
@@ -223,12 +223,13 @@ static void run(const char *wex, const char *transport, const char *model)
     pid_t a, b, s;
 
     EXPECT(store > 0, "wex store started");
-    snprintf(text, sizeof(text),
-             "{\"model\": \"%s\", \"source\": {\"engine\": \"hf\"},"
-             " \"destination\": {\"engine\": \"hf\", \"parallel\": {\"dp\": 2}},"
-             " \"transport\": \"%s\", \"verify\": \"digest\", \"delta\": true,"
-             " \"timeouts\": {\"connect_seconds\": 30, \"step_seconds\": 30}}",
-             model, transport);
+    snprintf(
+        text, sizeof(text),
+        "{\"model\": \"%s\", \"source\": {\"engine\": \"hf\"},"
+        " \"destination\": {\"engine\": \"hf\", \"parallel\": {\"dp\": 2}},"
+        " \"transport\": \"%s\", \"verify\": \"digest\", \"delta\": true,"
+        " \"timeouts\": {\"connect_seconds\": 30, \"step_seconds\": 30}}",
+        model, transport);
     printf("%s:\n", transport);
     fflush(stdout);
     if ((a = fork()) == 0)

@@ -120,11 +120,10 @@ static void run_job(const char *text, int sources, const uint32_t kind[2],
             dup2(log, 2);
             close(fds[i][0]);
             close(addr[i][1]);
-            _exit(fault_rank(text,
-                             source ? WEX_SIDE_SOURCE : WEX_SIDE_DESTINATION,
-                             (uint64_t)(source ? i : i - sources),
-                             await_address(addr[i][0]), kind[!source],
-                             i == failing ? entry : NULL, fds[i][1]));
+            _exit(fault_rank(
+                text, source ? WEX_SIDE_SOURCE : WEX_SIDE_DESTINATION,
+                (uint64_t)(source ? i : i - sources), await_address(addr[i][0]),
+                kind[!source], i == failing ? entry : NULL, fds[i][1]));
         }
         close(fds[i][1]);
         close(addr[i][0]);
@@ -150,8 +149,10 @@ static void clean_run(const char *text, int sources, const uint32_t kind[2],
     run_job(text, sources, kind, -1, NULL, o, logs);
     for (int i = 0; i < sources + 2; i++) {
         for (int step = 1; step <= STEPS; step++)
-            EXPECT(o[i].committed[step], "without failures, rank %d did not "
-                   "commit step %d (%s)", i, step, logs[i]);
+            EXPECT(o[i].committed[step],
+                   "without failures, rank %d did not "
+                   "commit step %d (%s)",
+                   i, step, logs[i]);
         if (failures == 0)
             unlink(logs[i]);
     }
@@ -183,9 +184,10 @@ static void check(const scenario *sc, const outcome *clean)
                    o[i].committed[step] ? "committed" : "failed", step,
                    logs[i]);
         if (i >= sources)
-            EXPECT(o[i].held == clean[i].held, "%s: destination %d holds "
-                   "other bytes than without the failure", sc->what,
-                   i - sources);
+            EXPECT(o[i].held == clean[i].held,
+                   "%s: destination %d holds "
+                   "other bytes than without the failure",
+                   sc->what, i - sources);
     }
     EXPECT(log_says(logs[sc->failing], "injected failure") &&
                log_says(logs[sc->failing], sc->says),
@@ -194,14 +196,14 @@ static void check(const scenario *sc, const outcome *clean)
     for (int i = 0; i < sources + 2 && failures == 0; i++)
         unlink(logs[i]);
     printf("%s: step %d failed on every rank, the others committed, every "
-           "byte right\n", sc->what, FAILING_STEP);
+           "byte right\n",
+           sc->what, FAILING_STEP);
 }
 
 /* One destination of the copy job alone, its window `window` bytes:
  * binding CUDA tensors fails on the `nth` pinned allocation, saying
  * `says`. */
-static void failed_pinned_allocation(int nth, unsigned window,
-                                     const char *says)
+static void failed_pinned_allocation(int nth, unsigned window, const char *says)
 {
     wex_job_options opts = {sizeof(opts), 0, "127.0.0.1:1", TOKEN, NULL};
     wex_job *job = NULL;
@@ -219,8 +221,7 @@ static void failed_pinned_allocation(int nth, unsigned window,
         if (wex_job_open(job_text(COPY_JOB, window), WEX_SIDE_DESTINATION, 0,
                          &opts, &job) != WEX_OK)
             _exit(2);
-        for (uint64_t i = 0; i < wex_job_tensor_count(job) && st == WEX_OK;
-             i++)
+        for (uint64_t i = 0; i < wex_job_tensor_count(job) && st == WEX_OK; i++)
             st = wex_job_alloc_memory(job, i, WEX_MEMORY_CUDA, &mem);
         printf("pinned allocation %d failed: %s\n", nth, wex_last_error());
         fflush(stdout);
@@ -264,10 +265,13 @@ static void dequantizing_a_cuda_source_is_refused(void)
         if (wex_job_alloc_memory(job, i, WEX_MEMORY_HOST, &mem) == WEX_OK)
             accepted++;
     }
-    EXPECT(refused > 0 && refused == accepted, "%d fp8 tensors refused as "
-           "CUDA memory, %d accepted as host memory", refused, accepted);
+    EXPECT(refused > 0 && refused == accepted,
+           "%d fp8 tensors refused as "
+           "CUDA memory, %d accepted as host memory",
+           refused, accepted);
     printf("an fp8 CUDA source the job dequantizes: %d tensors refused when "
-           "bound (%s)\n", refused, wex_last_error());
+           "bound (%s)\n",
+           refused, wex_last_error());
     wex_job_close(job);
 }
 
@@ -277,20 +281,35 @@ int main(int argc, char **argv)
     static const uint32_t cuda_to_cuda[2] = {WEX_MEMORY_CUDA, WEX_MEMORY_CUDA};
     static const uint32_t cuda_to_host[2] = {WEX_MEMORY_CUDA, WEX_MEMORY_HOST};
     const scenario scenarios[] = {
-        {"a destination's copy of a window pass to the device", 0,
-         {WEX_MEMORY_HOST, WEX_MEMORY_CUDA}, 1, "cudaMemcpyAsync",
+        {"a destination's copy of a window pass to the device",
+         0,
+         {WEX_MEMORY_HOST, WEX_MEMORY_CUDA},
+         1,
+         "cudaMemcpyAsync",
          "copying into device memory"},
-        {"a destination's wait for its copies to the device", 0,
-         {WEX_MEMORY_HOST, WEX_MEMORY_CUDA}, 2, "cudaStreamSynchronize",
+        {"a destination's wait for its copies to the device",
+         0,
+         {WEX_MEMORY_HOST, WEX_MEMORY_CUDA},
+         2,
+         "cudaStreamSynchronize",
          "copying into device memory"},
-        {"a CUDA source's strided copy into staging, mid-pass", 0,
-         {WEX_MEMORY_CUDA, WEX_MEMORY_CUDA}, 0, "cudaMemcpy2DAsync",
+        {"a CUDA source's strided copy into staging, mid-pass",
+         0,
+         {WEX_MEMORY_CUDA, WEX_MEMORY_CUDA},
+         0,
+         "cudaMemcpy2DAsync",
          "copying device rows out"},
-        {"a CUDA source's quantization kernel", 1,
-         {WEX_MEMORY_CUDA, WEX_MEMORY_HOST}, 1, "wex_cuda_box_quantize",
+        {"a CUDA source's quantization kernel",
+         1,
+         {WEX_MEMORY_CUDA, WEX_MEMORY_HOST},
+         1,
+         "wex_cuda_box_quantize",
          "the quantization kernel"},
-        {"a CUDA source's amax kernel", 1,
-         {WEX_MEMORY_CUDA, WEX_MEMORY_HOST}, 2, "wex_cuda_box_amax",
+        {"a CUDA source's amax kernel",
+         1,
+         {WEX_MEMORY_CUDA, WEX_MEMORY_HOST},
+         2,
+         "wex_cuda_box_amax",
          "the amax kernel"},
     };
     /* one scenario alone, by its index, when looking into it */
@@ -319,17 +338,18 @@ int main(int argc, char **argv)
     clean_run(job_text(FP8_JOB, 0), 4, cuda_to_host, fp8_clean);
     for (size_t k = 0; k < sizeof(scenarios) / sizeof(scenarios[0]); k++)
         if (only == NULL || (size_t)atoi(only) == k)
-            check(&scenarios[k],
-                  scenarios[k].fp8 ? fp8_clean
-                  : scenarios[k].kind[0] == WEX_MEMORY_CUDA
-                      ? window_clean[1]
-                      : window_clean[0]);
+            check(&scenarios[k], scenarios[k].fp8 ? fp8_clean
+                                 : scenarios[k].kind[0] == WEX_MEMORY_CUDA
+                                     ? window_clean[1]
+                                     : window_clean[0]);
     /* the device's staging; the window, too small for the first tensor,
      * then large enough */
     failed_pinned_allocation(1, 65536, "pinned staging memory");
-    failed_pinned_allocation(2, 65536, "its own staging (larger than "
+    failed_pinned_allocation(2, 65536,
+                             "its own staging (larger than "
                              "device_staging_bytes)");
-    failed_pinned_allocation(2, 1u << 20, "the staging window "
+    failed_pinned_allocation(2, 1u << 20,
+                             "the staging window "
                              "(device_staging_bytes)");
     dequantizing_a_cuda_source_is_refused();
     printf("%s\n", failures ? "FAILED" : "ok");

@@ -118,12 +118,10 @@ static void run_job(const char *text, int sources, uint32_t source_kind,
         if (pids[i] == 0) {
             close(fds[i][0]);
             close(addr[i][1]);
-            _exit(rank_main(text,
-                            source ? WEX_SIDE_SOURCE : WEX_SIDE_DESTINATION,
-                            (uint64_t)(source ? i : i - sources),
-                            await_address(addr[i][0]),
-                            source ? source_kind : destination_kind,
-                            fds[i][1]));
+            _exit(rank_main(
+                text, source ? WEX_SIDE_SOURCE : WEX_SIDE_DESTINATION,
+                (uint64_t)(source ? i : i - sources), await_address(addr[i][0]),
+                source ? source_kind : destination_kind, fds[i][1]));
         }
         close(fds[i][1]);
         close(addr[i][0]);
@@ -141,8 +139,8 @@ static void run_job(const char *text, int sources, uint32_t source_kind,
         close(fds[i][0]);
     for (int i = 0; i < ranks; i++) {
         int source = i < sources;
-        EXPECT(waitpid(pids[i], &status, 0) == pids[i] &&
-                   WIFEXITED(status) && WEXITSTATUS(status) == 0,
+        EXPECT(waitpid(pids[i], &status, 0) == pids[i] && WIFEXITED(status) &&
+                   WEXITSTATUS(status) == 0,
                "%s %d: %s %d", source ? "source" : "destination",
                source ? i : i - sources,
                WIFSIGNALED(status) ? "killed by signal" : "exit status",
@@ -184,11 +182,10 @@ static void kill_a_destination(const char *text, unsigned delay_ms)
                 started_fd = started[1];
             else
                 close(started[1]);
-            _exit(rank_main(text, i == 0 ? WEX_SIDE_SOURCE
-                                         : WEX_SIDE_DESTINATION,
-                            i == 0 ? 0 : (uint64_t)i - 1,
-                            await_address(addr[i][0]), WEX_MEMORY_CUDA,
-                            fds[i][1]));
+            _exit(rank_main(
+                text, i == 0 ? WEX_SIDE_SOURCE : WEX_SIDE_DESTINATION,
+                i == 0 ? 0 : (uint64_t)i - 1, await_address(addr[i][0]),
+                WEX_MEMORY_CUDA, fds[i][1]));
         }
         close(fds[i][1]);
         close(addr[i][0]);
@@ -198,13 +195,12 @@ static void kill_a_destination(const char *text, unsigned delay_ms)
     close(started[1]);
     /* a step or more into the job, and then at a random point */
     EXPECT(read(started[0], &byte, 1) == 1, "the windowed job never "
-           "committed a step");
+                                            "committed a step");
     close(started[0]);
     nanosleep(&nap, NULL);
     kill(pids[2], SIGKILL);
     for (int i = 0; i < 3; i++) {
-        const char *who[3] = {"the source", "destination 0",
-                              "destination 1"};
+        const char *who[3] = {"the source", "destination 0", "destination 1"};
         EXPECT(waitpid(pids[i], &status, 0) == pids[i], "waitpid");
         if (i == 2)
             continue;
@@ -234,8 +230,8 @@ int main(int argc, char **argv)
         return 2;
     }
     dl = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-    if (dl == NULL || (cuda_memcpy = (memcpy_fn)dlsym(dl, "cudaMemcpy")) ==
-                          NULL) {
+    if (dl == NULL ||
+        (cuda_memcpy = (memcpy_fn)dlsym(dl, "cudaMemcpy")) == NULL) {
         fprintf(stderr, "%s: %s\n", argv[1], dlerror());
         return 1;
     }
@@ -243,8 +239,10 @@ int main(int argc, char **argv)
     setenv("WEX_CUDA_KERNELS", argv[1], 1);
     setenv("WEX_PLUGIN_MANIFESTS", WEX_BUILD_PLUGINS, 1);
     {
-        static const char *const what[] = {"the source's", "the "
-                                           "destinations'", "both sides'"};
+        static const char *const what[] = {"the source's",
+                                           "the "
+                                           "destinations'",
+                                           "both sides'"};
         const uint32_t kinds[3][2] = {{WEX_MEMORY_CUDA, WEX_MEMORY_HOST},
                                       {WEX_MEMORY_HOST, WEX_MEMORY_CUDA},
                                       {WEX_MEMORY_CUDA, WEX_MEMORY_CUDA}};
@@ -260,36 +258,45 @@ int main(int argc, char **argv)
             uint64_t cuda[2] = {3, 4};
             run_job(copy_job, 1, kinds[k][0], kinds[k][1], cuda);
             for (int d = 0; d < 2; d++)
-                EXPECT(host[d] == cuda[d], "destination %d holds other "
-                       "bytes when %s memory is CUDA", d, what[k]);
+                EXPECT(host[d] == cuda[d],
+                       "destination %d holds other "
+                       "bytes when %s memory is CUDA",
+                       d, what[k]);
         }
         /* CUDA destinations through a 64 KiB window: tensors of 64 KiB
          * or less fill it pass after pass, larger ones get their own */
         run_job(window_job, 1, WEX_MEMORY_CUDA, WEX_MEMORY_CUDA, windowed);
         for (int d = 0; d < 2; d++) {
-            EXPECT(host[d] == windowed[d], "destination %d holds other bytes "
-                   "when its CUDA tensors come through a 64 KiB window", d);
-            EXPECT(small_bytes[d] > 2 * 65536, "destination %d: only %llu "
-                   "bytes of small tensors, fewer than three passes", d,
-                   (unsigned long long)small_bytes[d]);
+            EXPECT(host[d] == windowed[d],
+                   "destination %d holds other bytes "
+                   "when its CUDA tensors come through a 64 KiB window",
+                   d);
+            EXPECT(small_bytes[d] > 2 * 65536,
+                   "destination %d: only %llu "
+                   "bytes of small tensors, fewer than three passes",
+                   d, (unsigned long long)small_bytes[d]);
         }
         {
             unsigned seed = (unsigned)time(NULL);
             printf("killing destination 1 of the windowed job at random "
-                   "points after its first step (seed %u)\n", seed);
+                   "points after its first step (seed %u)\n",
+                   seed);
             for (int k = 0; k < 5; k++)
                 kill_a_destination(window_job, (unsigned)rand_r(&seed) % 40);
         }
         run_job(fp8_job, 4, WEX_MEMORY_HOST, WEX_MEMORY_HOST, fp8_host);
         run_job(fp8_job, 4, WEX_MEMORY_CUDA, WEX_MEMORY_HOST, fp8_cuda);
         for (int d = 0; d < 2; d++)
-            EXPECT(fp8_host[d] == fp8_cuda[d], "fp8 destination %d holds "
-                   "other bytes when the sources quantize on the device", d);
+            EXPECT(fp8_host[d] == fp8_cuda[d],
+                   "fp8 destination %d holds "
+                   "other bytes when the sources quantize on the device",
+                   d);
     }
     if (failures == 0)
         printf("CUDA sources, destinations and both over shm, through "
                "pinned host memory, and CUDA sources quantized into fp8 on "
                "the device: %d steps verified, every byte as with host "
-               "memory\n", STEPS);
+               "memory\n",
+               STEPS);
     return failures ? 1 : 0;
 }

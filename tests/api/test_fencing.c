@@ -57,8 +57,7 @@ static void pause_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
-static rank_job open_rank(const char *text, uint32_t side,
-                          const char *address)
+static rank_job open_rank(const char *text, uint32_t side, const char *address)
 {
     wex_job_options opts = {sizeof(opts), 0, address, TOKEN, NULL};
     rank_job r = {NULL, NULL, 0};
@@ -168,8 +167,7 @@ static int stalling_source(const char *text, const char *address, int out)
 
 /* Source 0 again, in a new process: connects, says so, then steps 4
  * and 5. */
-static int replacement_source(const char *text, const char *address,
-                              int out)
+static int replacement_source(const char *text, const char *address, int out)
 {
     rank_job r = open_rank(text, WEX_SIDE_SOURCE, address);
 
@@ -297,10 +295,14 @@ static int stalled_source(const char *wex, const char *transport,
         EXPECT(hear(from_a[0]) == 'c', "%s: the replacement connected",
                transport);
         EXPECT(say(to_dst[1], 'g') == 0, "step 4 go");
-        EXPECT(hear(from_dst[0]) == '5', "%s: the destination went through "
-               "steps 4 and 5", transport);
-        EXPECT(exit_code(b) == 0, "%s: the replacement source committed "
-               "steps 4 and 5", transport);
+        EXPECT(hear(from_dst[0]) == '5',
+               "%s: the destination went through "
+               "steps 4 and 5",
+               transport);
+        EXPECT(exit_code(b) == 0,
+               "%s: the replacement source committed "
+               "steps 4 and 5",
+               transport);
     }
     kill(a, SIGCONT);
     pause_ms(1500);
@@ -311,19 +313,22 @@ static int stalled_source(const char *wex, const char *transport,
     EXPECT(exit_code(dst) == 0, "%s: the destination exited cleanly",
            transport);
     a_status = exit_code(a);
-    EXPECT(rep.dirty_after_3, "%s: the failed step 3 left the destination "
-           "dirty", transport);
+    EXPECT(rep.dirty_after_3,
+           "%s: the failed step 3 left the destination "
+           "dirty",
+           transport);
     if (replace) {
         EXPECT(rep.steps_4_5_ok && rep.committed == 5 && rep.still_5,
                "%s: 1.5 s after source A ran again the destination holds "
-               "step 5 in %llu of %llu bytes (committed %llu)", transport,
-               (unsigned long long)rep.holding_5,
-               (unsigned long long)rep.all,
-               (unsigned long long)rep.committed);
+               "step 5 in %llu of %llu bytes (committed %llu)",
+               transport, (unsigned long long)rep.holding_5,
+               (unsigned long long)rep.all, (unsigned long long)rep.committed);
     } else {
-        EXPECT(rep.unchanged && rep.committed == 2, "%s: 1.5 s after source "
+        EXPECT(rep.unchanged && rep.committed == 2,
+               "%s: 1.5 s after source "
                "A ran again, with no sync running, the destination is what "
-               "its failed step 3 left", transport);
+               "its failed step 3 left",
+               transport);
     }
     EXPECT(a_status == 0 || a_status == 128 + SIGKILL,
            "%s: source A was fenced (exit %d)", transport, a_status);
@@ -349,8 +354,7 @@ static void fences(const char *wex, const char *transport, const char *model,
     static const long delays[] = {15, 5, 40, 2};
     int landed = 0;
 
-    for (size_t k = 0; k < sizeof(delays) / sizeof(delays[0]) && !landed;
-         k++)
+    for (size_t k = 0; k < sizeof(delays) / sizeof(delays[0]) && !landed; k++)
         landed = stalled_source(wex, transport, model, replace, delays[k]);
     EXPECT(landed, "%s: no stop landed inside step 3's writes", transport);
 }
@@ -389,8 +393,7 @@ static int replica(const char *text, const char *address, uint64_t rank,
 
 /* The destination binds memory of its own, which ucx registers (and can
  * register again); says the report of step 2. */
-static int binding_destination(const char *text, const char *address,
-                               int out)
+static int binding_destination(const char *text, const char *address, int out)
 {
     wex_job_options opts = {sizeof(opts), 0, address, TOKEN, NULL};
     rank_job r = {NULL, NULL, 0};
@@ -470,11 +473,13 @@ static void failover_follows_new_keys(const char *wex, const char *model)
            "ucx puts: the destination committed step 2");
     EXPECT(exit_code(dst) == 0 && exit_code(zero) == 0,
            "ucx puts: the destination and source 0 committed step 2");
-    EXPECT(held == all, "ucx puts: step 2 whole after the failover (%llu of "
-           "%llu bytes)", (unsigned long long)held, (unsigned long long)all);
+    EXPECT(held == all,
+           "ucx puts: step 2 whole after the failover (%llu of "
+           "%llu bytes)",
+           (unsigned long long)held, (unsigned long long)all);
     printf("ucx puts: source 1 killed inside step 2: committed in %u "
-           "tr%s, every byte step 2's\n", attempts,
-           attempts == 1 ? "y" : "ies");
+           "tr%s, every byte step 2's\n",
+           attempts, attempts == 1 ? "y" : "ies");
     close(from_dst[0]);
     close(from_one[0]);
     kill(store, SIGTERM);

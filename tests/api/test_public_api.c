@@ -30,7 +30,6 @@ static const char model_json[] =
     " \"tie_word_embeddings\": true, \"torch_dtype\": \"bfloat16\","
     " \"vocab_size\": 1000}";
 
-
 /* One rank: open, allocate, then per step fill (source) or check
  * (destination) every byte of every tensor. Returns the exit status. */
 static int rank_main(const char *job_text, uint32_t side, uint64_t rank,
@@ -170,7 +169,8 @@ static void sync_three_ranks(const char *job_text, const char *wex,
         waitpid(ranks[i], &status, 0);
         EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0,
                "%s store: rank process %d synced %d steps and every byte "
-               "matched (status 0x%x)", serve, i, STEPS, status);
+               "matched (status 0x%x)",
+               serve, i, STEPS, status);
     }
     if (store > 0) {
         kill(store, SIGTERM);
@@ -185,24 +185,25 @@ static void check_documents(const char *model_path, const char *job_text)
 {
     char *json = NULL;
 
-    EXPECT(wex_layout_json(model_path, "hf", "{\"dp\": 2}", NULL, -1,
-                           &json) == WEX_OK,
+    EXPECT(wex_layout_json(model_path, "hf", "{\"dp\": 2}", NULL, -1, &json) ==
+               WEX_OK,
            "wex_layout_json: %s", wex_last_error());
     EXPECT(json != NULL && strstr(json, "\"ranks\":2") != NULL &&
                strstr(json, "\"name\":\"model.embed_tokens.weight\"") != NULL,
            "the layout document has both ranks and the checkpoint's names");
     wex_free(json);
     json = NULL;
-    EXPECT(wex_layout_json(model_path, "hf", "{\"dp\": 2}", NULL, 2,
-                           &json) == WEX_ERR_INVALID && json == NULL,
+    EXPECT(wex_layout_json(model_path, "hf", "{\"dp\": 2}", NULL, 2, &json) ==
+                   WEX_ERR_INVALID &&
+               json == NULL,
            "rank 2 of 2 is refused");
     EXPECT(strstr(wex_last_error(), "ranks 0..1") != NULL, "%s",
            wex_last_error());
     EXPECT(wex_layout_json(model_path, "hf", "[1]", NULL, -1, &json) ==
                WEX_ERR_INVALID,
            "a parallel config that is no object is refused");
-    EXPECT(wex_layout_json(model_path, "hf", "{\"tp\": 0}", NULL, -1,
-                           &json) == WEX_ERR_INVALID,
+    EXPECT(wex_layout_json(model_path, "hf", "{\"tp\": 0}", NULL, -1, &json) ==
+               WEX_ERR_INVALID,
            "tp 0 is refused by the job schema");
     EXPECT(strstr(wex_last_error(), "/tp") != NULL, "%s", wex_last_error());
     EXPECT(wex_plan_json(job_text, WEX_SIDE_DESTINATION, -1, &json) == WEX_OK,
@@ -236,11 +237,12 @@ int main(int argc, char **argv)
                       (ssize_t)(sizeof(model_json) - 1))
         return 2;
     close(fd);
-    snprintf(job_text, sizeof(job_text),
-             "{\"model\": \"%s\", \"source\": {\"engine\": \"hf\"},"
-             " \"destination\": {\"engine\": \"hf\", \"parallel\": {\"dp\": 2}},"
-             " \"transport\": \"shm\", \"verify\": \"digest\"}",
-             model_path);
+    snprintf(
+        job_text, sizeof(job_text),
+        "{\"model\": \"%s\", \"source\": {\"engine\": \"hf\"},"
+        " \"destination\": {\"engine\": \"hf\", \"parallel\": {\"dp\": 2}},"
+        " \"transport\": \"shm\", \"verify\": \"digest\"}",
+        model_path);
     check_refusals(job_text);
     check_documents(model_path, job_text);
     sync_three_ranks(job_text, argv[1], "cli");
@@ -249,6 +251,7 @@ int main(int argc, char **argv)
     if (failures == 0)
         printf("public API: 3 processes synced %d steps through libwex.so, "
                "at `wex store` and at wex_store_open; documents and bad "
-               "calls checked\n", STEPS);
+               "calls checked\n",
+               STEPS);
     return failures ? 1 : 0;
 }

@@ -66,8 +66,7 @@ static void job_text(char *out, size_t cap, const char *model,
 
 /* Opens this rank's job and lets wex allocate every tensor; exits the
  * process on failure. */
-static rank_job open_rank(const char *text, uint32_t side,
-                          const char *address)
+static rank_job open_rank(const char *text, uint32_t side, const char *address)
 {
     wex_job_options opts = {sizeof(opts), 0, address, TOKEN, NULL};
     rank_job r = {NULL, NULL, 0};
@@ -178,8 +177,8 @@ static int replaying_source(const char *text, const char *address, int in,
     return failures;
 }
 
-static int committing_destination(const char *text, const char *address,
-                                  int in, int out)
+static int committing_destination(const char *text, const char *address, int in,
+                                  int out)
 {
     rank_job r = open_rank(text, WEX_SIDE_DESTINATION, address);
     uint64_t all = total_bytes(&r);
@@ -189,13 +188,12 @@ static int committing_destination(const char *text, const char *address,
     for (uint64_t step = 1; step <= 3; step++) {
         EXPECT(sync_step(&r, step) == WEX_OK, "destination: step %llu: %s",
                (unsigned long long)step, wex_last_error());
-        EXPECT(holding(&r, step) == all && wex_job_committed_step(r.job) ==
-                                               step,
+        EXPECT(holding(&r, step) == all &&
+                   wex_job_committed_step(r.job) == step,
                "destination: after committing step %llu every byte is "
                "step %llu's (%llu of %llu)",
                (unsigned long long)step, (unsigned long long)step,
-               (unsigned long long)holding(&r, step),
-               (unsigned long long)all);
+               (unsigned long long)holding(&r, step), (unsigned long long)all);
     }
     wex_job_close(r.job);
     return failures;
@@ -213,10 +211,14 @@ static void replayed_step_changes_nothing(const char *wex,
     job_text(text, sizeof(text), model, transport, 30);
     dst = spawn(committing_destination, text, address, -1, -1);
     src = spawn(replaying_source, text, address, -1, -1);
-    EXPECT(exit_code(src) == 0, "%s: the replaying source was refused "
-           "every replay and committed every new step", transport);
-    EXPECT(exit_code(dst) == 0, "%s: the destination held exactly each "
-           "committed step", transport);
+    EXPECT(exit_code(src) == 0,
+           "%s: the replaying source was refused "
+           "every replay and committed every new step",
+           transport);
+    EXPECT(exit_code(dst) == 0,
+           "%s: the destination held exactly each "
+           "committed step",
+           transport);
     kill(store, SIGTERM);
     waitpid(store, NULL, 0);
 }
@@ -228,8 +230,7 @@ typedef struct dirty_report {
     uint64_t committed, old_bytes, new_bytes, all;
 } dirty_report;
 
-static int dying_source(const char *text, const char *address, int in,
-                        int out)
+static int dying_source(const char *text, const char *address, int in, int out)
 {
     rank_job r = open_rank(text, WEX_SIDE_SOURCE, address);
     char go;
@@ -260,8 +261,8 @@ static int replacement_source(const char *text, const char *address, int in,
     return 0;
 }
 
-static int dirtied_destination(const char *text, const char *address,
-                               int in, int out)
+static int dirtied_destination(const char *text, const char *address, int in,
+                               int out)
 {
     rank_job r = open_rank(text, WEX_SIDE_DESTINATION, address);
     char dir[] = "/tmp/wex-dirty-save-XXXXXX";
@@ -329,22 +330,26 @@ static int kill_mid_step(const char *wex, const char *transport,
            transport);
     EXPECT(exit_code(dst) == 0, "destination exited cleanly");
     mixed = rep.old_bytes > 0 && rep.new_bytes > 0;
-    EXPECT(rep.failed && rep.committed == 1, "%s: step 2 failed, 1 stays "
-           "committed (committed %llu)", transport,
-           (unsigned long long)rep.committed);
+    EXPECT(rep.failed && rep.committed == 1,
+           "%s: step 2 failed, 1 stays "
+           "committed (committed %llu)",
+           transport, (unsigned long long)rep.committed);
     if (mixed) {
-        EXPECT(rep.dirty, "%s: a destination holding %llu bytes of step 1 "
-               "and %llu of step 2 is dirty", transport,
-               (unsigned long long)rep.old_bytes,
+        EXPECT(rep.dirty,
+               "%s: a destination holding %llu bytes of step 1 "
+               "and %llu of step 2 is dirty",
+               transport, (unsigned long long)rep.old_bytes,
                (unsigned long long)rep.new_bytes);
         EXPECT(rep.save_refused, "%s: save refuses a dirty destination",
                transport);
     }
-    EXPECT(rep.clean_after, "%s: the next committed step clears dirty and "
-           "every byte is step 3's", transport);
+    EXPECT(rep.clean_after,
+           "%s: the next committed step clears dirty and "
+           "every byte is step 3's",
+           transport);
     printf("%s: source killed %ld ms into step 2: %llu bytes of step 1, "
-           "%llu of step 2; dirty %d\n", transport, delay_ms,
-           (unsigned long long)rep.old_bytes,
+           "%llu of step 2; dirty %d\n",
+           transport, delay_ms, (unsigned long long)rep.old_bytes,
            (unsigned long long)rep.new_bytes, rep.dirty);
     for (int i = 0; i < 2; i++) {
         close(to_src[i]);
@@ -428,8 +433,7 @@ static int vanishing_replica(const char *text, const char *address, int in,
  * missed the step, at once and writing nothing. It then leaves with a
  * goodbye (a rank dying straight after connecting trips the UCX
  * assertion above). */
-static int late_replica(const char *text, const char *address, int in,
-                        int out)
+static int late_replica(const char *text, const char *address, int in, int out)
 {
     rank_job r = open_source(text, 1, address);
     wex_sync_report report;
@@ -445,12 +449,12 @@ static int late_replica(const char *text, const char *address, int in,
     st = wex_sync(r.job, 2, &report);
     EXPECT(st == WEX_ERR_PEER && report.missed == 1,
            "the late replica's sync(2) fails as missed (status %d, missed "
-           "%u): %s", st, report.missed, wex_last_error());
+           "%u): %s",
+           st, report.missed, wex_last_error());
     EXPECT(strstr(wex_last_error(), "went on without this rank") != NULL,
-           "the error says the step went on without it: %s",
-           wex_last_error());
+           "the error says the step went on without it: %s", wex_last_error());
     EXPECT((double)time(NULL) - t0 < 10, "refused at once, not at a "
-           "timeout");
+                                         "timeout");
     wex_job_close(r.job); /* leaves: step 3 goes on without it */
     _exit(failures);
 }
@@ -476,8 +480,8 @@ static int replicated_source(const char *text, const char *address, int in,
 
 /* Steps 1 to 3, each whole and clean; says on `out` when steps 1 and 2
  * committed, and waits on `in` before steps 2 and 3. */
-static int replicated_destination(const char *text, const char *address,
-                                  int in, int out)
+static int replicated_destination(const char *text, const char *address, int in,
+                                  int out)
 {
     rank_job r = open_rank(text, WEX_SIDE_DESTINATION, address);
     uint64_t all = total_bytes(&r);
@@ -490,8 +494,7 @@ static int replicated_destination(const char *text, const char *address,
                (unsigned long long)step, wex_last_error());
         EXPECT(holding(&r, step) == all && !wex_job_dirty(r.job),
                "destination: step %llu whole and clean (%llu of %llu)",
-               (unsigned long long)step,
-               (unsigned long long)holding(&r, step),
+               (unsigned long long)step, (unsigned long long)holding(&r, step),
                (unsigned long long)all);
         if (step < 3 && write(out, "1", 1) != 1)
             return 71;
@@ -514,21 +517,25 @@ static void rejoined_replica_misses_a_step(const char *wex,
         return;
     }
     replica_job_text(text, sizeof(text), model, transport);
-    dst = spawn(replicated_destination, text, address, to_dst[0],
-                from_dst[1]);
+    dst = spawn(replicated_destination, text, address, to_dst[0], from_dst[1]);
     src = spawn(replicated_source, text, address, to_src[0], -1);
     gone = spawn(vanishing_replica, text, address, -1, -1);
-    EXPECT(exit_code(gone) == 0, "%s: source 1 took part in step 1, then "
-           "vanished", transport);
-    EXPECT(read(from_dst[0], &c, 1) == 1, "%s: step 1 committed",
+    EXPECT(exit_code(gone) == 0,
+           "%s: source 1 took part in step 1, then "
+           "vanished",
            transport);
+    EXPECT(read(from_dst[0], &c, 1) == 1, "%s: step 1 committed", transport);
     EXPECT(write(to_src[1], "2", 1) == 1 && write(to_dst[1], "2", 1) == 1,
            "step 2 go");
-    EXPECT(read(from_dst[0], &c, 1) == 1, "%s: step 2 committed without "
-           "source 1", transport);
+    EXPECT(read(from_dst[0], &c, 1) == 1,
+           "%s: step 2 committed without "
+           "source 1",
+           transport);
     late = spawn(late_replica, text, address, -1, -1);
-    EXPECT(exit_code(late) == 0, "%s: the rejoined source 1 was told it "
-           "missed step 2", transport);
+    EXPECT(exit_code(late) == 0,
+           "%s: the rejoined source 1 was told it "
+           "missed step 2",
+           transport);
     EXPECT(write(to_src[1], "3", 1) == 1 && write(to_dst[1], "3", 1) == 1,
            "step 3 go");
     EXPECT(exit_code(src) == 0 && exit_code(dst) == 0,
@@ -583,8 +590,7 @@ static int one_process_rules(const char *text, const char *address, int in,
     EXPECT(s.st != WEX_OK && strstr(s.why, "malformed") == NULL,
            "the running sync failed on its own terms: %s", s.why);
 
-    EXPECT(wex_job_open(text, WEX_SIDE_DESTINATION, 0, &opts, &fresh) ==
-               WEX_OK,
+    EXPECT(wex_job_open(text, WEX_SIDE_DESTINATION, 0, &opts, &fresh) == WEX_OK,
            "open: %s", wex_last_error());
     EXPECT(wex_sync(fresh, 0, NULL) == WEX_ERR_INVALID &&
                wex_sync(fresh, UINT64_C(1) << 63, NULL) == WEX_ERR_INVALID &&

@@ -43,8 +43,8 @@ int main(int argc, char **argv)
                         "RANK [REPEAT]\n");
         return 2;
     }
-    side = strcmp(argv[2], "source") == 0 ? WEX_SIDE_SOURCE
-                                          : WEX_SIDE_DESTINATION;
+    side =
+        strcmp(argv[2], "source") == 0 ? WEX_SIDE_SOURCE : WEX_SIDE_DESTINATION;
     ms = calloc((size_t)repeat, sizeof(*ms));
     if (ms == NULL)
         return 1;

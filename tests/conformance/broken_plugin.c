@@ -188,7 +188,12 @@ static wex_status e_describe_rank(wex_engine_ctx *ctx, uint64_t rank,
 }
 
 static const wex_engine_ops broken_ops = {
-    sizeof(wex_engine_ops), 0, 0, e_ctx_create, e_ctx_destroy, e_rank_count,
+    sizeof(wex_engine_ops),
+    0,
+    0,
+    e_ctx_create,
+    e_ctx_destroy,
+    e_rank_count,
 #ifdef NULL_OP
     NULL,
 #else
@@ -197,9 +202,8 @@ static const wex_engine_ops broken_ops = {
 };
 #ifdef NULL_OP
 /* kept, so the variant differs from the plain build in one place only */
-wex_status (*const broken_unused_describe)(wex_engine_ctx *, uint64_t,
-                                           wex_layout_builder *) =
-    e_describe_rank;
+wex_status (*const broken_unused_describe)(
+    wex_engine_ctx *, uint64_t, wex_layout_builder *) = e_describe_rank;
 #endif
 #endif
 
@@ -258,8 +262,7 @@ static int holds(const wex_piece_view *s, const wex_piece_view *d)
 /* The operation for destination piece `d`, or 0 when `d` is not this
  * request's business; < 0 on failure. */
 static wex_status piece_op(wex_policy_ctx *ctx, const wex_plan_request *req,
-                           const wex_piece_view *d,
-                           wex_plan_builder *builder)
+                           const wex_piece_view *d, wex_plan_builder *builder)
 {
     const wex_host_services *host = ctx->host;
     const wex_piece_view *base, *s = NULL;
@@ -455,8 +458,8 @@ static wex_status t_mem_alloc(wex_transport_ctx *ctx, uint64_t bytes,
         free(m);
         return fail(ctx, WEX_ERR_SYSTEM, "mem_alloc");
     }
-    m->address = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd,
-                      0);
+    m->address =
+        mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
     if (m->address == MAP_FAILED) {
         close(m->fd);
         free(m);
@@ -535,8 +538,7 @@ static wex_status t_peer_attach(wex_transport_ctx *ctx, uint64_t peer_rank,
         close(fd);
         return fail(ctx, WEX_ERR_PEER, "peer_attach: stale key");
     }
-    p->address = mmap(NULL, k.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-                      0);
+    p->address = mmap(NULL, k.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (p->address == MAP_FAILED) {
         free(p);
@@ -600,8 +602,8 @@ static const wex_transport_ops broken_ops = {
     t_peer_detach,
     t_put,
     t_flush,
-    NULL, /* recv: one-sided */
-    NULL, /* peer_path: one way */
+    NULL,      /* recv: one-sided */
+    NULL,      /* peer_path: one way */
     t_connect, /* NULL unless CONNECT */
     NULL,      /* fence: cannot fence */
 };
@@ -616,9 +618,15 @@ static const wex_transport_ops broken_ops = {
 #endif
 
 static const wex_plugin_desc broken_desc = {
-    sizeof(wex_plugin_desc), BROKEN_ABI, BROKEN_KIND,
-    WEX_PLUGIN_THREAD_SINGLE, BROKEN_NAME, "0.0.1",
-    broken_init, broken_fini, &broken_ops,
+    sizeof(wex_plugin_desc),
+    BROKEN_ABI,
+    BROKEN_KIND,
+    WEX_PLUGIN_THREAD_SINGLE,
+    BROKEN_NAME,
+    "0.0.1",
+    broken_init,
+    broken_fini,
+    &broken_ops,
 };
 
 WEX_PLUGIN_EXPORT wex_status wex_plugin_negotiate(const wex_negotiate_in *in,

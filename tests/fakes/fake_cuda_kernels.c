@@ -15,7 +15,7 @@
 #include "numbers.h"
 #include "quantize_kernels.h"
 
-#define INVALID 1 /* cudaErrorInvalidValue */
+#define INVALID 1    /* cudaErrorInvalidValue */
 #define INJECTED 999 /* fake_cudart.c's ERR_INJECTED */
 
 unsigned char *fake_cuda_reach(const void *ptr, size_t *left);
@@ -67,10 +67,10 @@ int wex_cuda_box_amax(const void *src, uint32_t dtype, uint64_t ld,
         out[c] = 0.0f;
     for (uint64_t r = 0; r < rows; r++)
         for (uint64_t c = 0; c < cols; c++) {
-            float *cell = &out[(r + row_phase) / 128 * nbc +
-                               (c + col_phase) / 128];
-            uint32_t a = wex__f32_bits(load(dtype, s, r * ld + c)) &
-                         0x7fffffffu;
+            float *cell =
+                &out[(r + row_phase) / 128 * nbc + (c + col_phase) / 128];
+            uint32_t a =
+                wex__f32_bits(load(dtype, s, r * ld + c)) & 0x7fffffffu;
             if (a > wex__f32_bits(*cell))
                 *cell = wex__f32_of_bits(a);
         }

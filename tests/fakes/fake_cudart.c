@@ -47,7 +47,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The entries that can be made to fail, and how often each was called. */
 static const char *const failing[] = {
-    "cudaMallocHost", "cudaMemcpyAsync", "cudaMemcpy2DAsync",
+    "cudaMallocHost",        "cudaMemcpyAsync",   "cudaMemcpy2DAsync",
     "cudaStreamSynchronize", "wex_cuda_box_amax", "wex_cuda_box_quantize"};
 static unsigned long calls[sizeof(failing) / sizeof(failing[0])];
 
@@ -81,8 +81,7 @@ int fake_cuda_injected(const char *entry)
     pthread_mutex_lock(&lock);
     call = ++calls[e];
     pthread_mutex_unlock(&lock);
-    for (const char *at = spec; at != NULL && (at = strstr(at, entry));
-         at += n)
+    for (const char *at = spec; at != NULL && (at = strstr(at, entry)); at += n)
         if ((at == spec || at[-1] == ',') && at[n] == '@' &&
             strtoul(at + n + 1, NULL, 10) == call)
             return 1;
@@ -215,9 +214,8 @@ int cudaMemcpyAsync(void *dst, const void *src, size_t bytes, int kind,
     return cudaMemcpy(dst, src, bytes, kind);
 }
 
-int cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
-                      size_t spitch, size_t width, size_t height, int kind,
-                      void *stream)
+int cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+                      size_t width, size_t height, int kind, void *stream)
 {
     (void)stream;
     if (fake_cuda_injected("cudaMemcpy2DAsync"))
@@ -225,9 +223,9 @@ int cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
     if (width > dpitch || width > spitch)
         return ERR_INVALID_VALUE;
     for (size_t r = 0; r < height; r++) {
-        int e = cudaMemcpy((unsigned char *)dst + r * dpitch,
-                           (const unsigned char *)src + r * spitch, width,
-                           kind);
+        int e =
+            cudaMemcpy((unsigned char *)dst + r * dpitch,
+                       (const unsigned char *)src + r * spitch, width, kind);
         if (e != SUCCESS)
             return e;
     }
@@ -244,8 +242,7 @@ int cudaStreamCreateWithFlags(void **stream, unsigned int flags)
 int cudaStreamSynchronize(void *stream)
 {
     (void)stream;
-    return fake_cuda_injected("cudaStreamSynchronize") ? ERR_INJECTED
-                                                        : SUCCESS;
+    return fake_cuda_injected("cudaStreamSynchronize") ? ERR_INJECTED : SUCCESS;
 }
 
 int cudaStreamDestroy(void *stream)

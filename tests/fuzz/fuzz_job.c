@@ -74,8 +74,8 @@ static void parse_one(const char *text, wex__registry *r, unsigned flags)
     char *all = NULL;
     wex_status st;
 
-    st = wex__job_config_parse("fuzz.json", text, "/jobs", r, flags,
-                               &config, &all);
+    st = wex__job_config_parse("fuzz.json", text, "/jobs", r, flags, &config,
+                               &all);
     if (st == WEX_OK) {
         FUZZ_CHECK(config != NULL);
         FUZZ_CHECK(config->doc != NULL && config->model_path != NULL);

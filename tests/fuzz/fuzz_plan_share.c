@@ -40,8 +40,7 @@ static void check_accepted(const wex__planner *p, uint32_t side,
                    l->tensors[i].ndim <= WEX_MAX_DIMS);
     for (size_t i = 0; i < b->count; i++) {
         const wex__op *o = &b->ops[i];
-        FUZZ_CHECK((side == WEX_SIDE_SOURCE ? o->src_rank : o->dst_rank) ==
-                   0);
+        FUZZ_CHECK((side == WEX_SIDE_SOURCE ? o->src_rank : o->dst_rank) == 0);
         FUZZ_CHECK(known(&p->src, o->src_rank, o->src_tensor));
         FUZZ_CHECK(known(&p->dst, o->dst_rank, o->dst_tensor));
         FUZZ_CHECK(o->ndim <= WEX_MAX_DIMS && o->src_ndim <= WEX_MAX_DIMS &&

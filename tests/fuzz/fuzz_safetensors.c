@@ -45,8 +45,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(h.tensors == NULL && h.count == 0);
     }
     /* the same bytes as the first half of a file twice as long */
-    if (wex__st_parse("fuzz.safetensors", data, size, 2 * (uint64_t)size,
-                      &h) == WEX_OK) {
+    if (wex__st_parse("fuzz.safetensors", data, size, 2 * (uint64_t)size, &h) ==
+        WEX_OK) {
         check_accepted(&h, 2 * (uint64_t)size);
         wex__st_free(&h);
     }

@@ -73,9 +73,8 @@ static void response(const uint8_t *msg, size_t len)
     }
     FUZZ_CHECK(resp.status <= WEX__STORE_R_PASSED);
     FUZZ_CHECK(inside(msg, len, resp.payload, resp.len));
-    FUZZ_CHECK(wex__store_encode_response(resp.status, resp.payload,
-                                          resp.len, &enc,
-                                          &enc_len) == WEX_OK);
+    FUZZ_CHECK(wex__store_encode_response(resp.status, resp.payload, resp.len,
+                                          &enc, &enc_len) == WEX_OK);
     FUZZ_CHECK(enc_len == len && memcmp(enc, msg, len) == 0);
     FUZZ_CHECK(wex__store_decode_response(enc, enc_len, &again) == WEX_OK);
     FUZZ_CHECK(again.status == resp.status && again.len == resp.len);

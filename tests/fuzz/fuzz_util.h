@@ -24,13 +24,13 @@ static inline char *fuzz_strndup(const uint8_t *data, size_t size)
 
 /* An invariant the target checks failed: report and abort so libFuzzer
  * saves the input. */
-#define FUZZ_CHECK(cond)                                                  \
-    do {                                                                  \
-        if (!(cond)) {                                                    \
-            fprintf(stderr, "%s:%d: fuzz invariant failed: %s\n",         \
-                    __FILE__, __LINE__, #cond);                           \
-            abort();                                                      \
-        }                                                                 \
+#define FUZZ_CHECK(cond)                                                       \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            fprintf(stderr, "%s:%d: fuzz invariant failed: %s\n", __FILE__,    \
+                    __LINE__, #cond);                                          \
+            abort();                                                           \
+        }                                                                      \
     } while (0)
 
 #endif /* WEX_FUZZ_UTIL_H */

@@ -25,13 +25,13 @@
 #define NB (N / 128u)
 #define PASSES 10
 
-#define CUDA_OK(call)                                                        \
-    do {                                                                     \
-        cudaError_t e_ = (call);                                             \
-        if (e_ != cudaSuccess) {                                             \
-            fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e_));      \
-            return 1;                                                        \
-        }                                                                    \
+#define CUDA_OK(call)                                                          \
+    do {                                                                       \
+        cudaError_t e_ = (call);                                               \
+        if (e_ != cudaSuccess) {                                               \
+            fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e_));        \
+            return 1;                                                          \
+        }                                                                      \
     } while (0)
 
 static float seconds(cudaEvent_t a, cudaEvent_t b)
@@ -68,7 +68,8 @@ int main(void)
         return 1;
     for (size_t i = 0; i < elems; i++) {
         s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        x[i] = (uint16_t)(((s >> 8) & 0x80ffu) | ((0x70u + (s >> 40) % 24u) << 7));
+        x[i] =
+            (uint16_t)(((s >> 8) & 0x80ffu) | ((0x70u + (s >> 40) % 24u) << 7));
     }
     x[12345] = 0x7fc1; /* a NaN block */
     wex__quantize_blocks(WEX_DTYPE_BF16, x, N, N, N, want, N, scales, NB);
@@ -101,7 +102,8 @@ int main(void)
             return 1;
         }
     printf("fp8 kernels: %u x %u bf16, every byte and scale as the CPU "
-           "quantizer's\n", N, N);
+           "quantizer's\n",
+           N, N);
     CUDA_OK(cudaEventCreate(&t0));
     CUDA_OK(cudaEventCreate(&t1));
     for (int p = 0; p < PASSES; p++) {
@@ -119,13 +121,14 @@ int main(void)
         cudaEventRecord(t1, NULL);
         CUDA_OK(cudaEventSynchronize(t1));
         dt = seconds(t0, t1);
-        best_copy = best_copy == 0 || bytes / dt > best_copy ? bytes / dt
-                                                             : best_copy;
+        best_copy =
+            best_copy == 0 || bytes / dt > best_copy ? bytes / dt : best_copy;
     }
-    printf("fp8 kernels (amax + quantize): %.1f GB/s of bf16 read (best of %d)\n"
-           "cudaMemcpy D2D:                %.1f GB/s (the same bytes)\n"
-           "ratio kernels / cudaMemcpy:    %.2f\n",
-           best / 1e9, PASSES, best_copy / 1e9, best / best_copy);
+    printf(
+        "fp8 kernels (amax + quantize): %.1f GB/s of bf16 read (best of %d)\n"
+        "cudaMemcpy D2D:                %.1f GB/s (the same bytes)\n"
+        "ratio kernels / cudaMemcpy:    %.2f\n",
+        best / 1e9, PASSES, best_copy / 1e9, best / best_copy);
     cudaFree(dx);
     cudaFree(dcopy);
     cudaFree(dq);

@@ -48,9 +48,14 @@ static const gpu_job test_jobs[] = {
      "{\"engine\": \"megatron\", \"parallel\": {\"tp\": 2}}",
      "{\"engine\": \"vllm\", \"parallel\": {\"tp\": 2}}", 2, 2, 3, 1},
 };
-static const gpu_job bench_job = {"Qwen3-8B hf -> hf", "Qwen3-8B",
+static const gpu_job bench_job = {"Qwen3-8B hf -> hf",
+                                  "Qwen3-8B",
                                   "{\"engine\": \"hf\"}",
-                                  "{\"engine\": \"hf\"}", 1, 1, 10, 0};
+                                  "{\"engine\": \"hf\"}",
+                                  1,
+                                  1,
+                                  10,
+                                  0};
 
 static char *job_text(const gpu_job *j, const char *address)
 {
@@ -142,9 +147,10 @@ static int worker(const gpu_job *j, const char *address, uint32_t side,
                 goto fail;
             bad = wex__synth_check(&m.view, step);
             if (bad != 0) {
-                fprintf(stderr, "%s rank %llu step %llu: %llu elements "
-                        "differ from the synthetic weights\n", who,
-                        (unsigned long long)rank, (unsigned long long)step,
+                fprintf(stderr,
+                        "%s rank %llu step %llu: %llu elements "
+                        "differ from the synthetic weights\n",
+                        who, (unsigned long long)rank, (unsigned long long)step,
                         (unsigned long long)bad);
                 return 1;
             }
@@ -158,8 +164,8 @@ static int worker(const gpu_job *j, const char *address, uint32_t side,
         char result[96];
         int n = snprintf(result, sizeof(result), "%llu %.9f",
                          (unsigned long long)bytes, best);
-        if (wex__store_set(job->rendezvous.store, "bench/result", result, (size_t)n) !=
-            WEX_OK)
+        if (wex__store_set(job->rendezvous.store, "bench/result", result,
+                           (size_t)n) != WEX_OK)
             goto fail;
     }
     printf("%s rank %llu: %llu steps of %llu bytes%s\n", who,
@@ -182,14 +188,13 @@ static pid_t spawn(const char *self, const char *mode, uint32_t side,
                    uint64_t rank, const char *address)
 {
     char side_s[4], rank_s[24];
-    char *argv[] = {(char *)self, "--worker", (char *)mode, side_s, rank_s,
-                    (char *)address, NULL};
+    char *argv[] = {(char *)self, "--worker",      (char *)mode, side_s,
+                    rank_s,       (char *)address, NULL};
     pid_t pid;
 
     snprintf(side_s, sizeof(side_s), "%u", side);
     snprintf(rank_s, sizeof(rank_s), "%llu", (unsigned long long)rank);
-    return posix_spawn(&pid, self, NULL, NULL, argv, environ) == 0 ? pid
-                                                                   : -1;
+    return posix_spawn(&pid, self, NULL, NULL, argv, environ) == 0 ? pid : -1;
 }
 
 /* Every rank of the job, each a process; 0 when all of them succeed. */
@@ -200,8 +205,8 @@ static int run_job(const char *self, const char *mode, const gpu_job *j,
     size_t n = 0;
     int failed = 0;
 
-    printf("%s: %llu source + %llu destination processes on GPU 0\n",
-           j->what, (unsigned long long)j->source_ranks,
+    printf("%s: %llu source + %llu destination processes on GPU 0\n", j->what,
+           (unsigned long long)j->source_ranks,
            (unsigned long long)j->destination_ranks);
     fflush(stdout);
     for (uint64_t r = 0; r < j->source_ranks; r++)
@@ -269,7 +274,8 @@ static int bench(const char *self, const char *address,
            "from the step barrier to the destination's commit)\n",
            wex_gbps, bytes, seconds * 1e3);
     printf("cudaMemcpy D2D:        %.1f GB/s (the same bytes, one copy, "
-           "best of 5)\n", cuda_gbps);
+           "best of 5)\n",
+           cuda_gbps);
     printf("ratio wex / cudaMemcpy: %.2f\n",
            cuda_gbps > 0 ? wex_gbps / cuda_gbps : 0.0);
     return 0;
@@ -317,8 +323,8 @@ int main(int argc, char **argv)
             if (wex__store_serve("127.0.0.1:0", TOKEN, &s) != WEX_OK)
                 return 1;
             snprintf(mode, sizeof(mode), "%zu", i);
-            failed += run_job(argv[0], mode, &test_jobs[i],
-                              wex__store_address(s));
+            failed +=
+                run_job(argv[0], mode, &test_jobs[i], wex__store_address(s));
             wex__store_stop(s);
         }
     }

@@ -49,14 +49,14 @@ static wex_plugin_state *state;
 static wex_options options;
 static int failures;
 
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                    \
-            printf(__VA_ARGS__);                                           \
-            printf(" (%s)\n", wex__last_error());                          \
-            failures++;                                                    \
-        }                                                                  \
+#define CHECK(cond, ...)                                                       \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                        \
+            printf(__VA_ARGS__);                                               \
+            printf(" (%s)\n", wex__last_error());                              \
+            failures++;                                                        \
+        }                                                                      \
     } while (0)
 
 /* ---- an exchange kept in files: dir/NAME ----------------------------- */
@@ -196,7 +196,8 @@ static void check_destination(void)
     CHECK(ops->connect(ctx, &ex) == WEX_ERR_INVALID,
           "a second connect is refused");
     CHECK(ops->mem_register(ctx, key, 64, WEX_MEMORY_HOST, &host) ==
-              WEX_ERR_UNSUPPORTED, "host memory is refused");
+              WEX_ERR_UNSUPPORTED,
+          "host memory is refused");
     CHECK(ops->mem_alloc(ctx, 4096, &abuf, &host) == WEX_ERR_UNSUPPORTED,
           "mem_alloc is refused");
     CHECK(nccl_key_decode(key, key_len, &k, why, sizeof(why)) == 0 &&
@@ -357,9 +358,9 @@ static void check_pair_on_one_gpu(void)
     cudaMalloc(&data, BYTES);
     cudaMemcpy(data, back, BYTES, cudaMemcpyHostToDevice);
     CHECK(ops->put(src, peer, 4096, (char *)data + 4096, BYTES - 4096) ==
-              WEX_OK, "queued put");
-    CHECK(ops->recv(dst, 0, mem, 4096, BYTES - 4096) == WEX_OK,
-          "queued recv");
+              WEX_OK,
+          "queued put");
+    CHECK(ops->recv(dst, 0, mem, 4096, BYTES - 4096) == WEX_OK, "queued recv");
     fs.ctx = src;
     fd.ctx = dst;
     pthread_create(&ts, NULL, flush_thread, &fs);
@@ -373,8 +374,8 @@ static void check_pair_on_one_gpu(void)
                   got[0] == 0 && got[4095] == 0,
               "the received bytes are the sent ones, nothing else written");
         printf("3. two ranks on one GPU: NCCL accepted; %u bytes sent, "
-               "received and checked in %.1f s\n", BYTES - 4096,
-               wex__now() - t0);
+               "received and checked in %.1f s\n",
+               BYTES - 4096, wex__now() - t0);
         free(got);
     } else {
         CHECK(fs.st < 0 && fd.st < 0, "both sides fail together");

@@ -40,8 +40,8 @@ static cJSON *load(const char *path)
     text[size] = '\0';
     json = cJSON_ParseWithLength(text, (size_t)size);
     if (!json)
-        fprintf(stderr, "schema_driver: %s: invalid JSON near byte %ld\n",
-                path, (long)(cJSON_GetErrorPtr() - text));
+        fprintf(stderr, "schema_driver: %s: invalid JSON near byte %ld\n", path,
+                (long)(cJSON_GetErrorPtr() - text));
 out:
     free(text);
     fclose(f);
@@ -67,8 +67,7 @@ int main(int argc, char **argv)
     if (rc == 0)
         printf("valid\n");
     for (i = 0; i < result.count; i++)
-        printf("%s: %s\n", result.errors[i].pointer,
-               result.errors[i].message);
+        printf("%s: %s\n", result.errors[i].pointer, result.errors[i].message);
     if (rc == -ENOMEM)
         fprintf(stderr, "schema_driver: out of memory\n");
     status = rc == 0 ? 0 : rc > 0 ? 1 : 2;

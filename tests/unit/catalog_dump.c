@@ -59,10 +59,9 @@ int main(int argc, char **argv)
             continue;
         }
         ms = now_ms() - t0;
-        printf("%-40s %-22s %8" PRIu64 " %18" PRIu64 " %18" PRIu64
-               " %9.2f\n",
-               argv[i], model->architecture, model->count,
-               model->total_bytes, model->total_elements, ms);
+        printf("%-40s %-22s %8" PRIu64 " %18" PRIu64 " %18" PRIu64 " %9.2f\n",
+               argv[i], model->architecture, model->count, model->total_bytes,
+               model->total_elements, ms);
         if (verbose)
             list_tensors(model);
         wex__model_free(model);

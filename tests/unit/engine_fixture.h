@@ -65,13 +65,12 @@ static inline void describe_rank(described *d, uint64_t rank)
     wex__rank_layout_fini(&d->layout);
     memset(&d->layout, 0, sizeof(d->layout));
     ck_assert_msg(wex__engine_describe(d->engine, rank, &d->layout) == WEX_OK,
-                  "rank %llu: %s", (unsigned long long)rank,
-                  wex__last_error());
+                  "rank %llu: %s", (unsigned long long)rank, wex__last_error());
 }
 
-static inline void describe(described *d, const char *model,
-                            const char *engine, const char *parallel,
-                            const char *options, uint64_t rank)
+static inline void describe(described *d, const char *model, const char *engine,
+                            const char *parallel, const char *options,
+                            uint64_t rank)
 {
     ck_assert_msg(open_engine(d, model, engine, parallel, options) == WEX_OK,
                   "%s", wex__last_error());
@@ -87,9 +86,8 @@ static inline void release(described *d)
 
 /* The local tensor so named (its index in *index_p); fails the test when
  * the rank has none. */
-static inline const wex__local_tensor *tensor(const described *d,
-                                              const char *name,
-                                              uint64_t *index_p)
+static inline const wex__local_tensor *
+tensor(const described *d, const char *name, uint64_t *index_p)
 {
     for (size_t i = 0; i < d->layout.tensor_count; i++)
         if (strcmp(d->layout.tensors[i].name, name) == 0) {

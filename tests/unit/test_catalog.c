@@ -48,16 +48,14 @@ typedef struct model_case {
 } model_case;
 
 static const model_case models[] = {
-    {"Qwen3-0.6B.config.json", "Qwen3ForCausalLM", 310, 1192099840,
-     596049920},
-    {"Qwen3-8B.config.json", "Qwen3ForCausalLM", 399, 16381470720,
-     8190735360},
+    {"Qwen3-0.6B.config.json", "Qwen3ForCausalLM", 310, 1192099840, 596049920},
+    {"Qwen3-8B.config.json", "Qwen3ForCausalLM", 399, 16381470720, 8190735360},
     {"Qwen3-30B-A3B.config.json", "Qwen3MoeForCausalLM", 18867, 61064245248,
      30532122624},
-    {"Qwen3-235B-A22B.config.json", "Qwen3MoeForCausalLM", 36945,
-     470187269120, 235093634560},
-    {"Qwen2.5-7B-Instruct.config.json", "Qwen2ForCausalLM", 339,
-     15231233024, 7615616512},
+    {"Qwen3-235B-A22B.config.json", "Qwen3MoeForCausalLM", 36945, 470187269120,
+     235093634560},
+    {"Qwen2.5-7B-Instruct.config.json", "Qwen2ForCausalLM", 339, 15231233024,
+     7615616512},
     {"Llama-3.2-1B.config.json", "LlamaForCausalLM", 146, 2471628800,
      1235814400},
     {"Llama-3.1-8B.config.json", "LlamaForCausalLM", 291, 16060522496,
@@ -66,8 +64,8 @@ static const model_case models[] = {
      70553706496},
     {"Mixtral-8x7B.config.json", "MixtralForCausalLM", 995, 93405585408,
      46702792704},
-    {"DeepSeek-V3.config.json", "DeepseekV3ForCausalLM", 91991,
-     688574839360, 684531386000},
+    {"DeepSeek-V3.config.json", "DeepseekV3ForCausalLM", 91991, 688574839360,
+     684531386000},
     {"Kimi-K2-Instruct.config.json", "DeepseekV3ForCausalLM", 139583,
      1029173249888, 1026470727640},
 };
@@ -81,10 +79,10 @@ static const model_case models[] = {
 /* For per-tensor loops: in fork mode every ck_assert reports its location
  * to the parent through a pipe, which costs seconds over ~140k tensors;
  * this only talks to Check when the condition fails. */
-#define REQUIRE(cond, ...)                                                 \
-    do {                                                                   \
-        if (!(cond))                                                       \
-            ck_abort_msg(__VA_ARGS__);                                     \
+#define REQUIRE(cond, ...)                                                     \
+    do {                                                                       \
+        if (!(cond))                                                           \
+            ck_abort_msg(__VA_ARGS__);                                         \
     } while (0)
 
 static const char *models_dir(void)
@@ -211,13 +209,13 @@ static void check_tensor(const wex_model *model, const char *name,
     ck_assert_str_eq(t->name, name);
     ck_assert_msg(t->dtype == dtype, "%s: dtype %s, want %s", name,
                   wex_dtype_name(t->dtype), wex_dtype_name(dtype));
-    ck_assert_msg(t->ndim == ndim, "%s: ndim %u, want %u", name, t->ndim,
-                  ndim);
-    ck_assert_msg(t->shape[0] == d0, "%s: shape[0] %" PRIu64 ", want %"
-                  PRIu64, name, t->shape[0], d0);
+    ck_assert_msg(t->ndim == ndim, "%s: ndim %u, want %u", name, t->ndim, ndim);
+    ck_assert_msg(t->shape[0] == d0, "%s: shape[0] %" PRIu64 ", want %" PRIu64,
+                  name, t->shape[0], d0);
     if (ndim > 1)
-        ck_assert_msg(t->shape[1] == d1, "%s: shape[1] %" PRIu64
-                      ", want %" PRIu64, name, t->shape[1], d1);
+        ck_assert_msg(t->shape[1] == d1,
+                      "%s: shape[1] %" PRIu64 ", want %" PRIu64, name,
+                      t->shape[1], d1);
 }
 
 static void check_absent(const wex_model *model, const char *name)
@@ -260,10 +258,9 @@ static void check_consistent(const wex_model *model)
     ck_assert_str_eq(model->tensors[0].name, "model.embed_tokens.weight");
     for (i = 0; i < model->count; i++) {
         t = &model->tensors[i];
-        REQUIRE(t->ndim >= 1 && t->ndim <= WEX_MAX_DIMS, "%s: ndim %u",
-                t->name, t->ndim);
-        REQUIRE(t->bytes ==
-                    wex__tensor_elements(t) * wex_dtype_size(t->dtype),
+        REQUIRE(t->ndim >= 1 && t->ndim <= WEX_MAX_DIMS, "%s: ndim %u", t->name,
+                t->ndim);
+        REQUIRE(t->bytes == wex__tensor_elements(t) * wex_dtype_size(t->dtype),
                 "%s: bytes", t->name);
         bytes += t->bytes;
         elements += wex__tensor_elements(t);
@@ -347,8 +344,8 @@ START_TEST(test_model_totals)
     ck_assert_ptr_eq(model->config_view.root, model->config);
     ck_assert_str_eq(
         cJSON_GetArrayItem(
-            cJSON_GetObjectItemCaseSensitive(model->config, "architectures"),
-            0)->valuestring,
+            cJSON_GetObjectItemCaseSensitive(model->config, "architectures"), 0)
+            ->valuestring,
         c->architecture);
     wex__model_free(model);
 }
@@ -411,8 +408,7 @@ START_TEST(test_qwen3_0_6b_materialized_head)
     wex_model *model = load("Qwen3-0.6B.config.json");
 
     check_absent(model, "lm_head.weight");
-    ck_assert_uint_eq(model->total_elements + 151936ull * 1024,
-                      751632384ull);
+    ck_assert_uint_eq(model->total_elements + 151936ull * 1024, 751632384ull);
     wex__model_free(model);
 }
 END_TEST
@@ -448,14 +444,14 @@ START_TEST(test_golden_qwen3)
 
     check_tensor(m, "model.embed_tokens.weight", WEX_DTYPE_BF16, 2, 151936,
                  4096);
-    check_tensor(m, "model.layers.0.self_attn.q_proj.weight", WEX_DTYPE_BF16,
-                 2, 4096, 4096);
-    check_tensor(m, "model.layers.35.self_attn.k_proj.weight",
-                 WEX_DTYPE_BF16, 2, 1024, 4096);
-    check_tensor(m, "model.layers.35.self_attn.q_norm.weight",
-                 WEX_DTYPE_BF16, 1, 128, 0);
-    check_tensor(m, "model.layers.35.mlp.down_proj.weight", WEX_DTYPE_BF16,
-                 2, 4096, 12288);
+    check_tensor(m, "model.layers.0.self_attn.q_proj.weight", WEX_DTYPE_BF16, 2,
+                 4096, 4096);
+    check_tensor(m, "model.layers.35.self_attn.k_proj.weight", WEX_DTYPE_BF16,
+                 2, 1024, 4096);
+    check_tensor(m, "model.layers.35.self_attn.q_norm.weight", WEX_DTYPE_BF16,
+                 1, 128, 0);
+    check_tensor(m, "model.layers.35.mlp.down_proj.weight", WEX_DTYPE_BF16, 2,
+                 4096, 12288);
     check_tensor(m, "lm_head.weight", WEX_DTYPE_BF16, 2, 151936, 4096);
     check_absent(m, "model.layers.36.input_layernorm.weight");
     check_absent(m, "model.layers.0.self_attn.q_proj.bias");
@@ -463,10 +459,10 @@ START_TEST(test_golden_qwen3)
 
     /* head_dim 128 with 16 heads: q is wider than hidden (1024). */
     m = load("Qwen3-0.6B.config.json");
-    check_tensor(m, "model.layers.0.self_attn.q_proj.weight", WEX_DTYPE_BF16,
-                 2, 2048, 1024);
-    check_tensor(m, "model.layers.27.self_attn.o_proj.weight",
-                 WEX_DTYPE_BF16, 2, 1024, 2048);
+    check_tensor(m, "model.layers.0.self_attn.q_proj.weight", WEX_DTYPE_BF16, 2,
+                 2048, 1024);
+    check_tensor(m, "model.layers.27.self_attn.o_proj.weight", WEX_DTYPE_BF16,
+                 2, 1024, 2048);
     ck_assert_str_eq(m->tensors[m->count - 1].name, "model.norm.weight");
     wex__model_free(m);
 }
@@ -482,10 +478,10 @@ START_TEST(test_golden_qwen3_moe)
                  WEX_DTYPE_BF16, 2, 2048, 768);
     check_tensor(m, "model.layers.0.mlp.experts.0.gate_proj.weight",
                  WEX_DTYPE_BF16, 2, 768, 2048);
-    check_tensor(m, "model.layers.0.self_attn.q_proj.weight", WEX_DTYPE_BF16,
-                 2, 4096, 2048);
-    check_tensor(m, "model.layers.0.self_attn.k_norm.weight", WEX_DTYPE_BF16,
-                 1, 128, 0);
+    check_tensor(m, "model.layers.0.self_attn.q_proj.weight", WEX_DTYPE_BF16, 2,
+                 4096, 2048);
+    check_tensor(m, "model.layers.0.self_attn.k_norm.weight", WEX_DTYPE_BF16, 1,
+                 128, 0);
     check_absent(m, "model.layers.0.mlp.gate_proj.weight");
     check_absent(m, "model.layers.0.mlp.experts.128.up_proj.weight");
     /* The router precedes the experts (Qwen3MoeSparseMoeBlock order). */
@@ -497,10 +493,10 @@ START_TEST(test_golden_qwen3_moe)
     m = load("Qwen3-235B-A22B.config.json");
     check_tensor(m, "model.layers.93.mlp.experts.127.gate_proj.weight",
                  WEX_DTYPE_BF16, 2, 1536, 4096);
-    check_tensor(m, "model.layers.93.self_attn.q_proj.weight",
-                 WEX_DTYPE_BF16, 2, 8192, 4096);
-    check_tensor(m, "model.layers.93.self_attn.v_proj.weight",
-                 WEX_DTYPE_BF16, 2, 512, 4096);
+    check_tensor(m, "model.layers.93.self_attn.q_proj.weight", WEX_DTYPE_BF16,
+                 2, 8192, 4096);
+    check_tensor(m, "model.layers.93.self_attn.v_proj.weight", WEX_DTYPE_BF16,
+                 2, 512, 4096);
     wex__model_free(m);
 }
 END_TEST
@@ -509,14 +505,14 @@ START_TEST(test_golden_qwen2)
 {
     wex_model *m = load("Qwen2.5-7B-Instruct.config.json");
 
-    check_tensor(m, "model.layers.0.self_attn.q_proj.bias", WEX_DTYPE_BF16,
-                 1, 3584, 0);
-    check_tensor(m, "model.layers.0.self_attn.k_proj.bias", WEX_DTYPE_BF16,
-                 1, 512, 0);
-    check_tensor(m, "model.layers.27.self_attn.v_proj.bias", WEX_DTYPE_BF16,
-                 1, 512, 0);
-    check_tensor(m, "model.layers.0.self_attn.q_proj.weight", WEX_DTYPE_BF16,
-                 2, 3584, 3584);
+    check_tensor(m, "model.layers.0.self_attn.q_proj.bias", WEX_DTYPE_BF16, 1,
+                 3584, 0);
+    check_tensor(m, "model.layers.0.self_attn.k_proj.bias", WEX_DTYPE_BF16, 1,
+                 512, 0);
+    check_tensor(m, "model.layers.27.self_attn.v_proj.bias", WEX_DTYPE_BF16, 1,
+                 512, 0);
+    check_tensor(m, "model.layers.0.self_attn.q_proj.weight", WEX_DTYPE_BF16, 2,
+                 3584, 3584);
     check_tensor(m, "model.layers.0.mlp.up_proj.weight", WEX_DTYPE_BF16, 2,
                  18944, 3584);
     check_tensor(m, "lm_head.weight", WEX_DTYPE_BF16, 2, 152064, 3584);
@@ -534,28 +530,28 @@ START_TEST(test_golden_llama)
 {
     wex_model *m = load("Llama-3.2-1B.config.json");
 
-    check_tensor(m, "model.layers.0.self_attn.q_proj.weight", WEX_DTYPE_BF16,
-                 2, 2048, 2048);
-    check_tensor(m, "model.layers.15.self_attn.k_proj.weight",
-                 WEX_DTYPE_BF16, 2, 512, 2048);
-    check_tensor(m, "model.layers.15.mlp.gate_proj.weight", WEX_DTYPE_BF16,
-                 2, 8192, 2048);
+    check_tensor(m, "model.layers.0.self_attn.q_proj.weight", WEX_DTYPE_BF16, 2,
+                 2048, 2048);
+    check_tensor(m, "model.layers.15.self_attn.k_proj.weight", WEX_DTYPE_BF16,
+                 2, 512, 2048);
+    check_tensor(m, "model.layers.15.mlp.gate_proj.weight", WEX_DTYPE_BF16, 2,
+                 8192, 2048);
     check_absent(m, "lm_head.weight"); /* tie_word_embeddings: true */
     check_absent(m, "model.layers.0.self_attn.q_proj.bias");
     wex__model_free(m);
 
     m = load("Llama-3.1-8B.config.json");
-    check_tensor(m, "model.layers.31.mlp.down_proj.weight", WEX_DTYPE_BF16,
-                 2, 4096, 14336);
+    check_tensor(m, "model.layers.31.mlp.down_proj.weight", WEX_DTYPE_BF16, 2,
+                 4096, 14336);
     check_tensor(m, "lm_head.weight", WEX_DTYPE_BF16, 2, 128256, 4096);
     check_absent(m, "model.layers.0.self_attn.q_norm.weight");
     wex__model_free(m);
 
     m = load("Llama-3.1-70B.config.json");
-    check_tensor(m, "model.layers.79.self_attn.k_proj.weight",
-                 WEX_DTYPE_BF16, 2, 1024, 8192);
-    check_tensor(m, "model.layers.79.self_attn.o_proj.weight",
-                 WEX_DTYPE_BF16, 2, 8192, 8192);
+    check_tensor(m, "model.layers.79.self_attn.k_proj.weight", WEX_DTYPE_BF16,
+                 2, 1024, 8192);
+    check_tensor(m, "model.layers.79.self_attn.o_proj.weight", WEX_DTYPE_BF16,
+                 2, 8192, 8192);
     check_tensor(m, "model.layers.0.mlp.up_proj.weight", WEX_DTYPE_BF16, 2,
                  28672, 8192);
     check_absent(m, "model.layers.80.input_layernorm.weight");
@@ -576,14 +572,14 @@ START_TEST(test_golden_mixtral)
                  WEX_DTYPE_BF16, 2, 14336, 4096);
     check_tensor(m, "model.layers.0.block_sparse_moe.gate.weight",
                  WEX_DTYPE_BF16, 2, 8, 4096);
-    check_tensor(m, "model.layers.0.self_attn.k_proj.weight", WEX_DTYPE_BF16,
-                 2, 1024, 4096);
+    check_tensor(m, "model.layers.0.self_attn.k_proj.weight", WEX_DTYPE_BF16, 2,
+                 1024, 4096);
     check_tensor(m, "lm_head.weight", WEX_DTYPE_BF16, 2, 32000, 4096);
     check_absent(m, "model.layers.0.block_sparse_moe.experts.8.w1.weight");
     check_absent(m, "model.layers.0.mlp.gate_proj.weight");
     /* w1, w2, w3: MixtralBlockSparseTop2MLP registration order. */
-    w1 = wex__model_find(
-        m, "model.layers.5.block_sparse_moe.experts.3.w1.weight");
+    w1 = wex__model_find(m,
+                         "model.layers.5.block_sparse_moe.experts.3.w1.weight");
     ck_assert_str_eq(m->tensors[w1 + 1].name,
                      "model.layers.5.block_sparse_moe.experts.3.w2.weight");
     ck_assert_str_eq(m->tensors[w1 + 2].name,
@@ -602,57 +598,55 @@ START_TEST(test_golden_deepseek_v3)
     check_tensor(m, "model.embed_tokens.weight", bf16, 2, 129280, 7168);
     check_tensor(m, "model.layers.0.self_attn.q_a_proj.weight", f8, 2, 1536,
                  7168);
-    check_tensor(m, "model.layers.0.self_attn.q_a_proj.weight_scale_inv",
-                 f32, 2, 12, 56);
-    check_tensor(m, "model.layers.0.self_attn.q_a_layernorm.weight", bf16,
-                 1, 1536, 0);
-    check_tensor(m, "model.layers.0.self_attn.q_b_proj.weight", f8, 2,
-                 24576, 1536);
-    check_tensor(m, "model.layers.0.self_attn.q_b_proj.weight_scale_inv",
-                 f32, 2, 192, 12);
-    check_tensor(m, "model.layers.0.self_attn.kv_a_proj_with_mqa.weight", f8,
-                 2, 576, 7168);
+    check_tensor(m, "model.layers.0.self_attn.q_a_proj.weight_scale_inv", f32,
+                 2, 12, 56);
+    check_tensor(m, "model.layers.0.self_attn.q_a_layernorm.weight", bf16, 1,
+                 1536, 0);
+    check_tensor(m, "model.layers.0.self_attn.q_b_proj.weight", f8, 2, 24576,
+                 1536);
+    check_tensor(m, "model.layers.0.self_attn.q_b_proj.weight_scale_inv", f32,
+                 2, 192, 12);
+    check_tensor(m, "model.layers.0.self_attn.kv_a_proj_with_mqa.weight", f8, 2,
+                 576, 7168);
     check_tensor(m,
                  "model.layers.0.self_attn.kv_a_proj_with_mqa."
                  "weight_scale_inv",
                  f32, 2, 5, 56);
-    check_tensor(m, "model.layers.0.self_attn.kv_a_layernorm.weight", bf16,
-                 1, 512, 0);
-    check_tensor(m, "model.layers.0.self_attn.kv_b_proj.weight", f8, 2,
-                 32768, 512);
-    check_tensor(m, "model.layers.0.self_attn.kv_b_proj.weight_scale_inv",
-                 f32, 2, 256, 4);
+    check_tensor(m, "model.layers.0.self_attn.kv_a_layernorm.weight", bf16, 1,
+                 512, 0);
+    check_tensor(m, "model.layers.0.self_attn.kv_b_proj.weight", f8, 2, 32768,
+                 512);
+    check_tensor(m, "model.layers.0.self_attn.kv_b_proj.weight_scale_inv", f32,
+                 2, 256, 4);
     check_tensor(m, "model.layers.0.self_attn.o_proj.weight", f8, 2, 7168,
                  16384);
-    check_tensor(m, "model.layers.0.self_attn.o_proj.weight_scale_inv", f32,
-                 2, 56, 128);
-    check_tensor(m, "model.layers.2.mlp.gate_proj.weight", f8, 2, 18432,
-                 7168);
+    check_tensor(m, "model.layers.0.self_attn.o_proj.weight_scale_inv", f32, 2,
+                 56, 128);
+    check_tensor(m, "model.layers.2.mlp.gate_proj.weight", f8, 2, 18432, 7168);
     check_tensor(m, "model.layers.2.mlp.gate_proj.weight_scale_inv", f32, 2,
                  144, 56);
-    check_tensor(m, "model.layers.2.mlp.down_proj.weight_scale_inv", f32, 2,
-                 56, 144);
+    check_tensor(m, "model.layers.2.mlp.down_proj.weight_scale_inv", f32, 2, 56,
+                 144);
     check_absent(m, "model.layers.3.mlp.gate_proj.weight");
     check_absent(m, "model.layers.2.mlp.gate.weight");
     /* Layer 3 is the first MoE layer. */
     check_tensor(m, "model.layers.3.mlp.experts.255.down_proj.weight", f8, 2,
                  7168, 2048);
-    check_tensor(m,
-                 "model.layers.3.mlp.experts.255.down_proj.weight_scale_inv",
+    check_tensor(m, "model.layers.3.mlp.experts.255.down_proj.weight_scale_inv",
                  f32, 2, 56, 16);
     check_tensor(m, "model.layers.3.mlp.experts.0.gate_proj.weight_scale_inv",
                  f32, 2, 16, 56);
     check_tensor(m, "model.layers.3.mlp.gate.weight", bf16, 2, 256, 7168);
     check_absent(m, "model.layers.3.mlp.gate.weight_scale_inv");
-    check_tensor(m, "model.layers.3.mlp.gate.e_score_correction_bias", f32,
-                 1, 256, 0);
-    check_tensor(m, "model.layers.60.mlp.shared_experts.down_proj.weight",
-                 f8, 2, 7168, 2048);
+    check_tensor(m, "model.layers.3.mlp.gate.e_score_correction_bias", f32, 1,
+                 256, 0);
+    check_tensor(m, "model.layers.60.mlp.shared_experts.down_proj.weight", f8,
+                 2, 7168, 2048);
     check_tensor(m,
                  "model.layers.60.mlp.shared_experts.up_proj.weight_scale_inv",
                  f32, 2, 16, 56);
-    check_tensor(m, "model.layers.60.post_attention_layernorm.weight", bf16,
-                 1, 7168, 0);
+    check_tensor(m, "model.layers.60.post_attention_layernorm.weight", bf16, 1,
+                 7168, 0);
     check_tensor(m, "model.norm.weight", bf16, 1, 7168, 0);
     check_tensor(m, "lm_head.weight", bf16, 2, 129280, 7168);
     check_absent(m, "lm_head.weight_scale_inv");
@@ -666,18 +660,17 @@ START_TEST(test_golden_deepseek_v3)
     check_absent(m, "model.layers.61.eh_proj.weight_scale_inv");
     check_tensor(m, "model.layers.61.shared_head.norm.weight", bf16, 1, 7168,
                  0);
-    check_tensor(m, "model.layers.61.shared_head.head.weight", bf16, 2,
-                 129280, 7168);
+    check_tensor(m, "model.layers.61.shared_head.head.weight", bf16, 2, 129280,
+                 7168);
     check_tensor(m, "model.layers.61.mlp.experts.255.up_proj.weight", f8, 2,
                  2048, 7168);
-    check_tensor(m, "model.layers.61.self_attn.q_b_proj.weight_scale_inv",
-                 f32, 2, 192, 12);
-    check_tensor(m, "model.layers.61.mlp.gate.e_score_correction_bias", f32,
-                 1, 256, 0);
+    check_tensor(m, "model.layers.61.self_attn.q_b_proj.weight_scale_inv", f32,
+                 2, 192, 12);
+    check_tensor(m, "model.layers.61.mlp.gate.e_score_correction_bias", f32, 1,
+                 256, 0);
     check_absent(m, "model.layers.62.input_layernorm.weight");
-    ck_assert_int_eq(
-        wex__model_find(m, "lm_head.weight") + 1,
-        wex__model_find(m, "model.layers.61.embed_tokens.weight"));
+    ck_assert_int_eq(wex__model_find(m, "lm_head.weight") + 1,
+                     wex__model_find(m, "model.layers.61.embed_tokens.weight"));
     ck_assert_str_eq(m->tensors[m->count - 1].name,
                      "model.layers.61.shared_head.head.weight");
     check_fp8_pairs(m);
@@ -692,20 +685,19 @@ START_TEST(test_golden_kimi_k2)
 
     check_tensor(m, "model.embed_tokens.weight", WEX_DTYPE_BF16, 2, 163840,
                  7168);
-    check_tensor(m, "model.layers.0.mlp.gate_proj.weight", f8, 2, 18432,
-                 7168);
+    check_tensor(m, "model.layers.0.mlp.gate_proj.weight", f8, 2, 18432, 7168);
     check_tensor(m, "model.layers.1.mlp.experts.383.gate_proj.weight", f8, 2,
                  2048, 7168);
-    check_tensor(m, "model.layers.60.mlp.gate.weight", WEX_DTYPE_BF16, 2,
-                 384, 7168);
-    check_tensor(m, "model.layers.60.mlp.gate.e_score_correction_bias", f32,
-                 1, 384, 0);
+    check_tensor(m, "model.layers.60.mlp.gate.weight", WEX_DTYPE_BF16, 2, 384,
+                 7168);
+    check_tensor(m, "model.layers.60.mlp.gate.e_score_correction_bias", f32, 1,
+                 384, 0);
     check_tensor(m, "model.layers.0.self_attn.q_b_proj.weight", f8, 2, 12288,
                  1536);
-    check_tensor(m, "model.layers.0.self_attn.q_b_proj.weight_scale_inv",
-                 f32, 2, 96, 12);
-    check_tensor(m, "model.layers.0.self_attn.kv_b_proj.weight", f8, 2,
-                 16384, 512);
+    check_tensor(m, "model.layers.0.self_attn.q_b_proj.weight_scale_inv", f32,
+                 2, 96, 12);
+    check_tensor(m, "model.layers.0.self_attn.kv_b_proj.weight", f8, 2, 16384,
+                 512);
     check_tensor(m, "model.layers.0.self_attn.o_proj.weight", f8, 2, 7168,
                  8192);
     check_absent(m, "model.layers.0.mlp.gate.weight");
@@ -731,10 +723,10 @@ START_TEST(test_llama_biases)
     ck_assert_uint_eq(m->count, base->count + 32 * 4);
     ck_assert_uint_eq(m->total_elements,
                       base->total_elements + 32ull * (4096 + 1024 * 2 + 4096));
-    check_tensor(m, "model.layers.0.self_attn.o_proj.bias", WEX_DTYPE_BF16,
-                 1, 4096, 0);
-    check_tensor(m, "model.layers.0.self_attn.k_proj.bias", WEX_DTYPE_BF16,
-                 1, 1024, 0);
+    check_tensor(m, "model.layers.0.self_attn.o_proj.bias", WEX_DTYPE_BF16, 1,
+                 4096, 0);
+    check_tensor(m, "model.layers.0.self_attn.k_proj.bias", WEX_DTYPE_BF16, 1,
+                 1024, 0);
     wex__model_free(m);
 
     set_bool(doc, "attention_bias", 0);
@@ -812,10 +804,10 @@ START_TEST(test_qwen3_moe_dense_layers)
     cJSON_ReplaceItemInObjectCaseSensitive(doc, "mlp_only_layers", only);
     m = from_json(doc);
     check_consistent(m);
-    check_tensor(m, "model.layers.0.mlp.gate_proj.weight", WEX_DTYPE_BF16,
-                 2, 6144, 2048);
-    check_tensor(m, "model.layers.5.mlp.down_proj.weight", WEX_DTYPE_BF16,
-                 2, 2048, 6144);
+    check_tensor(m, "model.layers.0.mlp.gate_proj.weight", WEX_DTYPE_BF16, 2,
+                 6144, 2048);
+    check_tensor(m, "model.layers.5.mlp.down_proj.weight", WEX_DTYPE_BF16, 2,
+                 2048, 6144);
     check_absent(m, "model.layers.0.mlp.gate.weight");
     check_absent(m, "model.layers.5.mlp.experts.0.up_proj.weight");
     check_tensor(m, "model.layers.1.mlp.gate.weight", WEX_DTYPE_BF16, 2, 128,
@@ -852,8 +844,7 @@ START_TEST(test_deepseek_unquantized)
     ck_assert_uint_eq(scales, 45808);
     ck_assert_uint_eq(count_suffix(m, "_scale_inv", NULL), 0);
     ck_assert_uint_eq(m->count, fp8->count - scales);
-    ck_assert_uint_eq(m->total_elements,
-                      fp8->total_elements - scale_elements);
+    ck_assert_uint_eq(m->total_elements, fp8->total_elements - scale_elements);
     /* bf16 everywhere but the F32 router biases (58 MoE layers + MTP). */
     ck_assert_uint_eq(m->total_bytes, 2 * m->total_elements + 2 * 256 * 59);
     for (i = 0; i < m->count; i++)
@@ -883,8 +874,8 @@ START_TEST(test_deepseek_variants)
     /* No q LoRA (DeepSeek-V2-Lite style): a plain q_proj. */
     set_null(doc, "q_lora_rank");
     m = from_json(doc);
-    check_tensor(m, "model.layers.0.self_attn.q_proj.weight",
-                 WEX_DTYPE_F8_E4M3, 2, 24576, 7168);
+    check_tensor(m, "model.layers.0.self_attn.q_proj.weight", WEX_DTYPE_F8_E4M3,
+                 2, 24576, 7168);
     check_tensor(m, "model.layers.0.self_attn.q_proj.weight_scale_inv",
                  WEX_DTYPE_F32, 2, 192, 56);
     check_absent(m, "model.layers.0.self_attn.q_a_proj.weight");
@@ -895,12 +886,12 @@ START_TEST(test_deepseek_variants)
     /* moe_layer_freq 2: MoE on even layers from first_k_dense_replace. */
     set_number(doc, "moe_layer_freq", 2);
     m = from_json(doc);
-    check_tensor(m, "model.layers.3.mlp.gate_proj.weight", WEX_DTYPE_F8_E4M3,
-                 2, 18432, 7168);
+    check_tensor(m, "model.layers.3.mlp.gate_proj.weight", WEX_DTYPE_F8_E4M3, 2,
+                 18432, 7168);
     check_tensor(m, "model.layers.4.mlp.gate.weight", WEX_DTYPE_BF16, 2, 256,
                  7168);
-    check_tensor(m, "model.layers.61.mlp.gate_proj.weight",
-                 WEX_DTYPE_F8_E4M3, 2, 18432, 7168);
+    check_tensor(m, "model.layers.61.mlp.gate_proj.weight", WEX_DTYPE_F8_E4M3,
+                 2, 18432, 7168);
     wex__model_free(m);
     set_number(doc, "moe_layer_freq", 1);
 
@@ -910,8 +901,9 @@ START_TEST(test_deepseek_variants)
         quant, "weight_block_size",
         cJSON_CreateIntArray((const int[]){100, 300}, 2));
     m = from_json(doc);
-    check_tensor(m, "model.layers.0.self_attn.kv_a_proj_with_mqa."
-                    "weight_scale_inv",
+    check_tensor(m,
+                 "model.layers.0.self_attn.kv_a_proj_with_mqa."
+                 "weight_scale_inv",
                  WEX_DTYPE_F32, 2, 6, 24);
     wex__model_free(m);
 
@@ -919,18 +911,17 @@ START_TEST(test_deepseek_variants)
      * biases are not quantized and follow the weight's scale. */
     set_bool(doc, "attention_bias", 1);
     m = from_json(doc);
-    check_tensor(m, "model.layers.0.self_attn.q_a_proj.bias", WEX_DTYPE_BF16,
-                 1, 1536, 0);
+    check_tensor(m, "model.layers.0.self_attn.q_a_proj.bias", WEX_DTYPE_BF16, 1,
+                 1536, 0);
     check_tensor(m, "model.layers.0.self_attn.kv_a_proj_with_mqa.bias",
                  WEX_DTYPE_BF16, 1, 576, 0);
-    check_tensor(m, "model.layers.0.self_attn.o_proj.bias", WEX_DTYPE_BF16,
-                 1, 7168, 0);
+    check_tensor(m, "model.layers.0.self_attn.o_proj.bias", WEX_DTYPE_BF16, 1,
+                 7168, 0);
     check_absent(m, "model.layers.0.self_attn.q_b_proj.bias");
     check_absent(m, "model.layers.0.self_attn.kv_b_proj.bias");
     ck_assert_int_eq(
         wex__model_find(m, "model.layers.0.self_attn.o_proj.bias"),
-        wex__model_find(m,
-                        "model.layers.0.self_attn.o_proj.weight_scale_inv") +
+        wex__model_find(m, "model.layers.0.self_attn.o_proj.weight_scale_inv") +
             1);
     ck_assert_uint_eq(m->count, 91991 + 62 * 3);
     wex__model_free(m);
@@ -1011,9 +1002,9 @@ START_TEST(test_every_listed_architecture_dispatches)
     for (arch = strtok_r(list, ", ", &save); arch != NULL;
          arch = strtok_r(NULL, ", ", &save)) {
         doc = cJSON_CreateObject();
-        cJSON_AddItemToObject(doc, "architectures",
-                              cJSON_CreateStringArray(
-                                  (const char *[]){arch}, 1));
+        cJSON_AddItemToObject(
+            doc, "architectures",
+            cJSON_CreateStringArray((const char *[]){arch}, 1));
         expect_error(doc, WEX_ERR_INVALID,
                      "test.json: /vocab_size: expected a positive integer, "
                      "missing",
@@ -1046,8 +1037,7 @@ START_TEST(test_error_fields)
                  1);
     set_number(doc, "num_attention_heads", 0);
     expect_error(doc, WEX_ERR_INVALID,
-                 "/num_attention_heads: expected a positive integer, got 0",
-                 0);
+                 "/num_attention_heads: expected a positive integer, got 0", 0);
     set_number(doc, "num_attention_heads", -4);
     expect_error(doc, WEX_ERR_INVALID, "got -4", 0);
     set_number(doc, "num_attention_heads", 4.5);
@@ -1065,8 +1055,7 @@ START_TEST(test_error_fields)
                  "2147483647), got 1000000000000",
                  0);
     set_number(doc, "num_hidden_layers", 1e300);
-    expect_error(doc, WEX_ERR_INVALID, "(at most 2147483647), got 1e+300",
-                 0);
+    expect_error(doc, WEX_ERR_INVALID, "(at most 2147483647), got 1e+300", 0);
     set_number(doc, "num_hidden_layers", 2);
 
     set_string(doc, "torch_dtype", "int8");
@@ -1100,8 +1089,8 @@ START_TEST(test_error_heads_do_not_divide_hidden)
     /* An explicit head_dim makes any head count fine. */
     set_number(doc, "head_dim", 16);
     m = from_json(doc);
-    check_tensor(m, "model.layers.0.self_attn.q_proj.weight", WEX_DTYPE_BF16,
-                 2, 48, 64);
+    check_tensor(m, "model.layers.0.self_attn.q_proj.weight", WEX_DTYPE_BF16, 2,
+                 48, 64);
     wex__model_free(m);
     cJSON_Delete(doc);
 }
@@ -1128,8 +1117,8 @@ START_TEST(test_error_nested_pointers)
 
     doc = load_json("DeepSeek-V3.config.json");
     quant = cJSON_GetObjectItemCaseSensitive(doc, "quantization_config");
-    cJSON_ReplaceItemInObjectCaseSensitive(
-        quant, "weight_block_size", cJSON_Parse("[128, 0]"));
+    cJSON_ReplaceItemInObjectCaseSensitive(quant, "weight_block_size",
+                                           cJSON_Parse("[128, 0]"));
     expect_error(doc, WEX_ERR_INVALID,
                  "test.json: /quantization_config/weight_block_size/1: "
                  "expected a positive integer, got 0",
@@ -1191,11 +1180,10 @@ START_TEST(test_error_files)
     wex_model *m = (wex_model *)1;
     int fd;
 
-    ck_assert_int_ne(wex__model_load("/nonexistent/config.json", &m),
-                     WEX_OK);
+    ck_assert_int_ne(wex__model_load("/nonexistent/config.json", &m), WEX_OK);
     ck_assert_ptr_null(m);
-    ck_assert_ptr_nonnull(strstr(wex__last_error(),
-                                 "/nonexistent/config.json"));
+    ck_assert_ptr_nonnull(
+        strstr(wex__last_error(), "/nonexistent/config.json"));
 
     fd = mkstemp(path);
     ck_assert_int_ge(fd, 0);
@@ -1236,8 +1224,7 @@ static void assert_same(const wex_model *a, const wex_model *b)
         REQUIRE(strcmp(x->name, y->name) == 0 && x->dtype == y->dtype &&
                     x->ndim == y->ndim && x->bytes == y->bytes &&
                     memcmp(x->shape, y->shape, sizeof(x->shape)) == 0,
-                "tensor %" PRIu64 " differs: %s vs %s", i, x->name,
-                y->name);
+                "tensor %" PRIu64 " differs: %s vs %s", i, x->name, y->name);
     }
 }
 
@@ -1252,8 +1239,8 @@ START_TEST(test_deterministic)
     /* The model owns a copy: the caller's document can go. */
     cJSON_Delete(doc);
     assert_same(a, d);
-    ck_assert_ptr_nonnull(cJSON_GetObjectItemCaseSensitive(d->config,
-                                                           "hidden_size"));
+    ck_assert_ptr_nonnull(
+        cJSON_GetObjectItemCaseSensitive(d->config, "hidden_size"));
     wex__model_free(a);
     wex__model_free(b);
     wex__model_free(d);

@@ -60,11 +60,12 @@ START_TEST(a_header_is_read)
     wex__st_header h;
     const wex__st_tensor *b;
 
-    make("{\"__metadata__\":{\"format\":\"pt\"},"
-         "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[12,16]},"
-         "\"a\":{\"dtype\":\"BF16\",\"shape\":[2,3],\"data_offsets\":[0,12]},"
-         "\"e\":{\"dtype\":\"F8_E4M3\",\"shape\":[0],\"data_offsets\":[16,16]}}",
-         16);
+    make(
+        "{\"__metadata__\":{\"format\":\"pt\"},"
+        "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[12,16]},"
+        "\"a\":{\"dtype\":\"BF16\",\"shape\":[2,3],\"data_offsets\":[0,12]},"
+        "\"e\":{\"dtype\":\"F8_E4M3\",\"shape\":[0],\"data_offsets\":[16,16]}}",
+        16);
     ck_assert_int_eq(parse(&h), WEX_OK);
     ck_assert_uint_eq(h.count, 3);
     ck_assert_uint_eq(h.data_size, 16);
@@ -90,46 +91,53 @@ START_TEST(every_lie_of_a_header_is_refused)
     make("{}", 0);
     wex_put_le(file, 4000, 8);
     ck_assert_int_eq(parse(&h), WEX_ERR_INVALID);
-    ck_assert_ptr_nonnull(strstr(wex__last_error(), "header length 4000 runs "
-                                                    "past the file's 10 bytes"));
+    ck_assert_ptr_nonnull(strstr(wex__last_error(),
+                                 "header length 4000 runs "
+                                 "past the file's 10 bytes"));
     make("{}", 0);
     wex_put_le(file, UINT64_C(1) << 40, 8);
     ck_assert_int_eq(parse(&h), WEX_ERR_INVALID);
     ck_assert_ptr_nonnull(strstr(wex__last_error(), "is not between 2 and"));
     make("{\"a\":{}}", 0);
-    ck_assert_int_eq(wex__st_parse("f", file, 9, file_size, &h), WEX_ERR_INVALID);
-    ck_assert_ptr_nonnull(strstr(wex__last_error(), "truncated before the end"));
+    ck_assert_int_eq(wex__st_parse("f", file, 9, file_size, &h),
+                     WEX_ERR_INVALID);
+    ck_assert_ptr_nonnull(
+        strstr(wex__last_error(), "truncated before the end"));
     /* the JSON */
     refused("[1, 2]", 0, "f.safetensors: header: expected a JSON object");
     refused("{\"a\":", 0, "header: expected a JSON object");
     refused("{\"a\":3}", 0, "tensor a: expected an object");
-    refused("{\"a\":{\"dtype\":\"Q4\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1,
-            "tensor a: dtype \"Q4\" is not one wex knows");
+    refused("{\"a\":{\"dtype\":\"Q4\",\"shape\":[1],\"data_offsets\":[0,1]}}",
+            1, "tensor a: dtype \"Q4\" is not one wex knows");
     refused("{\"a\":{\"shape\":[1],\"data_offsets\":[0,1]}}", 1,
             "tensor a: dtype: expected a string");
-    refused("{\"a\":{\"dtype\":\"U8\",\"shape\":[-1],\"data_offsets\":[0,1]}}", 1,
-            "tensor a: shape: expected whole numbers");
+    refused("{\"a\":{\"dtype\":\"U8\",\"shape\":[-1],\"data_offsets\":[0,1]}}",
+            1, "tensor a: shape: expected whole numbers");
     refused("{\"a\":{\"dtype\":\"U8\",\"shape\":[1,1,1,1,1,1,1,1,1],"
-            "\"data_offsets\":[0,1]}}", 1, "shape: expected an array of at most 8");
-    refused("{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[1,0]}}", 1,
-            "data_offsets: expected [begin, end] with begin <= end");
-    refused("{\"__metadata__\":{\"format\":1}}", 0, "__metadata__/format: expected a string");
+            "\"data_offsets\":[0,1]}}",
+            1, "shape: expected an array of at most 8");
+    refused("{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[1,0]}}",
+            1, "data_offsets: expected [begin, end] with begin <= end");
+    refused("{\"__metadata__\":{\"format\":1}}", 0,
+            "__metadata__/format: expected a string");
     /* the data */
-    refused("{\"a\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[0,8]}}", 6,
-            "tensor a: data_offsets end 8 is past the data's 6 bytes (a truncated file?)");
-    refused("{\"a\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[0,6]}}", 6,
-            "tensor a: BF16 x 4 elements is not its data_offsets' 6 bytes");
+    refused("{\"a\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[0,8]}}",
+            6,
+            "tensor a: data_offsets end 8 is past the data's 6 bytes (a "
+            "truncated file?)");
+    refused("{\"a\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[0,6]}}",
+            6, "tensor a: BF16 x 4 elements is not its data_offsets' 6 bytes");
     refused("{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]},"
-            "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[2,6]}}", 6,
-            "tensors a and b overlap");
+            "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[2,6]}}",
+            6, "tensors a and b overlap");
     /* an empty tensor sorted between two that overlap hides nothing */
     refused("{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]},"
             "\"e\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[1,1]},"
-            "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[2,6]}}", 6,
-            "tensors a and b overlap");
+            "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[2,6]}}",
+            6, "tensors a and b overlap");
     refused("{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},"
-            "\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[1,2]}}", 2,
-            "tensor a: named twice");
+            "\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[1,2]}}",
+            2, "tensor a: named twice");
 }
 END_TEST
 
@@ -173,7 +181,9 @@ static void save(uint64_t shard_bytes)
         for (uint64_t i = 0; i < n; i++)
             b[i] = pattern(c, i);
         /* in two writes, the second first: any order lands */
-        ck_assert_int_eq(wex__ckpt_write(&p, staging, c, n / 2, b + n / 2, n - n / 2), WEX_OK);
+        ck_assert_int_eq(
+            wex__ckpt_write(&p, staging, c, n / 2, b + n / 2, n - n / 2),
+            WEX_OK);
         ck_assert_int_eq(wex__ckpt_write(&p, staging, c, 0, b, n / 2), WEX_OK);
         free(b);
     }
@@ -196,8 +206,8 @@ static void read_back(size_t files)
         unsigned char *want = malloc(n + 1);
         for (uint64_t i = 0; i < n; i++)
             want[i] = pattern(c, i);
-        ck_assert_msg(memcmp(wex__checkpoint_data(&ck, c), want, n) == 0, "%s differs",
-                      model->tensors[c].name);
+        ck_assert_msg(memcmp(wex__checkpoint_data(&ck, c), want, n) == 0,
+                      "%s differs", model->tensors[c].name);
         free(want);
     }
     for (size_t f = 0; f < ck.nfiles; f++)
@@ -244,12 +254,19 @@ START_TEST(a_checkpoint_of_another_model_is_refused_per_tensor)
     int n = 0;
 
     save(0);
-    ck_assert_int_eq(wex__model_load(WEX_MODELS_DIR "/Qwen3-0.6B.config.json", &other), WEX_OK);
-    ck_assert_int_eq(wex__checkpoint_open(out, other, lines, &n, &ck), WEX_ERR_INVALID);
-    ck_assert_ptr_nonnull(strstr(wex__last_error(), "model.safetensors: tensor model.embed_tokens.weight: "
-                                                    "expected BF16 [151936, 1024], got BF16 [1024, 256]"));
-    ck_assert_ptr_nonnull(strstr(wex__last_error(), "(and more: 'wex check' lists every mismatch)"));
-    ck_assert_int_gt(n, 20); /* every shared name mismatched, every other missing */
+    ck_assert_int_eq(
+        wex__model_load(WEX_MODELS_DIR "/Qwen3-0.6B.config.json", &other),
+        WEX_OK);
+    ck_assert_int_eq(wex__checkpoint_open(out, other, lines, &n, &ck),
+                     WEX_ERR_INVALID);
+    ck_assert_ptr_nonnull(
+        strstr(wex__last_error(),
+               "model.safetensors: tensor model.embed_tokens.weight: "
+               "expected BF16 [151936, 1024], got BF16 [1024, 256]"));
+    ck_assert_ptr_nonnull(strstr(
+        wex__last_error(), "(and more: 'wex check' lists every mismatch)"));
+    ck_assert_int_gt(
+        n, 20); /* every shared name mismatched, every other missing */
     wex__model_free(other);
 }
 END_TEST
@@ -262,10 +279,13 @@ START_TEST(an_index_naming_a_missing_shard_is_refused)
     save(1000000);
     snprintf(shard, sizeof(shard), "%s/model-00003-of-00005.safetensors", out);
     ck_assert_int_eq(unlink(shard), 0);
-    ck_assert_int_eq(wex__checkpoint_open(out, model, NULL, NULL, &ck), WEX_ERR_INVALID);
-    ck_assert_ptr_nonnull(strstr(wex__last_error(), "model.safetensors.index.json: /weight_map/"));
-    ck_assert_ptr_nonnull(strstr(wex__last_error(), "names shard model-00003-of-00005.safetensors, "
-                                                    "which is not there"));
+    ck_assert_int_eq(wex__checkpoint_open(out, model, NULL, NULL, &ck),
+                     WEX_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(wex__last_error(),
+                                 "model.safetensors.index.json: /weight_map/"));
+    ck_assert_ptr_nonnull(strstr(
+        wex__last_error(), "names shard model-00003-of-00005.safetensors, "
+                           "which is not there"));
 }
 END_TEST
 
@@ -273,9 +293,11 @@ START_TEST(no_checkpoint_at_all_is_refused)
 {
     wex__checkpoint ck;
 
-    ck_assert_int_eq(wex__checkpoint_open(dir, model, NULL, NULL, &ck), WEX_ERR_INVALID);
-    ck_assert_ptr_nonnull(strstr(wex__last_error(), "neither model.safetensors.index.json nor "
-                                                    "model.safetensors is there"));
+    ck_assert_int_eq(wex__checkpoint_open(dir, model, NULL, NULL, &ck),
+                     WEX_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(wex__last_error(),
+                                 "neither model.safetensors.index.json nor "
+                                 "model.safetensors is there"));
 }
 END_TEST
 
@@ -287,8 +309,9 @@ START_TEST(a_save_never_lands_on_another_checkpoint)
     save(0);
     ck_assert_int_eq(wex__ckpt_plan_make(model, 0, &p), WEX_OK);
     ck_assert_int_eq(wex__ckpt_create(&p, out, staging), WEX_ERR_INVALID);
-    ck_assert_ptr_nonnull(strstr(wex__last_error(), "exists and is not empty: wex saves a "
-                                                    "checkpoint into a new directory"));
+    ck_assert_ptr_nonnull(strstr(wex__last_error(),
+                                 "exists and is not empty: wex saves a "
+                                 "checkpoint into a new directory"));
     read_back(1); /* untouched */
     free(staging);
     wex__ckpt_plan_free(&p);
@@ -349,7 +372,8 @@ START_TEST(a_killed_save_s_staging_is_removed_by_the_next_save)
     }
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     ck_assert_int_eq(WEXITSTATUS(status), 9);
-    ck_assert_int_eq(entries_with("wex-saving-run4242-dead"), 1); /* it left that */
+    ck_assert_int_eq(entries_with("wex-saving-run4242-dead"),
+                     1); /* it left that */
     /* a link of a staging name is not the save's to follow */
     snprintf(keep, sizeof(keep), "%s/keep", dir);
     snprintf(link, sizeof(link), "%s.wex-saving-link", out);
@@ -374,9 +398,10 @@ START_TEST(a_live_save_s_staging_is_left_alone)
     ck_assert_int_eq(wex__ckpt_plan_make(model, 0, &live), WEX_OK);
     ck_assert_int_eq(wex__ckpt_plan_make(model, 0, &other), WEX_OK);
     ck_assert_int_eq(wex__ckpt_create(&live, out, live_staging), WEX_OK);
-    ck_assert_int_eq(wex__ckpt_create(&other, out, other_staging), WEX_ERR_INVALID);
-    ck_assert_msg(strstr(wex__last_error(), "another save into") != NULL, "got '%s'",
-                  wex__last_error());
+    ck_assert_int_eq(wex__ckpt_create(&other, out, other_staging),
+                     WEX_ERR_INVALID);
+    ck_assert_msg(strstr(wex__last_error(), "another save into") != NULL,
+                  "got '%s'", wex__last_error());
     wex__ckpt_abort(&other, other_staging); /* what a refused rank 0 does */
     ck_assert_int_eq(access(live_staging, F_OK), 0);
     for (uint64_t c = 0; c < model->count; c++) {
@@ -384,7 +409,8 @@ START_TEST(a_live_save_s_staging_is_left_alone)
         unsigned char *b = malloc(n + 1);
         for (uint64_t i = 0; i < n; i++)
             b[i] = pattern(c, i);
-        ck_assert_int_eq(wex__ckpt_write(&live, live_staging, c, 0, b, n), WEX_OK);
+        ck_assert_int_eq(wex__ckpt_write(&live, live_staging, c, 0, b, n),
+                         WEX_OK);
         free(b);
     }
     ck_assert_int_eq(wex__ckpt_commit(&live, out, live_staging), WEX_OK);
@@ -405,8 +431,10 @@ START_TEST(a_fifo_for_a_shard_is_refused_at_once)
     ck_assert_int_eq(mkdir(out, 0755), 0);
     shard = wex__ckpt_path(out, "model.safetensors");
     ck_assert_int_eq(mkfifo(shard, 0644), 0);
-    ck_assert_int_eq(wex__checkpoint_open(out, model, NULL, NULL, &ck), WEX_ERR_INVALID);
-    ck_assert_msg(strstr(wex__last_error(), "model.safetensors: not a regular file (a FIFO)") !=
+    ck_assert_int_eq(wex__checkpoint_open(out, model, NULL, NULL, &ck),
+                     WEX_ERR_INVALID);
+    ck_assert_msg(strstr(wex__last_error(),
+                         "model.safetensors: not a regular file (a FIFO)") !=
                       NULL,
                   "got '%s'", wex__last_error());
     unlink(shard);
@@ -425,7 +453,8 @@ int main(void)
     tcase_add_test(parser, a_header_is_read);
     tcase_add_test(parser, every_lie_of_a_header_is_refused);
     tcase_add_checked_fixture(dirs, setup, teardown);
-    tcase_set_timeout(dirs, 120); /* megabytes written and read, under ASan too */
+    tcase_set_timeout(dirs,
+                      120); /* megabytes written and read, under ASan too */
     tcase_add_test(dirs, one_file_round_trips);
     tcase_add_test(dirs, shards_round_trip_with_their_index);
     tcase_add_test(dirs, a_checkpoint_of_another_model_is_refused_per_tensor);

@@ -93,8 +93,8 @@ static int64_t round_trip(const uint8_t *old, const uint8_t *cur, uint64_t n,
                   "the snapshot is the current bytes after encoding");
     ck_assert_uint_eq(e.elems, n);
     if (len >= 0) {
-        ck_assert_msg(wex__delta_walk(payload, (size_t)len, elem, n, apply,
-                                      &t, why, sizeof(why)) == 0,
+        ck_assert_msg(wex__delta_walk(payload, (size_t)len, elem, n, apply, &t,
+                                      why, sizeof(why)) == 0,
                       "%s", why);
         ck_assert_msg(memcmp(applied, cur, n * elem) == 0,
                       "applying the payload gives the current bytes");
@@ -117,7 +117,8 @@ START_TEST(round_trips)
                 unsigned elem = elems[a];
                 uint64_t n = lengths[c];
                 size_t cap = wex__delta_bound(n, elem);
-                uint8_t *old = malloc(n * elem + 1), *cur = malloc(n * elem + 1);
+                uint8_t *old = malloc(n * elem + 1),
+                        *cur = malloc(n * elem + 1);
                 uint8_t *payload = malloc(cap);
                 make(old, cur, n, elem, fractions[b]);
                 ck_assert_int_ge(round_trip(old, cur, n, elem, payload, cap),
@@ -149,8 +150,8 @@ START_TEST(sizes_meet_their_bounds)
     double none = ratio_at(0), one = ratio_at(0.01), half = ratio_at(0.5);
 
     printf("delta of 8 MiB of bf16: %.4f %% of the bytes with none changed, "
-           "%.3f %% with 1 %%, %.1f %% with 50 %%\n", none * 100, one * 100,
-           half * 100);
+           "%.3f %% with 1 %%, %.1f %% with 50 %%\n",
+           none * 100, one * 100, half * 100);
     ck_assert_msg(none <= 0.001, "0 %%: %.5f of the bytes", none);
     ck_assert_msg(one <= 0.016, "1 %%: %.5f of the bytes", one);
     ck_assert_msg(half <= 1.02, "50 %%: %.5f of the bytes", half);
@@ -164,8 +165,7 @@ START_TEST(overflow_is_refused_and_the_snapshot_kept_current)
     uint8_t *old = malloc(n * 2), *cur = malloc(n * 2), payload[64];
 
     make(old, cur, n, 2, 0.2);
-    ck_assert_int_eq(round_trip(old, cur, n, 2, payload, sizeof(payload)),
-                     -1);
+    ck_assert_int_eq(round_trip(old, cur, n, 2, payload, sizeof(payload)), -1);
     free(old);
     free(cur);
 }
@@ -192,7 +192,8 @@ START_TEST(damaged_payloads_stay_inside_the_stream)
     /* a stream a chunk longer than the payload covers */
     ck_assert_int_ne(wex__delta_walk(payload, (size_t)len, 2,
                                      n + WEX__DELTA_CHUNK, apply, &t, why,
-                                     sizeof(why)), 0);
+                                     sizeof(why)),
+                     0);
     for (int k = 0; k < 2000; k++) {
         uint8_t *copy = malloc((size_t)len);
         memcpy(copy, payload, (size_t)len);

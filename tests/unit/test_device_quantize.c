@@ -37,15 +37,15 @@ static void fill(void)
 
     for (size_t i = 0; i < ROWS * COLS; i++) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        matrix[i] = (uint16_t)(((x >> 8) & 0x80ffu) |
-                               ((0x70u + (x >> 40) % 24u) << 7));
+        matrix[i] =
+            (uint16_t)(((x >> 8) & 0x80ffu) | ((0x70u + (x >> 40) % 24u) << 7));
     }
-    matrix[5 * COLS + 7] = 0x7fc1;          /* NaN, block (0, 0) */
-    matrix[130 * COLS + 260] = 0xff80;      /* -inf, block (1, 2) */
+    matrix[5 * COLS + 7] = 0x7fc1;     /* NaN, block (0, 0) */
+    matrix[130 * COLS + 260] = 0xff80; /* -inf, block (1, 2) */
     for (size_t r = 256; r < ROWS; r++)
         for (size_t c = 128; c < 256; c++)
             matrix[r * COLS + c] = (c & 1) ? 0x8000 : 0; /* block (2, 1) */
-    matrix[260 * COLS + 300] = 0x4700;      /* 32768, block (2, 2) */
+    matrix[260 * COLS + 300] = 0x4700; /* 32768, block (2, 2) */
 }
 
 typedef struct box {
@@ -79,9 +79,10 @@ static void check_box(wex__device *dev, const void *dmatrix, const box *b)
             ck_assert_msg(wex__f32_bits(amax[i * nbc + j]) ==
                               wex__f32_bits(want),
                           "box at (%llu, %llu): cell (%llu, %llu) amax %a, "
-                          "the CPU's %a", (unsigned long long)b->r0,
-                          (unsigned long long)b->c0, (unsigned long long)i,
-                          (unsigned long long)j, amax[i * nbc + j], want);
+                          "the CPU's %a",
+                          (unsigned long long)b->r0, (unsigned long long)b->c0,
+                          (unsigned long long)i, (unsigned long long)j,
+                          amax[i * nbc + j], want);
             mult[i * nbc + j] = wex__quant_mult(want);
         }
     for (uint64_t first = 0; first < b->rows; first += b->chunk) {
@@ -96,18 +97,17 @@ static void check_box(wex__device *dev, const void *dmatrix, const box *b)
             for (uint64_t c = 0; c < b->cols; c++) {
                 uint8_t want;
                 float m = mult[(first + r + rp) / 128 * nbc + (c + cp) / 128];
-                wex__quantize_e4m3(WEX_DTYPE_BF16,
-                                   &matrix[(b->r0 + first + r) * COLS +
-                                           b->c0 + c],
-                                   1, m, &want);
-                ck_assert_msg(host[r * b->cols + c] == want,
-                              "box at (%llu, %llu), row %llu col %llu: "
-                              "0x%02x, the CPU's 0x%02x",
-                              (unsigned long long)b->r0,
-                              (unsigned long long)b->c0,
-                              (unsigned long long)(first + r),
-                              (unsigned long long)c, host[r * b->cols + c],
-                              want);
+                wex__quantize_e4m3(
+                    WEX_DTYPE_BF16,
+                    &matrix[(b->r0 + first + r) * COLS + b->c0 + c], 1, m,
+                    &want);
+                ck_assert_msg(
+                    host[r * b->cols + c] == want,
+                    "box at (%llu, %llu), row %llu col %llu: "
+                    "0x%02x, the CPU's 0x%02x",
+                    (unsigned long long)b->r0, (unsigned long long)b->c0,
+                    (unsigned long long)(first + r), (unsigned long long)c,
+                    host[r * b->cols + c], want);
             }
         wex__device_stage_reset(dev);
     }
@@ -118,10 +118,10 @@ static void check_box(wex__device *dev, const void *dmatrix, const box *b)
 START_TEST(device_quantization_is_the_cpu_quantization)
 {
     static const box boxes[] = {
-        {0, 0, ROWS, COLS, ROWS},  /* whole, aligned, one chunk */
-        {0, 0, ROWS, COLS, 37},    /* chunks starting at other phases */
-        {64, 64, 192, 200, 50},    /* inside blocks, crossing them */
-        {127, 255, 140, 145, 1},   /* one row at a time */
+        {0, 0, ROWS, COLS, ROWS}, /* whole, aligned, one chunk */
+        {0, 0, ROWS, COLS, 37},   /* chunks starting at other phases */
+        {64, 64, 192, 200, 50},   /* inside blocks, crossing them */
+        {127, 255, 140, 145, 1},  /* one row at a time */
         {200, 3, 100, 397, 129},
     };
     wex__device *dev = NULL;

@@ -12,11 +12,11 @@
 #include "check_run.h"
 #include "engine_fixture.h"
 
-#define ASSERT_BOX(p, o0, e0, a0)                                          \
-    do {                                                                   \
-        ck_assert_uint_eq((p)->offset[0], (o0));                           \
-        ck_assert_uint_eq((p)->extent[0], (e0));                           \
-        ck_assert_uint_eq((p)->at[0], (a0));                               \
+#define ASSERT_BOX(p, o0, e0, a0)                                              \
+    do {                                                                       \
+        ck_assert_uint_eq((p)->offset[0], (o0));                               \
+        ck_assert_uint_eq((p)->extent[0], (e0));                               \
+        ck_assert_uint_eq((p)->at[0], (a0));                                   \
     } while (0)
 
 #define QKV "model.layers.0.self_attn.qkv_proj.weight"
@@ -28,9 +28,12 @@ START_TEST(vllm_qkv_rows_on_a_tp_rank)
     /* Qwen3-8B: 32 query heads, 8 KV heads of 128; TP 4, rank 1. */
     describe(&d, "Qwen3-8B", "vllm", "{\"tp\":4}", NULL, 1);
     ck_assert_uint_eq(tensor(&d, QKV, NULL)->shape[0], 1024 + 256 + 256);
-    ASSERT_BOX(piece(&d, QKV, "model.layers.0.self_attn.q_proj.weight", 0), 1024, 1024, 0);
-    ASSERT_BOX(piece(&d, QKV, "model.layers.0.self_attn.k_proj.weight", 0), 256, 256, 1024);
-    ASSERT_BOX(piece(&d, QKV, "model.layers.0.self_attn.v_proj.weight", 0), 256, 256, 1280);
+    ASSERT_BOX(piece(&d, QKV, "model.layers.0.self_attn.q_proj.weight", 0),
+               1024, 1024, 0);
+    ASSERT_BOX(piece(&d, QKV, "model.layers.0.self_attn.k_proj.weight", 0), 256,
+               256, 1024);
+    ASSERT_BOX(piece(&d, QKV, "model.layers.0.self_attn.v_proj.weight", 0), 256,
+               256, 1280);
     release(&d);
 }
 END_TEST
@@ -42,9 +45,12 @@ START_TEST(vllm_replicates_kv_heads_past_their_count)
     /* TP 16 over 8 KV heads: ranks 2 and 3 share KV head 1. */
     describe(&d, "Qwen3-8B", "vllm", "{\"tp\":16}", NULL, 3);
     ck_assert_uint_eq(tensor(&d, QKV, NULL)->shape[0], 256 + 128 + 128);
-    ASSERT_BOX(piece(&d, QKV, "model.layers.0.self_attn.q_proj.weight", 0), 768, 256, 0);
-    ASSERT_BOX(piece(&d, QKV, "model.layers.0.self_attn.k_proj.weight", 0), 128, 128, 256);
-    ASSERT_BOX(piece(&d, QKV, "model.layers.0.self_attn.v_proj.weight", 0), 128, 128, 384);
+    ASSERT_BOX(piece(&d, QKV, "model.layers.0.self_attn.q_proj.weight", 0), 768,
+               256, 0);
+    ASSERT_BOX(piece(&d, QKV, "model.layers.0.self_attn.k_proj.weight", 0), 128,
+               128, 256);
+    ASSERT_BOX(piece(&d, QKV, "model.layers.0.self_attn.v_proj.weight", 0), 128,
+               128, 384);
     release(&d);
 }
 END_TEST
@@ -75,11 +81,18 @@ START_TEST(vllm_expert_parallel_over_tp_times_dp)
     const char *w2 = "model.layers.0.mlp.experts.w2_weight";
 
     /* ep = tp * dp = 4: rank 3 (dp 1, tp 1) holds experts 96..127 whole. */
-    describe(&d, "Qwen3-30B-A3B", "vllm", "{\"tp\":2,\"dp\":2,\"ep\":4}", NULL, 3);
+    describe(&d, "Qwen3-30B-A3B", "vllm", "{\"tp\":2,\"dp\":2,\"ep\":4}", NULL,
+             3);
     ck_assert_uint_eq(tensor(&d, w2, NULL)->shape[0], 32);
     ck_assert_uint_eq(tensor(&d, w2, NULL)->shape[2], 768);
-    ck_assert_uint_eq(piece(&d, w2, "model.layers.0.mlp.experts.96.down_proj.weight", 0)->at[0], 0);
-    ck_assert_uint_eq(piece(&d, w2, "model.layers.0.mlp.experts.127.down_proj.weight", 0)->at[0], 31);
+    ck_assert_uint_eq(
+        piece(&d, w2, "model.layers.0.mlp.experts.96.down_proj.weight", 0)
+            ->at[0],
+        0);
+    ck_assert_uint_eq(
+        piece(&d, w2, "model.layers.0.mlp.experts.127.down_proj.weight", 0)
+            ->at[0],
+        31);
     release(&d);
 }
 END_TEST
@@ -95,10 +108,14 @@ START_TEST(mla_fused_a_projection_names_and_scales)
      * scales follow block for block: 12 + 5 = 17 rows of 128. */
     describe(&d, "DeepSeek-V3", "vllm", "{\"tp\":8}", NULL, 5);
     ck_assert_uint_eq(tensor(&d, v, NULL)->shape[0], 2112);
-    ck_assert_uint_eq(tensor(&d, "model.layers.0.self_attn.fused_qkv_a_proj.weight_scale_inv",
-                             NULL)->shape[0], 17);
+    ck_assert_uint_eq(
+        tensor(&d, "model.layers.0.self_attn.fused_qkv_a_proj.weight_scale_inv",
+               NULL)
+            ->shape[0],
+        17);
     p = piece(&d, "model.layers.0.self_attn.fused_qkv_a_proj.weight_scale_inv",
-              "model.layers.0.self_attn.kv_a_proj_with_mqa.weight_scale_inv", 0);
+              "model.layers.0.self_attn.kv_a_proj_with_mqa.weight_scale_inv",
+              0);
     ASSERT_BOX(p, 0, 5, 12);
     release(&d);
     describe(&d, "DeepSeek-V3", "sglang", "{\"tp\":8}", NULL, 5);
@@ -116,10 +133,14 @@ START_TEST(megatron_interleaves_qkv_per_query_group)
     /* Qwen3-8B, TP 2, rank 1: query groups 4..7, each 4 q heads, k, v. */
     describe(&d, "Qwen3-8B", "megatron", "{\"tp\":2}", NULL, 1);
     ck_assert_uint_eq(tensor(&d, qkv, NULL)->shape[0], 4 * (4 + 2) * 128);
-    ASSERT_BOX(piece(&d, qkv, "model.layers.0.self_attn.q_proj.weight", 0), 2048, 512, 0);
-    ASSERT_BOX(piece(&d, qkv, "model.layers.0.self_attn.k_proj.weight", 0), 512, 128, 512);
-    ASSERT_BOX(piece(&d, qkv, "model.layers.0.self_attn.v_proj.weight", 0), 512, 128, 640);
-    ASSERT_BOX(piece(&d, qkv, "model.layers.0.self_attn.q_proj.weight", 1), 2560, 512, 768);
+    ASSERT_BOX(piece(&d, qkv, "model.layers.0.self_attn.q_proj.weight", 0),
+               2048, 512, 0);
+    ASSERT_BOX(piece(&d, qkv, "model.layers.0.self_attn.k_proj.weight", 0), 512,
+               128, 512);
+    ASSERT_BOX(piece(&d, qkv, "model.layers.0.self_attn.v_proj.weight", 0), 512,
+               128, 640);
+    ASSERT_BOX(piece(&d, qkv, "model.layers.0.self_attn.q_proj.weight", 1),
+               2560, 512, 768);
     release(&d);
 }
 END_TEST
@@ -145,10 +166,12 @@ START_TEST(megatron_tied_output_layer_on_the_last_stage)
     /* Qwen3-0.6B ties its embeddings: with pp 2 the last stage keeps its
      * own copy as output_layer; stage-local layer numbers restart at 0. */
     describe(&d, "Qwen3-0.6B", "megatron", "{\"pp\":2}", NULL, 1);
-    ASSERT_BOX(piece(&d, "output_layer.weight", "model.embed_tokens.weight", 0), 0, 151936, 0);
+    ASSERT_BOX(piece(&d, "output_layer.weight", "model.embed_tokens.weight", 0),
+               0, 151936, 0);
     ck_assert(!has_tensor(&d, "embedding.word_embeddings.weight"));
-    ck_assert_ptr_nonnull(piece(&d, "decoder.layers.0.self_attention.linear_qkv.weight",
-                                "model.layers.14.self_attn.q_proj.weight", 0));
+    ck_assert_ptr_nonnull(
+        piece(&d, "decoder.layers.0.self_attention.linear_qkv.weight",
+              "model.layers.14.self_attn.q_proj.weight", 0));
     release(&d);
 }
 END_TEST
@@ -159,10 +182,15 @@ START_TEST(sglang_dp_attention)
 
     /* tp 4 with attn_dp 2: attention is split over 2 ranks (rank 3 is
      * attention rank 1), the embedding is whole, lm_head split over 4. */
-    describe(&d, "Qwen3-30B-A3B", "sglang", "{\"tp\":4,\"attn_dp\":2}", NULL, 3);
-    ASSERT_BOX(piece(&d, QKV, "model.layers.0.self_attn.q_proj.weight", 0), 2048, 2048, 0);
-    ASSERT_BOX(piece(&d, "model.embed_tokens.weight", "model.embed_tokens.weight", 0), 0, 151936, 0);
-    ASSERT_BOX(piece(&d, "lm_head.weight", "lm_head.weight", 0), 3 * 37984, 37984, 0);
+    describe(&d, "Qwen3-30B-A3B", "sglang", "{\"tp\":4,\"attn_dp\":2}", NULL,
+             3);
+    ASSERT_BOX(piece(&d, QKV, "model.layers.0.self_attn.q_proj.weight", 0),
+               2048, 2048, 0);
+    ASSERT_BOX(
+        piece(&d, "model.embed_tokens.weight", "model.embed_tokens.weight", 0),
+        0, 151936, 0);
+    ASSERT_BOX(piece(&d, "lm_head.weight", "lm_head.weight", 0), 3 * 37984,
+               37984, 0);
     release(&d);
 }
 END_TEST
@@ -174,9 +202,11 @@ START_TEST(fsdp_chunks_like_torch_chunk)
     /* 151936 rows over 3: chunks of 50646; the last holds 50644, and
      * its local tensor (FSDP2's to_local()) is those rows, unpadded. */
     describe(&d, "Qwen3-0.6B", "fsdp", "{\"dp\":3}", NULL, 2);
-    ck_assert_uint_eq(tensor(&d, "model.embed_tokens.weight", NULL)->shape[0], 50644);
-    ASSERT_BOX(piece(&d, "model.embed_tokens.weight", "model.embed_tokens.weight", 0),
-               101292, 50644, 0);
+    ck_assert_uint_eq(tensor(&d, "model.embed_tokens.weight", NULL)->shape[0],
+                      50644);
+    ASSERT_BOX(
+        piece(&d, "model.embed_tokens.weight", "model.embed_tokens.weight", 0),
+        101292, 50644, 0);
     release(&d);
 }
 END_TEST
@@ -198,12 +228,16 @@ END_TEST
 
 START_TEST(engines_refuse_what_they_would_reject)
 {
-    refused("Qwen2.5-7B-Instruct", "vllm", "{\"tp\":8}", NULL,
-            "parallel/tp: num_attention_heads (28) must be divisible by tp (8)");
-    refused("DeepSeek-V3", "vllm", "{\"tp\":32}", NULL, "fp8 quantization block");
+    refused(
+        "Qwen2.5-7B-Instruct", "vllm", "{\"tp\":8}", NULL,
+        "parallel/tp: num_attention_heads (28) must be divisible by tp (8)");
+    refused("DeepSeek-V3", "vllm", "{\"tp\":32}", NULL,
+            "fp8 quantization block");
     refused("Qwen3-8B", "vllm", "{\"ep\":2}", NULL, "parallel/ep");
-    refused("Qwen3-30B-A3B", "sglang", "{\"tp\":4,\"ep\":3}", NULL, "ep must divide tp");
-    refused("Kimi-K2-Instruct", "megatron", "{\"pp\":4}", NULL, "does not divide");
+    refused("Qwen3-30B-A3B", "sglang", "{\"tp\":4,\"ep\":3}", NULL,
+            "ep must divide tp");
+    refused("Kimi-K2-Instruct", "megatron", "{\"pp\":4}", NULL,
+            "does not divide");
     refused("Qwen3-8B", "megatron", "{\"tp\":16}", NULL, "parallel/tp");
     refused("Qwen3-8B", "fsdp", "{\"tp\":2}", NULL, "parallel/tp");
     refused("Llama-3.2-1B", "vllm", "{\"pp\":17}", NULL, "parallel/pp");

@@ -33,15 +33,15 @@
 
 /* A passing ck_assert writes its location to Check's log file: millions
  * of syscalls over a big model. The checker calls Check only on failure. */
-#define need(cond) \
-    do { \
-        if (!(cond)) \
-            ck_abort_msg("failed: %s", #cond); \
+#define need(cond)                                                             \
+    do {                                                                       \
+        if (!(cond))                                                           \
+            ck_abort_msg("failed: %s", #cond);                                 \
     } while (0)
-#define need_msg(cond, ...) \
-    do { \
-        if (!(cond)) \
-            ck_abort_msg(__VA_ARGS__); \
+#define need_msg(cond, ...)                                                    \
+    do {                                                                       \
+        if (!(cond))                                                           \
+            ck_abort_msg(__VA_ARGS__);                                         \
     } while (0)
 #define GRID_MAX_CELLS (1u << 24) /* a sane layout needs far fewer */
 
@@ -128,8 +128,10 @@ static int grid_build(grid *g, uint32_t nd, const uint64_t *shape,
         for (size_t i = 0; i < n; i++) {
             if (boxes[i].ext[d] == 0 ||
                 boxes[i].lo[d] + boxes[i].ext[d] > shape[d]) {
-                snprintf(why, SUB_MAX, "box dim %u [%llu, +%llu) leaves "
-                         "[0, %llu)", d, (unsigned long long)boxes[i].lo[d],
+                snprintf(why, SUB_MAX,
+                         "box dim %u [%llu, +%llu) leaves "
+                         "[0, %llu)",
+                         d, (unsigned long long)boxes[i].lo[d],
                          (unsigned long long)boxes[i].ext[d],
                          (unsigned long long)shape[d]);
                 free(cut);
@@ -189,8 +191,8 @@ static const char *cell_origin(const grid *g, size_t cell, uint64_t *coord,
         cell /= g->ncut[d] - 1;
     }
     for (uint32_t d = 0; d < g->nd && len < size; d++)
-        len += (size_t)snprintf(buf + len, size - len, "%s%llu",
-                                d ? ", " : "[", (unsigned long long)coord[d]);
+        len += (size_t)snprintf(buf + len, size - len, "%s%llu", d ? ", " : "[",
+                                (unsigned long long)coord[d]);
     if (len < size)
         snprintf(buf + len, size - len, "]");
     return buf;
@@ -213,7 +215,7 @@ static int box_holds(const box *b, uint32_t nd, const uint64_t *coord)
  * weight: memory follows the sharding, not the replica count. */
 typedef struct cover {
     const wex_model *model;
-    box **boxes; /* per canonical tensor */
+    box **boxes;              /* per canonical tensor */
     unsigned char *converted; /* per canonical tensor: held as values */
     int no_mtp; /* the engine's main model holds no MTP layer (vLLM, SGLang) */
     size_t *count, *cap;
@@ -320,8 +322,8 @@ static int mtp_shared_copy(const char *name)
  * model's layout holds none of them. */
 static int mtp_layer_tensor(const wex_model *m, const char *name)
 {
-    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(m->config,
-                                                           "num_hidden_layers");
+    const cJSON *layers =
+        cJSON_GetObjectItemCaseSensitive(m->config, "num_hidden_layers");
     char *end;
     long n;
 
@@ -375,15 +377,15 @@ static int cover_check(const cover *c, char *why)
             cell_origin(&g, hi, coord, at_hi, sizeof(at_hi));
             for (size_t k = 0; k < c->count[t] && len < SUB_MAX - 32; k++)
                 if (box_holds(&c->boxes[t][k], ct->ndim, coord))
-                    len += (size_t)snprintf(sub + len, sizeof(sub) - len,
-                                            " %llu",
-                                            (unsigned long long)
-                                                c->boxes[t][k].tag);
+                    len += (size_t)snprintf(
+                        sub + len, sizeof(sub) - len, " %llu",
+                        (unsigned long long)c->boxes[t][k].tag);
             sub[len] = '\0';
-            snprintf(why, WHY_MAX, "tensor %s: element %s is held %llu "
+            snprintf(why, WHY_MAX,
+                     "tensor %s: element %s is held %llu "
                      "times but element %s %llu times (by ranks%s)",
-                     ct->name, at_lo, (unsigned long long)g.count[lo],
-                     at_hi, (unsigned long long)g.count[hi], sub);
+                     ct->name, at_lo, (unsigned long long)g.count[lo], at_hi,
+                     (unsigned long long)g.count[hi], sub);
             grid_free(&g);
             goto out;
         }
@@ -391,8 +393,10 @@ static int cover_check(const cover *c, char *why)
         grid_free(&g);
     }
     if (c->piece_bytes != expect) {
-        snprintf(why, WHY_MAX, "pieces hold %llu bytes, the coverage "
-                 "implies %llu", (unsigned long long)c->piece_bytes,
+        snprintf(why, WHY_MAX,
+                 "pieces hold %llu bytes, the coverage "
+                 "implies %llu",
+                 (unsigned long long)c->piece_bytes,
                  (unsigned long long)expect);
         goto out;
     }
@@ -408,8 +412,7 @@ out:
 
 /* A piece's box in its local tensor: at[] on every dim, width 1 on the
  * leading (stacking) dims, the piece's extent on the trailing ones. */
-static void local_box(const wex__local_tensor *t, const wex__piece *p,
-                      box *b)
+static void local_box(const wex__local_tensor *t, const wex__piece *p, box *b)
 {
     uint32_t lead = t->ndim - p->ndim;
 
@@ -452,7 +455,8 @@ static int check_overlap(const wex__rank_layout *l, const wex_model *m,
             if (box_holds(&boxes[i], t->ndim, coord))
                 names[found++] =
                     m->tensors[l->pieces[boxes[i].tag].canonical].name;
-        snprintf(why, WHY_MAX, "rank %llu: local tensor %s: element %s is "
+        snprintf(why, WHY_MAX,
+                 "rank %llu: local tensor %s: element %s is "
                  "in %llu pieces (of %s and %s)",
                  (unsigned long long)l->rank, t->name, at,
                  (unsigned long long)g.count[k], names[0], names[1]);
@@ -465,8 +469,7 @@ static int check_overlap(const wex__rank_layout *l, const wex_model *m,
 
 /* Checks one rank on its own. 0, or -1 with `why` naming the rank and
  * the tensor. */
-static int check_rank(const wex_model *m, const wex__rank_layout *l,
-                      char *why)
+static int check_rank(const wex_model *m, const wex__rank_layout *l, char *why)
 {
     uint64_t bytes = 0, piece_bytes = 0;
     /* Pieces grouped by local tensor (a counting sort): tensor i's are
@@ -483,9 +486,11 @@ static int check_rank(const wex_model *m, const wex__rank_layout *l,
         for (uint32_t d = 0; d < t->ndim; d++)
             elements *= t->shape[d];
         if (t->bytes != elements * wex_dtype_size(t->dtype)) {
-            snprintf(why, WHY_MAX, "rank %llu: local tensor %s: %llu bytes "
-                     "for %llu elements", (unsigned long long)l->rank,
-                     t->name, (unsigned long long)t->bytes,
+            snprintf(why, WHY_MAX,
+                     "rank %llu: local tensor %s: %llu bytes "
+                     "for %llu elements",
+                     (unsigned long long)l->rank, t->name,
+                     (unsigned long long)t->bytes,
                      (unsigned long long)elements);
             rc = -1;
             goto out;
@@ -493,9 +498,11 @@ static int check_rank(const wex_model *m, const wex__rank_layout *l,
         bytes += t->bytes;
     }
     if (bytes != l->bytes) {
-        snprintf(why, WHY_MAX, "rank %llu: %llu bytes, its local tensors "
-                 "hold %llu", (unsigned long long)l->rank,
-                 (unsigned long long)l->bytes, (unsigned long long)bytes);
+        snprintf(why, WHY_MAX,
+                 "rank %llu: %llu bytes, its local tensors "
+                 "hold %llu",
+                 (unsigned long long)l->rank, (unsigned long long)l->bytes,
+                 (unsigned long long)bytes);
         rc = -1;
         goto out;
     }
@@ -514,18 +521,20 @@ static int check_rank(const wex_model *m, const wex__rank_layout *l,
              (p->transform != WEX_TRANSFORM_CONVERT ||
               !wex__convertible(m, p->canonical, t->dtype))) ||
             p->ndim > t->ndim) {
-            snprintf(why, WHY_MAX, "rank %llu: local tensor %s: piece of "
+            snprintf(why, WHY_MAX,
+                     "rank %llu: local tensor %s: piece of "
                      "%s has transform %u and %u dims (this test knows "
-                     "only plain and converted pieces)", (unsigned long long)l->rank,
-                     t->name, m->tensors[p->canonical].name, p->transform,
-                     p->ndim);
+                     "only plain and converted pieces)",
+                     (unsigned long long)l->rank, t->name,
+                     m->tensors[p->canonical].name, p->transform, p->ndim);
             rc = -1;
             goto out;
         }
         local_box(t, p, &b);
         for (uint32_t d = 0; d < t->ndim; d++)
             if (b.lo[d] + b.ext[d] > t->shape[d]) {
-                snprintf(why, WHY_MAX, "rank %llu: local tensor %s: piece "
+                snprintf(why, WHY_MAX,
+                         "rank %llu: local tensor %s: piece "
                          "of %s leaves it in dim %u (%llu + %llu > %llu)",
                          (unsigned long long)l->rank, t->name,
                          m->tensors[p->canonical].name, d,
@@ -541,9 +550,10 @@ static int check_rank(const wex_model *m, const wex__rank_layout *l,
         first[p->tensor + 1]++;
     }
     if (piece_bytes > l->bytes) {
-        snprintf(why, WHY_MAX, "rank %llu: pieces hold %llu bytes, more "
-                 "than the rank's %llu", (unsigned long long)l->rank,
-                 (unsigned long long)piece_bytes,
+        snprintf(why, WHY_MAX,
+                 "rank %llu: pieces hold %llu bytes, more "
+                 "than the rank's %llu",
+                 (unsigned long long)l->rank, (unsigned long long)piece_bytes,
                  (unsigned long long)l->bytes);
         rc = -1;
         goto out;
@@ -601,8 +611,10 @@ static int same_layout(const wex__rank_layout *a, const wex__rank_layout *b,
     }
     if (what == NULL)
         return 0;
-    snprintf(why, WHY_MAX, "rank %llu: described twice, the two differ "
-             "(first in %s)", (unsigned long long)a->rank, what);
+    snprintf(why, WHY_MAX,
+             "rank %llu: described twice, the two differ "
+             "(first in %s)",
+             (unsigned long long)a->rank, what);
     return -1;
 }
 
@@ -611,12 +623,16 @@ static int same_layout(const wex__rank_layout *a, const wex__rank_layout *b,
 /* ------------------------------------------------------------------ */
 
 static wex_model *qwen;
-static const char *const Q = "model.layers.0.self_attn.q_proj.weight"; /* [2048, 1024] */
-static const char *const K = "model.layers.0.self_attn.k_proj.weight"; /* [1024, 1024] */
+static const char *const Q =
+    "model.layers.0.self_attn.q_proj.weight"; /* [2048, 1024] */
+static const char *const K =
+    "model.layers.0.self_attn.k_proj.weight"; /* [1024, 1024] */
 
 static void qwen_load(void)
 {
-    ck_assert_int_eq(wex__model_load(WEX_MODELS_DIR "/Qwen3-0.6B.config.json", &qwen), WEX_OK);
+    ck_assert_int_eq(
+        wex__model_load(WEX_MODELS_DIR "/Qwen3-0.6B.config.json", &qwen),
+        WEX_OK);
 }
 
 static void qwen_free(void)
@@ -624,7 +640,8 @@ static void qwen_free(void)
     wex__model_free(qwen);
 }
 
-static uint64_t add_local(wex__rank_layout *l, const char *name, uint64_t rows, uint64_t cols)
+static uint64_t add_local(wex__rank_layout *l, const char *name, uint64_t rows,
+                          uint64_t cols)
 {
     const uint64_t shape[2] = {rows, cols};
     wex_local_tensor_desc d = {sizeof(d), WEX_DTYPE_BF16, 2, 0, name, shape};
@@ -636,12 +653,13 @@ static uint64_t add_local(wex__rank_layout *l, const char *name, uint64_t rows, 
 }
 
 /* Rows [row, row + rows) of canonical `name` at local row `at`. */
-static void add_rows(wex__rank_layout *l, uint64_t t, const char *name, uint64_t row,
-                     uint64_t rows, uint64_t at)
+static void add_rows(wex__rank_layout *l, uint64_t t, const char *name,
+                     uint64_t row, uint64_t rows, uint64_t at)
 {
     int64_t c = wex__model_find(qwen, name);
     const uint64_t off[2] = {row, 0}, ext[2] = {rows, 1024}, loc[2] = {at, 0};
-    wex_piece_desc p = {sizeof(p), WEX_TRANSFORM_NONE, (uint64_t)c, off, ext, loc};
+    wex_piece_desc p = {sizeof(p), WEX_TRANSFORM_NONE, (uint64_t)c, off, ext,
+                        loc};
     wex_layout_builder b = {qwen, l};
 
     ck_assert_int_ge(c, 0);
@@ -658,8 +676,10 @@ static void whole_except(wex__rank_layout *l, uint64_t rank, const char *skip)
     wex__rank_layout_init(l, rank);
     for (uint64_t i = 0; i < qwen->count; i++) {
         const wex__tensor *c = &qwen->tensors[i];
-        wex_local_tensor_desc d = {sizeof(d), c->dtype, c->ndim, 0, c->name, c->shape};
-        wex_piece_desc p = {sizeof(p), WEX_TRANSFORM_NONE, i, zeros, c->shape, zeros};
+        wex_local_tensor_desc d = {sizeof(d), c->dtype, c->ndim,
+                                   0,         c->name,  c->shape};
+        wex_piece_desc p = {sizeof(p), WEX_TRANSFORM_NONE, i,
+                            zeros,     c->shape,           zeros};
         uint64_t t;
         if (skip != NULL && strcmp(c->name, skip) == 0)
             continue;
@@ -713,9 +733,11 @@ START_TEST(checker_finds_a_gap)
     whole_except(&l[0], 0, Q);
     add_rows(&l[0], add_local(&l[0], "q", 2048, 1024), Q, 0, 1536, 0);
     ck_assert_int_eq(check_ranks(l, 1, why), -1);
-    ck_assert_msg(strstr(why, "tensor model.layers.0.self_attn.q_proj.weight: element "
-                              "[1536, 0] is held 0 times but element [0, 0] 1 times") != NULL,
-                  "%s", why);
+    ck_assert_msg(
+        strstr(why,
+               "tensor model.layers.0.self_attn.q_proj.weight: element "
+               "[1536, 0] is held 0 times but element [0, 0] 1 times") != NULL,
+        "%s", why);
 }
 END_TEST
 
@@ -727,8 +749,10 @@ START_TEST(checker_finds_a_tensor_no_rank_holds)
     whole_except(&l[0], 0, K);
     whole_except(&l[1], 1, K);
     ck_assert_int_eq(check_ranks(l, 2, why), -1);
-    ck_assert_msg(strstr(why, "tensor model.layers.0.self_attn.k_proj.weight: no rank") != NULL,
-                  "%s", why);
+    ck_assert_msg(
+        strstr(why, "tensor model.layers.0.self_attn.k_proj.weight: no rank") !=
+            NULL,
+        "%s", why);
 }
 END_TEST
 
@@ -742,9 +766,10 @@ START_TEST(checker_finds_a_part_held_twice)
     whole_except(&l[1], 1, Q);
     add_rows(&l[1], add_local(&l[1], "q", 512, 1024), Q, 512, 512, 0);
     ck_assert_int_eq(check_ranks(l, 2, why), -1);
-    ck_assert_msg(strstr(why, "q_proj.weight: element [0, 0] is held 1 times but element "
-                              "[512, 0] 2 times (by ranks 0 1)") != NULL,
-                  "%s", why);
+    ck_assert_msg(
+        strstr(why, "q_proj.weight: element [0, 0] is held 1 times but element "
+                    "[512, 0] 2 times (by ranks 0 1)") != NULL,
+        "%s", why);
 }
 END_TEST
 
@@ -760,10 +785,11 @@ START_TEST(checker_finds_an_overlap_in_a_local_tensor)
     add_rows(&l[0], t, Q, 0, 2048, 0);
     add_rows(&l[0], t, K, 0, 1024, 1536);
     ck_assert_int_eq(check_ranks(l, 1, why), -1);
-    ck_assert_msg(strstr(why, "rank 0: local tensor qk: element [1536, 0] is in 2 pieces "
-                              "(of model.layers.0.self_attn.q_proj.weight and "
-                              "model.layers.0.self_attn.k_proj.weight)") != NULL,
-                  "%s", why);
+    ck_assert_msg(
+        strstr(why, "rank 0: local tensor qk: element [1536, 0] is in 2 pieces "
+                    "(of model.layers.0.self_attn.q_proj.weight and "
+                    "model.layers.0.self_attn.k_proj.weight)") != NULL,
+        "%s", why);
 }
 END_TEST
 
@@ -775,7 +801,8 @@ START_TEST(checker_finds_wrong_bytes_and_a_stray_piece)
     whole_except(&l[0], 4, NULL);
     l[0].bytes += 2;
     ck_assert_int_eq(check_rank(qwen, &l[0], why), -1);
-    ck_assert_msg(strstr(why, "rank 4: ") && strstr(why, "bytes, its local tensors hold"),
+    ck_assert_msg(strstr(why, "rank 4: ") &&
+                      strstr(why, "bytes, its local tensors hold"),
                   "%s", why);
     l[0].bytes -= 2;
     l[0].pieces[3].at[0] = 1; /* past what the builder allowed */
@@ -856,7 +883,8 @@ static void uneven_stages(cJSON *o, uint64_t *s, uint64_t layers, uint64_t pp)
         return;
     last = pp == 2 ? layers - first : (layers - first) % (pp - 2);
     cJSON_AddNumberToObject(o, "first_stage_layers", (double)first);
-    cJSON_AddNumberToObject(o, "last_stage_layers", (double)(last ? last : pp - 2));
+    cJSON_AddNumberToObject(o, "last_stage_layers",
+                            (double)(last ? last : pp - 2));
 }
 
 /* One parallel config for `engine`. Sizes are drawn so that most obey
@@ -875,7 +903,9 @@ static cJSON *candidate(const char *engine, const facts *f, uint64_t *s)
     } else if (strcmp(engine, "megatron") == 0) {
         /* Megatron regroups each stage's tp x dp ranks as etp x ep x edp. */
         uint64_t etp = wild ? size_of(s) : divisor_of(s, tp);
-        uint64_t ep = wild ? size_of(s) : moe ? divisor_of(s, tp * dp / etp) : 1;
+        uint64_t ep = wild  ? size_of(s)
+                      : moe ? divisor_of(s, tp * dp / etp)
+                            : 1;
         put(o, s, "tp", tp);
         put(o, s, "pp", pp);
         put(o, s, "ep", ep);
@@ -911,7 +941,8 @@ static cJSON *candidate(const char *engine, const facts *f, uint64_t *s)
 /* Every (engine, model) pair                                          */
 /* ------------------------------------------------------------------ */
 
-static const char *const engines[] = {"hf", "fsdp", "megatron", "vllm", "sglang"};
+static const char *const engines[] = {"hf", "fsdp", "megatron", "vllm",
+                                      "sglang"};
 #define ENGINES (sizeof(engines) / sizeof(engines[0]))
 #define CANDIDATES 40
 /* A piece costs a few microseconds (two describes and the checks), and
@@ -947,7 +978,8 @@ static size_t min_accepted(const char *engine)
 
 /* Describes every rank of `e` (twice), checking all four properties.
  * Returns the pieces described. */
-static uint64_t check_engine(wex__engine *e, const wex_model *m, const char *ctx)
+static uint64_t check_engine(wex__engine *e, const wex_model *m,
+                             const char *ctx)
 {
     char why[WHY_MAX] = "";
     uint64_t pieces = 0;
@@ -958,10 +990,11 @@ static uint64_t check_engine(wex__engine *e, const wex_model *m, const char *ctx
                strcmp(e->plugin->manifest.name, "sglang") == 0;
     for (uint64_t r = 0; r < e->ranks; r++) {
         wex__rank_layout a, b;
-        need_msg(wex__engine_describe(e, r, &a) == WEX_OK, "%s: rank %llu: %s", ctx,
-                 (unsigned long long)r, wex__last_error());
-        need_msg(wex__engine_describe(e, r, &b) == WEX_OK, "%s: rank %llu again: %s", ctx,
-                 (unsigned long long)r, wex__last_error());
+        need_msg(wex__engine_describe(e, r, &a) == WEX_OK, "%s: rank %llu: %s",
+                 ctx, (unsigned long long)r, wex__last_error());
+        need_msg(wex__engine_describe(e, r, &b) == WEX_OK,
+                 "%s: rank %llu again: %s", ctx, (unsigned long long)r,
+                 wex__last_error());
         need_msg(check_rank(m, &a, why) == 0, "%s: %s", ctx, why);
         need_msg(same_layout(&a, &b, why) == 0, "%s: %s", ctx, why);
         cover_add(&c, &a);
@@ -998,7 +1031,8 @@ typedef struct pair_run {
 
 static void context(const pair_run *run, const cand *c, char *ctx, size_t size)
 {
-    snprintf(ctx, size, "engine %s, model %s, parallel %s", run->engine, run->model, c->text);
+    snprintf(ctx, size, "engine %s, model %s, parallel %s", run->engine,
+             run->model, c->text);
 }
 
 /* WEX_PROPS_VERBOSE=1 prints every candidate's verdict. */
@@ -1009,16 +1043,19 @@ static void open_candidate(pair_run *run, cand *c)
     char ctx[1024];
 
     context(run, c, ctx, sizeof(ctx));
-    if (wex__engine_open(run->registry, run->engine, run->m, c->parallel, NULL, &e) != WEX_OK) {
+    if (wex__engine_open(run->registry, run->engine, run->m, c->parallel, NULL,
+                         &e) != WEX_OK) {
         /* A refusal is fine; a silent one is not (the host fills in
          * "failed without a message" for a plugin that said nothing). */
         const char *msg = wex__last_error();
-        need_msg(msg[0] != '\0' && strstr(msg, "failed without a message") == NULL,
+        need_msg(msg[0] != '\0' &&
+                     strstr(msg, "failed without a message") == NULL,
                  "%s: refused without saying why: '%s'", ctx, msg);
         if (verbose)
             printf("  %s: refused: %s\n", ctx, msg);
         if (run->refused++ == 0)
-            snprintf(run->refusal, sizeof(run->refusal), "%s: %s", c->text, msg);
+            snprintf(run->refusal, sizeof(run->refusal), "%s: %s", c->text,
+                     msg);
         return;
     }
     need_msg(e->ranks > 0, "%s: accepted with 0 ranks", ctx);
@@ -1039,8 +1076,9 @@ static void check_candidate(pair_run *run, cand *c)
     char ctx[1024];
 
     context(run, c, ctx, sizeof(ctx));
-    need_msg(wex__engine_open(run->registry, run->engine, run->m, c->parallel, NULL, &e) ==
-                 WEX_OK, "%s: accepted once, refused now: %s", ctx, wex__last_error());
+    need_msg(wex__engine_open(run->registry, run->engine, run->m, c->parallel,
+                              NULL, &e) == WEX_OK,
+             "%s: accepted once, refused now: %s", ctx, wex__last_error());
     need_msg(e->ranks == c->ranks, "%s: %llu ranks, then %llu", ctx,
              (unsigned long long)c->ranks, (unsigned long long)e->ranks);
     run->pieces += check_engine(e, run->m, ctx);
@@ -1052,7 +1090,8 @@ static void check_candidate(pair_run *run, cand *c)
 
 static facts facts_of(const wex_model *m)
 {
-    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(m->config, "num_hidden_layers");
+    const cJSON *layers =
+        cJSON_GetObjectItemCaseSensitive(m->config, "num_hidden_layers");
     facts f = {0, cJSON_IsNumber(layers) ? (uint64_t)layers->valuedouble : 1};
 
     for (uint64_t i = 0; i < m->count && !f.moe; i++)
@@ -1065,7 +1104,8 @@ static void run_pair(pair_run *run, uint64_t seed)
     facts f = facts_of(run->m);
     size_t want = min_accepted(run->engine);
 
-    for (int draw = 0; draw < (strcmp(run->engine, "hf") == 0 ? 1 : CANDIDATES); draw++) {
+    for (int draw = 0; draw < (strcmp(run->engine, "hf") == 0 ? 1 : CANDIDATES);
+         draw++) {
         cand *c = &run->c[run->tried];
         int dup = 0;
         c->parallel = candidate(run->engine, &f, &seed);
@@ -1083,7 +1123,8 @@ static void run_pair(pair_run *run, uint64_t seed)
     }
     for (size_t k = 0; k < run->tried; k++) {
         cand *c = &run->c[k];
-        if (c->ranks > 0 && run->pieces + c->ranks * run->m->count <= PIECE_BUDGET)
+        if (c->ranks > 0 &&
+            run->pieces + c->ranks * run->m->count <= PIECE_BUDGET)
             check_candidate(run, c);
     }
     while (run->checked < want) { /* the cheapest unchecked, if any */
@@ -1127,17 +1168,22 @@ START_TEST(engine_properties)
 
     run_pair(run, seed);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    printf("engine %-8s %-20s configs: %2zu tried, %2zu accepted, %2zu checked, %2zu refused, "
-           "%2zu over %2llu ranks; %3llu ranks and %7llu pieces described, %.1f s\n",
-           run->engine, run->model, run->tried, run->accepted, run->checked, run->refused,
-           run->over_cap, (unsigned long long)run->cap, (unsigned long long)run->ranks,
-           (unsigned long long)run->pieces,
-           (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+    printf("engine %-8s %-20s configs: %2zu tried, %2zu accepted, %2zu "
+           "checked, %2zu refused, "
+           "%2zu over %2llu ranks; %3llu ranks and %7llu pieces described, "
+           "%.1f s\n",
+           run->engine, run->model, run->tried, run->accepted, run->checked,
+           run->refused, run->over_cap, (unsigned long long)run->cap,
+           (unsigned long long)run->ranks, (unsigned long long)run->pieces,
+           (double)(t1.tv_sec - t0.tv_sec) +
+               (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
     fflush(stdout);
     ck_assert_msg(run->accepted >= min_accepted(run->engine),
-                  "engine %s, model %s: only %zu of %zu configs accepted (%zu over %llu ranks), "
-                  "need %zu; first refusal: %s", run->engine, run->model, run->accepted,
-                  run->tried, run->over_cap, (unsigned long long)run->cap,
+                  "engine %s, model %s: only %zu of %zu configs accepted (%zu "
+                  "over %llu ranks), "
+                  "need %zu; first refusal: %s",
+                  run->engine, run->model, run->accepted, run->tried,
+                  run->over_cap, (unsigned long long)run->cap,
                   min_accepted(run->engine), run->refusal);
     for (size_t k = 0; k < run->tried; k++) {
         cJSON_Delete(run->c[k].parallel);
@@ -1160,7 +1206,8 @@ static void find_pairs(void)
 
     while (dir != NULL && (d = readdir(dir)) != NULL) {
         size_t n = strlen(d->d_name);
-        if (n > 12 && strcmp(d->d_name + n - 12, ".config.json") == 0 && model_count < 64)
+        if (n > 12 && strcmp(d->d_name + n - 12, ".config.json") == 0 &&
+            model_count < 64)
             models[model_count++] = strdup(d->d_name);
     }
     if (dir != NULL)
@@ -1168,7 +1215,8 @@ static void find_pairs(void)
     qsort(models, model_count, sizeof(*models), by_name);
     for (size_t e = 0; e < ENGINES; e++) {
         char manifest[4096];
-        snprintf(manifest, sizeof(manifest), "%s/engine-%s.json", WEX_BUILD_PLUGINS, engines[e]);
+        snprintf(manifest, sizeof(manifest), "%s/engine-%s.json",
+                 WEX_BUILD_PLUGINS, engines[e]);
         if (access(manifest, R_OK) != 0)
             continue; /* models_and_engines_are_found fails on this */
         for (size_t k = 0; k < model_count; k++) {

@@ -15,10 +15,10 @@
 #include "check_run.h"
 #include "engine_fixture.h"
 
-#define ASSERT_SHAPE2(t, a, b)                                             \
-    do {                                                                   \
-        ck_assert_uint_eq((t)->shape[0], (a));                             \
-        ck_assert_uint_eq((t)->shape[1], (b));                             \
+#define ASSERT_SHAPE2(t, a, b)                                                 \
+    do {                                                                       \
+        ck_assert_uint_eq((t)->shape[0], (a));                                 \
+        ck_assert_uint_eq((t)->shape[1], (b));                                 \
     } while (0)
 
 #define L3 "model.layers.3.mlp."
@@ -41,14 +41,14 @@ START_TEST(sglang_fuses_the_deepseek_shared_expert)
     describe(&d, "DeepSeek-V3", "sglang", "{\"tp\":8}", NULL, 5);
     ASSERT_SHAPE2(tensor(&d, L3 "experts.w13_weight", NULL), 257, 512);
     ck_assert_uint_eq(tensor(&d, L3 "experts.w2_weight", NULL)->shape[0], 257);
-    ck_assert_uint_eq(tensor(&d, L3 "experts.w13_weight_scale_inv", NULL)->shape[0],
-                      257);
+    ck_assert_uint_eq(
+        tensor(&d, L3 "experts.w13_weight_scale_inv", NULL)->shape[0], 257);
     p = piece(&d, L3 "experts.w13_weight", SH_GATE, 0);
     ck_assert_uint_eq(p->at[0], 256);
     ck_assert_uint_eq(p->offset[0], 5 * 256);
     ck_assert_uint_eq(p->extent[0], 256);
-    p = piece(&d, L3 "experts.w2_weight",
-              L3 "shared_experts.down_proj.weight", 0);
+    p = piece(&d, L3 "experts.w2_weight", L3 "shared_experts.down_proj.weight",
+              0);
     ck_assert_uint_eq(p->at[0], 256);
     ck_assert_uint_eq(p->offset[1], 5 * 256);
     ck_assert(!has_tensor_with(&d, "shared_experts"));
@@ -60,8 +60,8 @@ START_TEST(sglang_fuses_the_deepseek_shared_expert)
     describe(&d, "DeepSeek-V3", "sglang", "{\"tp\":8}",
              "{\"shared_experts_fusion\":\"off\"}", 5);
     ck_assert_uint_eq(tensor(&d, L3 "experts.w13_weight", NULL)->shape[0], 256);
-    ASSERT_SHAPE2(tensor(&d, L3 "shared_experts.gate_up_proj.weight", NULL), 512,
-                  7168);
+    ASSERT_SHAPE2(tensor(&d, L3 "shared_experts.gate_up_proj.weight", NULL),
+                  512, 7168);
     release(&d);
 
     /* auto is off under expert parallelism ... */
@@ -71,24 +71,30 @@ START_TEST(sglang_fuses_the_deepseek_shared_expert)
     release(&d);
     /* ... and for 384 routed experts (Kimi-K2) */
     describe(&d, "Kimi-K2-Instruct", "sglang", "{\"tp\":8}", NULL, 0);
-    ck_assert_uint_eq(tensor(&d, "model.layers.1.mlp.experts.w13_weight", NULL)->shape[0],
-                      384);
-    ck_assert(has_tensor(&d, "model.layers.1.mlp.shared_experts.gate_up_proj.weight"));
+    ck_assert_uint_eq(
+        tensor(&d, "model.layers.1.mlp.experts.w13_weight", NULL)->shape[0],
+        384);
+    ck_assert(has_tensor(
+        &d, "model.layers.1.mlp.shared_experts.gate_up_proj.weight"));
     release(&d);
     /* "on" fuses Kimi-K2's too */
     describe(&d, "Kimi-K2-Instruct", "sglang", "{\"tp\":8}",
              "{\"shared_experts_fusion\":\"on\"}", 0);
-    ck_assert_uint_eq(tensor(&d, "model.layers.1.mlp.experts.w13_weight", NULL)->shape[0],
-                      385);
+    ck_assert_uint_eq(
+        tensor(&d, "model.layers.1.mlp.experts.w13_weight", NULL)->shape[0],
+        385);
     release(&d);
 
     refused("DeepSeek-V3", "sglang", "{\"tp\":8,\"ep\":8}",
-            "{\"shared_experts_fusion\":\"on\"}", "options/shared_experts_fusion");
+            "{\"shared_experts_fusion\":\"on\"}",
+            "options/shared_experts_fusion");
     refused("Qwen3-30B-A3B", "sglang", "{\"tp\":2}",
-            "{\"shared_experts_fusion\":\"on\"}", "options/shared_experts_fusion");
+            "{\"shared_experts_fusion\":\"on\"}",
+            "options/shared_experts_fusion");
     refused("DeepSeek-V3", "sglang", "{\"tp\":8}",
             "{\"shared_experts_fusion\":\"yes\"}",
-            "options/shared_experts_fusion: expected one of \"auto\", \"on\", \"off\"");
+            "options/shared_experts_fusion: expected one of \"auto\", \"on\", "
+            "\"off\"");
 }
 END_TEST
 
@@ -117,11 +123,14 @@ START_TEST(vllm_internal_dp_splits_experts_over_tp_times_dp)
     ck_assert_uint_eq(p->extent[0], 192);
     ck_assert_uint_eq(p->at[0], 5);
     ck_assert_uint_eq(p->at[1], 192);
-    ck_assert_uint_eq(piece(&d, w2, "model.layers.0.mlp.experts.5.down_proj.weight",
-                            0)->offset[1], 384);
+    ck_assert_uint_eq(
+        piece(&d, w2, "model.layers.0.mlp.experts.5.down_proj.weight", 0)
+            ->offset[1],
+        384);
     /* attention stays split over the server's tp */
-    ck_assert_uint_eq(tensor(&d, "model.layers.0.self_attn.qkv_proj.weight", NULL)->shape[0],
-                      (32 / 2 + 2 * 4 / 2) * 128);
+    ck_assert_uint_eq(
+        tensor(&d, "model.layers.0.self_attn.qkv_proj.weight", NULL)->shape[0],
+        (32 / 2 + 2 * 4 / 2) * 128);
     release(&d);
 
     /* replicas (the default): each server splits over its own tp */
@@ -130,7 +139,8 @@ START_TEST(vllm_internal_dp_splits_experts_over_tp_times_dp)
     release(&d);
 
     /* ep = tp * dp still means internal DP when the option is absent */
-    describe(&d, "Qwen3-30B-A3B", "vllm", "{\"tp\":2,\"dp\":2,\"ep\":4}", NULL, 3);
+    describe(&d, "Qwen3-30B-A3B", "vllm", "{\"tp\":2,\"dp\":2,\"ep\":4}", NULL,
+             3);
     ck_assert_uint_eq(tensor(&d, w13, NULL)->shape[0], 32);
     release(&d);
 
@@ -146,7 +156,8 @@ START_TEST(vllm_internal_dp_splits_experts_over_tp_times_dp)
     /* DeepSeek-V3's 2048-row experts over 32 ranks cut its fp8 blocks */
     refused("DeepSeek-V3", "vllm", "{\"tp\":8,\"dp\":4}",
             "{\"data_parallel\":\"internal\"}",
-            "parallel/dp: tp * dp splits model.layers.3.mlp.experts.0.gate_proj.weight "
+            "parallel/dp: tp * dp splits "
+            "model.layers.3.mlp.experts.0.gate_proj.weight "
             "rows 32 ways");
 }
 END_TEST
@@ -166,18 +177,21 @@ START_TEST(vllm_sequence_parallel_moe_keeps_shared_experts_whole)
     const wex__piece *p;
 
     /* DeepSeek-V3, one server of tp 8 x dp 2 with ep 16, rank 9 */
-    describe(&d, "DeepSeek-V3", "vllm", "{\"tp\":8,\"dp\":2,\"ep\":16}", NULL, 9);
+    describe(&d, "DeepSeek-V3", "vllm", "{\"tp\":8,\"dp\":2,\"ep\":16}", NULL,
+             9);
     ASSERT_SHAPE2(tensor(&d, gu, NULL), 4096, 7168);
     ASSERT_SHAPE2(tensor(&d, down, NULL), 7168, 2048);
     p = piece(&d, gu, L3 "shared_experts.up_proj.weight", 0);
     ck_assert_uint_eq(p->offset[0], 0);
     ck_assert_uint_eq(p->extent[0], 2048);
     ck_assert_uint_eq(p->at[0], 2048);
-    ASSERT_SHAPE2(tensor(&d, L3 "shared_experts.gate_up_proj.weight_scale_inv", NULL),
-                  32, 56);
+    ASSERT_SHAPE2(
+        tensor(&d, L3 "shared_experts.gate_up_proj.weight_scale_inv", NULL), 32,
+        56);
     /* the dense layers' MLP stays split over tp */
-    ck_assert_uint_eq(tensor(&d, "model.layers.0.mlp.gate_up_proj.weight", NULL)->shape[0],
-                      2 * 18432 / 8);
+    ck_assert_uint_eq(
+        tensor(&d, "model.layers.0.mlp.gate_up_proj.weight", NULL)->shape[0],
+        2 * 18432 / 8);
     release(&d);
 
     /* pplx handles replicated tokens: not sequence parallel */
@@ -186,7 +200,8 @@ START_TEST(vllm_sequence_parallel_moe_keeps_shared_experts_whole)
     ASSERT_SHAPE2(tensor(&d, gu, NULL), 512, 7168);
     release(&d);
     /* without DP (separate servers, ep = tp) neither */
-    describe(&d, "DeepSeek-V3", "vllm", "{\"tp\":8,\"dp\":2,\"ep\":8}", NULL, 9);
+    describe(&d, "DeepSeek-V3", "vllm", "{\"tp\":8,\"dp\":2,\"ep\":8}", NULL,
+             9);
     ASSERT_SHAPE2(tensor(&d, gu, NULL), 512, 7168);
     release(&d);
     /* nor without expert parallelism */
@@ -195,8 +210,8 @@ START_TEST(vllm_sequence_parallel_moe_keeps_shared_experts_whole)
     ASSERT_SHAPE2(tensor(&d, gu, NULL), 512, 7168);
     release(&d);
 
-    refused("DeepSeek-V3", "vllm", "{\"tp\":8}", "{\"all2all_backend\":\"nccl\"}",
-            "options/all2all_backend");
+    refused("DeepSeek-V3", "vllm", "{\"tp\":8}",
+            "{\"all2all_backend\":\"nccl\"}", "options/all2all_backend");
 }
 END_TEST
 
@@ -213,12 +228,14 @@ START_TEST(sglang_a2a_backends_keep_shared_experts_whole)
     describe(&d, "DeepSeek-V3", "sglang", "{\"tp\":8,\"ep\":8}",
              "{\"moe_a2a_backend\":\"deepep\"}", 3);
     ASSERT_SHAPE2(tensor(&d, gu, NULL), 4096, 7168);
-    ASSERT_SHAPE2(tensor(&d, L3 "shared_experts.down_proj.weight", NULL), 7168, 2048);
-    ck_assert_uint_eq(piece(&d, gu, L3 "shared_experts.up_proj.weight", 0)->at[0],
-                      2048);
+    ASSERT_SHAPE2(tensor(&d, L3 "shared_experts.down_proj.weight", NULL), 7168,
+                  2048);
+    ck_assert_uint_eq(
+        piece(&d, gu, L3 "shared_experts.up_proj.weight", 0)->at[0], 2048);
     /* experts spread whole over ep = tp */
     ck_assert_uint_eq(tensor(&d, L3 "experts.w13_weight", NULL)->shape[0], 32);
-    ck_assert_uint_eq(tensor(&d, L3 "experts.w13_weight", NULL)->shape[1], 4096);
+    ck_assert_uint_eq(tensor(&d, L3 "experts.w13_weight", NULL)->shape[1],
+                      4096);
     release(&d);
 
     /* with DP attention too */
@@ -232,9 +249,11 @@ START_TEST(sglang_a2a_backends_keep_shared_experts_whole)
     ASSERT_SHAPE2(tensor(&d, gu, NULL), 512, 7168);
     release(&d);
 
-    refused("DeepSeek-V3", "sglang", "{\"tp\":8}", "{\"moe_a2a_backend\":\"deepep\"}",
-            "parallel/ep: options/moe_a2a_backend \"deepep\" makes SGLang set ep "
-            "to tp; expected ep = 8, got 1");
+    refused(
+        "DeepSeek-V3", "sglang", "{\"tp\":8}",
+        "{\"moe_a2a_backend\":\"deepep\"}",
+        "parallel/ep: options/moe_a2a_backend \"deepep\" makes SGLang set ep "
+        "to tp; expected ep = 8, got 1");
     refused("DeepSeek-V3", "sglang", "{\"tp\":8,\"ep\":8}",
             "{\"moe_a2a_backend\":\"pplx\"}", "options/moe_a2a_backend");
 }
@@ -259,20 +278,27 @@ START_TEST(mtp_layers_belong_to_the_drafter_only)
 
     for (size_t i = 0; i < 2; i++) {
         describe(&d, "DeepSeek-V3", engines[i], "{\"tp\":8}", NULL, 7);
-        ck_assert_msg(!has_tensor_with(&d, "layers.61."), "%s main", engines[i]);
+        ck_assert_msg(!has_tensor_with(&d, "layers.61."), "%s main",
+                      engines[i]);
         ck_assert_msg(!has_tensor_with(&d, "mtp_block"), "%s main", engines[i]);
         ck_assert(has_tensor(&d, "model.layers.60.input_layernorm.weight"));
         release(&d);
     }
 
     /* vLLM's drafter: the checkpoint's names, decoder under mtp_block */
-    describe(&d, "DeepSeek-V3", "vllm", "{\"tp\":8}", "{\"model\":\"mtp-drafter\"}", 7);
-    ASSERT_SHAPE2(tensor(&d, "model.layers.61.eh_proj.weight", NULL), 7168, 14336);
+    describe(&d, "DeepSeek-V3", "vllm", "{\"tp\":8}",
+             "{\"model\":\"mtp-drafter\"}", 7);
+    ASSERT_SHAPE2(tensor(&d, "model.layers.61.eh_proj.weight", NULL), 7168,
+                  14336);
     ck_assert(has_tensor(&d, "model.layers.61.enorm.weight"));
     ck_assert(has_tensor(&d, "model.layers.61.shared_head.norm.weight"));
-    ASSERT_SHAPE2(tensor(&d, "model.layers.61.mtp_block.self_attn.fused_qkv_a_proj.weight",
-                         NULL), 2112, 7168);
-    ck_assert(has_tensor(&d, "model.layers.61.mtp_block.mlp.experts.w13_weight"));
+    ASSERT_SHAPE2(
+        tensor(&d,
+               "model.layers.61.mtp_block.self_attn.fused_qkv_a_proj.weight",
+               NULL),
+        2112, 7168);
+    ck_assert(
+        has_tensor(&d, "model.layers.61.mtp_block.mlp.experts.w13_weight"));
     /* its own shared_head.head, vocabulary-parallel like lm_head */
     p = piece(&d, "model.layers.61.shared_head.head.weight",
               "model.layers.61.shared_head.head.weight", 0);
@@ -283,17 +309,20 @@ START_TEST(mtp_layers_belong_to_the_drafter_only)
     release(&d);
 
     /* SGLang's NextN drafter: renamed, no embedding or head of its own */
-    describe(&d, "DeepSeek-V3", "sglang", "{\"tp\":8}", "{\"model\":\"mtp-drafter\"}", 7);
+    describe(&d, "DeepSeek-V3", "sglang", "{\"tp\":8}",
+             "{\"model\":\"mtp-drafter\"}", 7);
     ASSERT_SHAPE2(tensor(&d, "model.eh_proj.weight", NULL), 7168, 14336);
     ck_assert(has_tensor(&d, "model.enorm.weight"));
     ck_assert(has_tensor(&d, "model.hnorm.weight"));
     ck_assert(has_tensor(&d, "model.shared_head.norm.weight"));
-    ck_assert(has_tensor(&d, "model.decoder.self_attn.fused_qkv_a_proj_with_mqa.weight"));
+    ck_assert(has_tensor(
+        &d, "model.decoder.self_attn.fused_qkv_a_proj_with_mqa.weight"));
     ck_assert_ptr_nonnull(piece(&d, "model.decoder.input_layernorm.weight",
                                 "model.layers.61.input_layernorm.weight", 0));
     /* the drafter fuses its shared expert like the target */
-    ck_assert_uint_eq(tensor(&d, "model.decoder.mlp.experts.w13_weight", NULL)->shape[0],
-                      257);
+    ck_assert_uint_eq(
+        tensor(&d, "model.decoder.mlp.experts.w13_weight", NULL)->shape[0],
+        257);
     ck_assert(!has_tensor_with(&d, "shared_head.head"));
     ck_assert(!has_tensor_with(&d, "embed_tokens"));
     ck_assert(!has_tensor_with(&d, "layers."));
@@ -321,12 +350,15 @@ START_TEST(vllm_qwen3_moe_keeps_embedding_and_head_on_every_stage)
     describe(&d, "Qwen3-30B-A3B", "vllm", "{\"tp\":2,\"pp\":2}", NULL, 0);
     ck_assert(has_tensor(&d, "model.embed_tokens.weight"));
     ck_assert(has_tensor(&d, "model.norm.weight"));
-    ck_assert_uint_eq(piece(&d, "lm_head.weight", "lm_head.weight", 0)->extent[0], 75968);
+    ck_assert_uint_eq(
+        piece(&d, "lm_head.weight", "lm_head.weight", 0)->extent[0], 75968);
     ck_assert(!has_tensor(&d, "model.layers.24.input_layernorm.weight"));
     release(&d);
     describe(&d, "Qwen3-30B-A3B", "vllm", "{\"tp\":2,\"pp\":2}", NULL, 3);
-    ck_assert_uint_eq(piece(&d, "model.embed_tokens.weight", "model.embed_tokens.weight",
-                            0)->offset[0], 75968);
+    ck_assert_uint_eq(
+        piece(&d, "model.embed_tokens.weight", "model.embed_tokens.weight", 0)
+            ->offset[0],
+        75968);
     ck_assert(has_tensor(&d, "lm_head.weight"));
     release(&d);
     describe(&d, "Mixtral-8x7B", "vllm", "{\"pp\":4}", NULL, 1);

@@ -69,8 +69,7 @@ START_TEST(fsdp_rank_past_the_end_holds_zero_rows)
     for (uint64_t r = 0; r < 100; r++) {
         describe_rank(&d, r);
         total += tensor(&d, Q_NORM, NULL)->shape[0];
-        ck_assert_uint_eq(tensor(&d, Q_NORM, NULL)->shape[0],
-                          r < 64 ? 2 : 0);
+        ck_assert_uint_eq(tensor(&d, Q_NORM, NULL)->shape[0], r < 64 ? 2 : 0);
     }
     ck_assert_uint_eq(total, 128);
     release(&d);
@@ -92,8 +91,9 @@ START_TEST(fsdp_buffers_stay_whole)
     ck_assert_uint_eq(piece(&d, bias, bias, 0)->offset[0], 0);
     ck_assert_uint_eq(piece(&d, bias, bias, 0)->extent[0], 256);
     /* the router's weight beside it is a parameter: sharded */
-    ck_assert_uint_eq(tensor(&d, "model.layers.3.mlp.gate.weight", NULL)->shape[0],
-                      256 - 2 * 86);
+    ck_assert_uint_eq(
+        tensor(&d, "model.layers.3.mlp.gate.weight", NULL)->shape[0],
+        256 - 2 * 86);
     release(&d);
 }
 END_TEST
@@ -117,8 +117,9 @@ START_TEST(megatron_moe_defaults_to_sequential_mlp)
     ck_assert(has_tensor(&d, EXPERTS "local_experts.5.linear_fc2.weight"));
     ck_assert(!has_tensor(&d, EXPERTS "linear_fc1.weight5"));
     /* [gate; up] of expert 5 (768 rows each) split over etp = tp = 2 */
-    ck_assert_uint_eq(tensor(&d, EXPERTS "local_experts.5.linear_fc1.weight",
-                             NULL)->shape[0], 768);
+    ck_assert_uint_eq(
+        tensor(&d, EXPERTS "local_experts.5.linear_fc1.weight", NULL)->shape[0],
+        768);
     release(&d);
 
     describe(&d, "Qwen3-30B-A3B", "megatron", "{\"tp\":2,\"pp\":4}",
@@ -167,8 +168,9 @@ START_TEST(megatron_mtp_layer_names_and_shared_embedding)
         ck_assert(has_tensor(&d, MTP "final_layernorm.weight"));
         ck_assert_uint_eq(tensor(&d, eh, NULL)->shape[0], 7168 / 2);
         ck_assert_uint_eq(tensor(&d, eh, NULL)->shape[1], 2 * 7168);
-        ck_assert_uint_eq(piece(&d, eh, "model.layers.61.eh_proj.weight", 0)
-                              ->offset[0], (r - 2) * 3584);
+        ck_assert_uint_eq(
+            piece(&d, eh, "model.layers.61.eh_proj.weight", 0)->offset[0],
+            (r - 2) * 3584);
         ck_assert(has_tensor(&d, MTP "mtp_model_layer.input_layernorm.weight"));
         ck_assert(has_tensor(&d, MTP "mtp_model_layer.self_attention."
                                      "linear_kv_down_proj.weight"));
@@ -181,7 +183,8 @@ START_TEST(megatron_mtp_layer_names_and_shared_embedding)
         ck_assert_uint_eq(pieces_of(&d, MTP_HEAD), 0);
         /* the MTP stage builds the model's embedding for MTP's inputs */
         ck_assert_uint_eq(piece(&d, "embedding.word_embeddings.weight",
-                                "model.embed_tokens.weight", 0)->offset[0],
+                                "model.embed_tokens.weight", 0)
+                              ->offset[0],
                           (r - 2) * 64640);
         ck_assert(has_tensor(&d, "output_layer.weight"));
     }
@@ -219,14 +222,14 @@ START_TEST(megatron_mtp_num_layers_option)
 {
     described d;
 
-    describe(&d, "DeepSeek-V3", "megatron", DSV3_PP2,
-             "{\"mtp_num_layers\":0}", 3);
+    describe(&d, "DeepSeek-V3", "megatron", DSV3_PP2, "{\"mtp_num_layers\":0}",
+             3);
     ck_assert_uint_eq(count_prefixed(&d, "mtp."), 0);
     ck_assert(!has_tensor(&d, "embedding.word_embeddings.weight"));
     ck_assert(has_tensor(&d, "output_layer.weight"));
     release(&d);
-    describe(&d, "DeepSeek-V3", "megatron", DSV3_PP2,
-             "{\"mtp_num_layers\":1}", 3);
+    describe(&d, "DeepSeek-V3", "megatron", DSV3_PP2, "{\"mtp_num_layers\":1}",
+             3);
     ck_assert(has_tensor(&d, MTP "enorm.weight"));
     release(&d);
     refused("DeepSeek-V3", "megatron", DSV3_PP2, "{\"mtp_num_layers\":2}",

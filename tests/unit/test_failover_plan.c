@@ -22,8 +22,8 @@ static void open_text(const char *text)
 
     ck_assert_int_eq(wex__registry_scan(&registry), WEX_OK);
     ck_assert_msg(wex__job_config_parse("failover job", text, ".", registry,
-                                        WEX__JOB_PLAN_ONLY, &job, NULL) ==
-                      WEX_OK,
+                                        WEX__JOB_PLAN_ONLY, &job,
+                                        NULL) == WEX_OK,
                   "%s", wex__last_error());
     ck_assert_msg(wex__planner_open_job(&planner, registry, job) == WEX_OK,
                   "%s", wex__last_error());
@@ -142,14 +142,17 @@ START_TEST(a_policy_that_plans_from_the_dead_is_refused)
     wex_status st;
 
     setenv("WEX_PLUGIN_MANIFESTS",
-           WEX_BROKEN_PLUGINS "/ignores-dead/policy-ignores-dead.json:"
-           WEX_BUILD_PLUGINS "/engine-hf.json", 1);
+           WEX_BROKEN_PLUGINS
+           "/ignores-dead/policy-ignores-dead.json:" WEX_BUILD_PLUGINS
+           "/engine-hf.json",
+           1);
     snprintf(text, sizeof(text),
              "{\"model\": \"%s/models/Qwen3-0.6B.config.json\", "
              "\"source\": {\"engine\": \"hf\"}, "
              "\"destination\": {\"engine\": \"hf\"}, "
              "\"policy\": {\"name\": \"ignores-dead\"}, "
-             "\"transport\": \"shm\"}", WEX_SAMPLES_DIR);
+             "\"transport\": \"shm\"}",
+             WEX_SAMPLES_DIR);
     open_text(text);
     wex__plan_builder_init(&b, &planner.src, &planner.dst);
     st = wex__planner_rank_without(&planner, WEX_SIDE_DESTINATION, 0, dead, 1,

@@ -41,11 +41,9 @@ START_TEST(ipc_key_round_trips)
     size_t len = cuda_ipc_key_encode(&k, buf, sizeof(buf));
 
     ck_assert_uint_eq(len, CUDA_IPC_KEY_BYTES);
-    ck_assert_int_eq(cuda_ipc_key_decode(buf, len, &back, why, sizeof(why)),
-                     0);
+    ck_assert_int_eq(cuda_ipc_key_decode(buf, len, &back, why, sizeof(why)), 0);
     ck_assert_int_eq(memcmp(&k, &back, sizeof(k)), 0);
-    ck_assert_uint_eq(cuda_ipc_key_encode(&k, buf, CUDA_IPC_KEY_BYTES - 1),
-                      0);
+    ck_assert_uint_eq(cuda_ipc_key_encode(&k, buf, CUDA_IPC_KEY_BYTES - 1), 0);
 }
 END_TEST
 
@@ -60,17 +58,19 @@ START_TEST(ipc_key_refuses_corruption)
         unsigned char value;
         const char *reason;
     } cases[] = {
-        {0, 'X', "magic"}, {4, 9, "version"}, {6, 1, "reserved"},
+        {0, 'X', "magic"},
+        {4, 9, "version"},
+        {6, 1, "reserved"},
     };
 
-    ck_assert_int_eq(cuda_ipc_key_decode(buf, len - 1, &back, why,
-                                         sizeof(why)), -1);
+    ck_assert_int_eq(cuda_ipc_key_decode(buf, len - 1, &back, why, sizeof(why)),
+                     -1);
     ck_assert_ptr_nonnull(strstr(why, "bytes"));
     for (size_t i = 0; i < 3; i++) {
         memcpy(bad, buf, len);
         bad[cases[i].at] = cases[i].value;
-        ck_assert_int_eq(cuda_ipc_key_decode(bad, len, &back, why,
-                                             sizeof(why)), -1);
+        ck_assert_int_eq(cuda_ipc_key_decode(bad, len, &back, why, sizeof(why)),
+                         -1);
         ck_assert_msg(strstr(why, cases[i].reason) != NULL, "%s", why);
     }
     k.pid = 0;
@@ -204,7 +204,8 @@ START_TEST(nccl_key_refuses_corruption)
     ck_assert_int_eq(nccl_key_decode(bad, len, &back, why, sizeof(why)), -1);
     ck_assert_ptr_nonnull(strstr(why, "size 0"));
     memcpy(bad, buf, len);
-    bad[8] = 0x80; bad[9] = 0x01; /* destination rank 384 of 384 */
+    bad[8] = 0x80;
+    bad[9] = 0x01; /* destination rank 384 of 384 */
     ck_assert_int_eq(nccl_key_decode(bad, len, &back, why, sizeof(why)), -1);
     ck_assert_ptr_nonnull(strstr(why, "rank 384 in a group of 384"));
 }

@@ -44,8 +44,8 @@ static int run(const char *schema_text, const char *doc_text,
 }
 
 /* Expects exactly one error and checks it. */
-static void expect_one(const char *schema, const char *doc,
-                       const char *pointer, const char *message)
+static void expect_one(const char *schema, const char *doc, const char *pointer,
+                       const char *message)
 {
     wex__schema_result r;
     int rc = run(schema, doc, &r);
@@ -296,16 +296,18 @@ END_TEST
 
 START_TEST(ref_cycles_are_malformed)
 {
-    expect_malformed("{'$ref':'#'}", "1", "schema:",
-                     "followed 64 times without descending");
+    expect_malformed("{'$ref':'#'}", "1",
+                     "schema:", "followed 64 times without descending");
     expect_malformed("{'$defs':{'a':{'allOf':[{'$ref':'#/$defs/b'}]},"
                      "'b':{'$ref':'#/$defs/a'}},'properties':{'p':"
                      "{'$ref':'#/$defs/a'}}}",
-                     "{'p':1}", "schema:/$defs/a", "(a reference cycle) at "
+                     "{'p':1}", "schema:/$defs/a",
+                     "(a reference cycle) at "
                      "document location \"/p\"");
     /* A cycle the document never reaches is harmless. */
     expect_valid("{'$defs':{'a':{'$ref':'#/$defs/a'}},'properties':"
-                 "{'p':{'$ref':'#/$defs/a'}}}", "{}");
+                 "{'p':{'$ref':'#/$defs/a'}}}",
+                 "{}");
 }
 END_TEST
 
@@ -343,8 +345,8 @@ START_TEST(evaluation_depth_is_bounded)
     ck_assert_int_eq(wex__schema_validate(schema, doc, &r), -EINVAL);
     ck_assert_uint_eq(r.count, 1);
     ck_assert_str_eq(r.errors[0].pointer, "schema:");
-    ck_assert_ptr_nonnull(strstr(r.errors[0].message,
-                                 "evaluation nested deeper than 2048"));
+    ck_assert_ptr_nonnull(
+        strstr(r.errors[0].message, "evaluation nested deeper than 2048"));
     wex__schema_result_free(&r);
     cJSON_Delete(doc);
     cJSON_Delete(schema);
@@ -381,8 +383,8 @@ START_TEST(malformed_schemas)
 {
     expect_malformed("{'properties':{'a':{'type':'strnig'}}}", "{}",
                      "schema:/properties/a/type", "got string \"strnig\"");
-    expect_malformed("{'type':['string','string']}", "1",
-                     "schema:/type/1", "expected distinct items");
+    expect_malformed("{'type':['string','string']}", "1", "schema:/type/1",
+                     "expected distinct items");
     expect_malformed("{'items':{'minLength':-1}}", "[]",
                      "schema:/items/minLength",
                      "expected a non-negative integer, got number -1");
@@ -425,8 +427,8 @@ START_TEST(boolean_schemas)
     expect_one("{'properties':{'old':false}}", "{'old':1}", "/old",
                "expected no value here (the schema is false), got 1");
     expect_valid("{'items':false}", "[]");
-    expect_one("{'additionalProperties':{'type':'integer'}}", "{'a':'x'}",
-               "/a", "expected integer, got string \"x\"");
+    expect_one("{'additionalProperties':{'type':'integer'}}", "{'a':'x'}", "/a",
+               "expected integer, got string \"x\"");
 }
 END_TEST
 

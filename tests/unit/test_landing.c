@@ -129,12 +129,14 @@ static int rank_main(uint32_t side, uint64_t rank, const char *address)
         /* the last step's early digests are what a late check reads:
          * nothing landed after the source said it had */
         for (size_t k = 0; k < job->op_count; k++)
-            bad += job->dst.early[k] &&
-                   job->scratch.digests[k] != wex__digest_landed(job, &job->ops[k]);
+            bad +=
+                job->dst.early[k] && job->scratch.digests[k] !=
+                                         wex__digest_landed(job, &job->ops[k]);
         rc = bad ? 3 : early == 0 ? 5 : 0;
-        fprintf(stderr, "destination %llu: %zu of %zu operations digested "
-                "as they landed over %d steps\n", (unsigned long long)rank,
-                early, job->op_count * STEPS, STEPS);
+        fprintf(stderr,
+                "destination %llu: %zu of %zu operations digested "
+                "as they landed over %d steps\n",
+                (unsigned long long)rank, early, job->op_count * STEPS, STEPS);
     }
 out:
     wex_job_close(job);
@@ -171,8 +173,8 @@ START_TEST(checks_each_op_as_it_lands)
         waitpid(ranks[i], &status, 0);
         ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
                       "rank %d exited %d (3: wrong early digest, 5: none "
-                      "early)", i, WIFEXITED(status) ? WEXITSTATUS(status)
-                                                     : -1);
+                      "early)",
+                      i, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     }
     wex_store_close(store);
 }
@@ -197,8 +199,9 @@ START_TEST(watch_takes_this_tries_words_only)
     double t0;
 
     /* opened, never connected: the watch reads its own board only */
-    ck_assert_msg(wex_job_open(job_text, WEX_SIDE_DESTINATION, 1, &opts,
-                               &job) == WEX_OK, "%s", wex_last_error());
+    ck_assert_msg(
+        wex_job_open(job_text, WEX_SIDE_DESTINATION, 1, &opts, &job) == WEX_OK,
+        "%s", wex_last_error());
     for (uint64_t i = 0; i < wex_job_tensor_count(job); i++) {
         void *m = NULL;
         ck_assert_int_eq(wex_job_alloc(job, i, &m), WEX_OK);

@@ -24,7 +24,8 @@ static wex__registry *scan_fakes(const char *places)
     char *copy = strdup(places), *save = NULL;
     wex__registry *r = NULL;
 
-    for (char *t = strtok_r(copy, ":", &save); t; t = strtok_r(NULL, ":", &save)) {
+    for (char *t = strtok_r(copy, ":", &save); t;
+         t = strtok_r(NULL, ":", &save)) {
         strcat(value, value[0] ? ":" : "");
         strcat(value, t[0] == '/' ? "" : WEX_FAKE_PLUGINS "/");
         strcat(value, t);
@@ -36,8 +37,8 @@ static wex__registry *scan_fakes(const char *places)
 }
 
 /* Loads the one plugin of a fake dir; returns the status, error in buf. */
-static wex_status load_one(const char *dir, const char *name,
-                           char *error, size_t cap)
+static wex_status load_one(const char *dir, const char *name, char *error,
+                           size_t cap)
 {
     wex__registry *r = scan_fakes(dir);
     wex__plugin *p = NULL;
@@ -52,15 +53,18 @@ static wex_status load_one(const char *dir, const char *name,
     if (status != WEX_OK) {
         ck_assert_int_eq(p->state, WEX__PLUGIN_FAILED);
         ck_assert_str_eq(p->error, error);
-        ck_assert_int_eq(wex__plugin_load(r, p), status < 0 ? WEX_ERR_INVALID : status);
+        ck_assert_int_eq(wex__plugin_load(r, p),
+                         status < 0 ? WEX_ERR_INVALID : status);
     }
     wex__registry_free(r);
     return status;
 }
 
-#define ASSERT_HAS(hay, needle) \
-    ck_assert_msg(strstr((hay), (needle)) != NULL, "'%s' lacks '%s'", (hay), (needle))
-#define ASSERT_ONE_LINE(s) ck_assert_msg(strchr((s), '\n') == NULL, "not one line: %s", (s))
+#define ASSERT_HAS(hay, needle)                                                \
+    ck_assert_msg(strstr((hay), (needle)) != NULL, "'%s' lacks '%s'", (hay),   \
+                  (needle))
+#define ASSERT_ONE_LINE(s)                                                     \
+    ck_assert_msg(strchr((s), '\n') == NULL, "not one line: %s", (s))
 
 START_TEST(good_plugin_loads_and_negotiates)
 {
@@ -101,13 +105,15 @@ START_TEST(plugin_path_is_searched_before_the_rest)
     wex__registry *r = NULL;
 
     unsetenv("WEX_PLUGIN_MANIFESTS");
-    setenv("WEX_PLUGIN_PATH", WEX_FAKE_PLUGINS "/good:" WEX_FAKE_PLUGINS "/policy", 1);
+    setenv("WEX_PLUGIN_PATH",
+           WEX_FAKE_PLUGINS "/good:" WEX_FAKE_PLUGINS "/policy", 1);
     ck_assert_int_eq(wex__registry_scan(&r), WEX_OK);
     ck_assert_uint_ge(r->search_count, 2);
     ck_assert_ptr_nonnull(strstr(r->search[0], "/fake/good"));
     ck_assert_ptr_nonnull(strstr(r->search[1], "/fake/policy"));
     ck_assert_ptr_nonnull(wex__registry_find(r, WEX_KIND_ENGINE, "fake-good"));
-    ck_assert_ptr_nonnull(wex__registry_find(r, WEX_KIND_POLICY, "fake-policy"));
+    ck_assert_ptr_nonnull(
+        wex__registry_find(r, WEX_KIND_POLICY, "fake-policy"));
     ck_assert_ptr_null(wex__registry_find(r, WEX_KIND_ENGINE, "fake-policy"));
     wex__registry_free(r);
 }
@@ -117,8 +123,11 @@ START_TEST(disjoint_abi_range_is_refused_before_loading)
 {
     char e[1024];
 
-    ck_assert_int_eq(load_one("abi-disjoint", "fake-abi-disjoint", e, sizeof(e)), WEX_ERR_ABI);
-    ASSERT_HAS(e, "ABI ranges are disjoint: the plugin implements 2.0..3.0, this host accepts 1.0..1.5");
+    ck_assert_int_eq(
+        load_one("abi-disjoint", "fake-abi-disjoint", e, sizeof(e)),
+        WEX_ERR_ABI);
+    ASSERT_HAS(e, "ABI ranges are disjoint: the plugin implements 2.0..3.0, "
+                  "this host accepts 1.0..1.5");
     ASSERT_ONE_LINE(e);
 }
 END_TEST
@@ -127,7 +136,8 @@ START_TEST(plugin_refusing_every_version)
 {
     char e[1024];
 
-    ck_assert_int_eq(load_one("refuse", "fake-refuse", e, sizeof(e)), WEX_ERR_ABI);
+    ck_assert_int_eq(load_one("refuse", "fake-refuse", e, sizeof(e)),
+                     WEX_ERR_ABI);
     ASSERT_HAS(e, "the plugin refused ABI 1.0..1.0");
 }
 END_TEST
@@ -136,7 +146,9 @@ START_TEST(plugin_choosing_a_version_outside_the_offer)
 {
     char e[1024];
 
-    ck_assert_int_eq(load_one("out-of-range", "fake-out-of-range", e, sizeof(e)), WEX_ERR_ABI);
+    ck_assert_int_eq(
+        load_one("out-of-range", "fake-out-of-range", e, sizeof(e)),
+        WEX_ERR_ABI);
     ASSERT_HAS(e, "outside the offered 1.0..1.0");
 }
 END_TEST
@@ -145,7 +157,8 @@ START_TEST(missing_entry_symbol)
 {
     char e[1024];
 
-    ck_assert_int_eq(load_one("no-entry", "fake-no-entry", e, sizeof(e)), WEX_ERR_INVALID);
+    ck_assert_int_eq(load_one("no-entry", "fake-no-entry", e, sizeof(e)),
+                     WEX_ERR_INVALID);
     ASSERT_HAS(e, "no entry symbol 'wex_plugin_negotiate'");
     ASSERT_HAS(e, "libwex-engine-fake-no-entry.so");
 }
@@ -155,7 +168,9 @@ START_TEST(entry_symbol_from_a_dependency)
 {
     char e[1024];
 
-    ck_assert_int_eq(load_one("borrowed-entry", "fake-borrowed-entry", e, sizeof(e)), WEX_ERR_INVALID);
+    ck_assert_int_eq(
+        load_one("borrowed-entry", "fake-borrowed-entry", e, sizeof(e)),
+        WEX_ERR_INVALID);
     ASSERT_HAS(e, "is defined by");
     ASSERT_HAS(e, "libfake_dep.so, not by the plugin itself");
 }
@@ -165,8 +180,11 @@ START_TEST(kind_mismatch)
 {
     char e[1024];
 
-    ck_assert_int_eq(load_one("kind-mismatch", "fake-kind-mismatch", e, sizeof(e)), WEX_ERR_INVALID);
-    ASSERT_HAS(e, "kind mismatch: the manifest says engine, the library says policy");
+    ck_assert_int_eq(
+        load_one("kind-mismatch", "fake-kind-mismatch", e, sizeof(e)),
+        WEX_ERR_INVALID);
+    ASSERT_HAS(
+        e, "kind mismatch: the manifest says engine, the library says policy");
 }
 END_TEST
 
@@ -174,8 +192,11 @@ START_TEST(name_mismatch)
 {
     char e[1024];
 
-    ck_assert_int_eq(load_one("name-mismatch", "fake-name-mismatch", e, sizeof(e)), WEX_ERR_INVALID);
-    ASSERT_HAS(e, "name mismatch: the manifest says 'fake-name-mismatch', the library says 'other-name'");
+    ck_assert_int_eq(
+        load_one("name-mismatch", "fake-name-mismatch", e, sizeof(e)),
+        WEX_ERR_INVALID);
+    ASSERT_HAS(e, "name mismatch: the manifest says 'fake-name-mismatch', the "
+                  "library says 'other-name'");
 }
 END_TEST
 
@@ -183,8 +204,10 @@ START_TEST(init_failure_carries_the_plugins_message)
 {
     char e[1024];
 
-    ck_assert_int_eq(load_one("init-fails", "fake-init-fails", e, sizeof(e)), WEX_ERR_INVALID);
-    ASSERT_HAS(e, "init failed (system error): cannot reach the license server");
+    ck_assert_int_eq(load_one("init-fails", "fake-init-fails", e, sizeof(e)),
+                     WEX_ERR_INVALID);
+    ASSERT_HAS(e,
+               "init failed (system error): cannot reach the license server");
     ASSERT_ONE_LINE(e);
 }
 END_TEST
@@ -193,7 +216,8 @@ START_TEST(descriptor_too_small)
 {
     char e[1024];
 
-    ck_assert_int_eq(load_one("small-desc", "fake-small-desc", e, sizeof(e)), WEX_ERR_ABI);
+    ck_assert_int_eq(load_one("small-desc", "fake-small-desc", e, sizeof(e)),
+                     WEX_ERR_ABI);
     ASSERT_HAS(e, "descriptor struct_size 16 is smaller");
 }
 END_TEST
@@ -208,14 +232,17 @@ static wex__plugin *load_and_use(wex__registry *r, const char *name)
     uint64_t ranks = 0;
 
     ck_assert_ptr_nonnull(p);
-    ck_assert_msg(wex__plugin_load(r, p) == WEX_OK, "%s: %s", name, wex__last_error());
+    ck_assert_msg(wex__plugin_load(r, p) == WEX_OK, "%s: %s", name,
+                  wex__last_error());
     memset(&args, 0, sizeof(args));
     args.struct_size = sizeof(args);
-    ck_assert_int_eq(p->ops.engine.ctx_create(p->plugin_state, &args, &ctx), WEX_OK);
+    ck_assert_int_eq(p->ops.engine.ctx_create(p->plugin_state, &args, &ctx),
+                     WEX_OK);
     ck_assert_int_eq(p->ops.engine.rank_count(ctx, &ranks), WEX_OK);
     ck_assert_uint_eq(ranks, 1);
     ck_assert_int_eq(p->ops.engine.describe_rank(ctx, 0, NULL), WEX_OK);
-    ck_assert_int_eq(p->ops.engine.describe_rank(ctx, 1, NULL), WEX_ERR_INVALID);
+    ck_assert_int_eq(p->ops.engine.describe_rank(ctx, 1, NULL),
+                     WEX_ERR_INVALID);
     p->ops.engine.ctx_destroy(ctx);
     return p;
 }
@@ -249,8 +276,10 @@ START_TEST(ops_table_smaller_than_1_0_is_refused)
 {
     char e[1024];
 
-    ck_assert_int_eq(load_one("short-ops", "fake-short-ops", e, sizeof(e)), WEX_ERR_ABI);
-    ASSERT_HAS(e, "engine ops table missing or smaller than ABI 1.0's 48 bytes");
+    ck_assert_int_eq(load_one("short-ops", "fake-short-ops", e, sizeof(e)),
+                     WEX_ERR_ABI);
+    ASSERT_HAS(e,
+               "engine ops table missing or smaller than ABI 1.0's 48 bytes");
     ASSERT_ONE_LINE(e);
 }
 END_TEST
@@ -259,9 +288,11 @@ START_TEST(library_missing)
 {
     char e[1024];
 
-    ck_assert_int_eq(load_one(WEX_TEST_DATA "/manifests/missing-library", "missing-library", e, sizeof(e)),
+    ck_assert_int_eq(load_one(WEX_TEST_DATA "/manifests/missing-library",
+                              "missing-library", e, sizeof(e)),
                      WEX_ERR_INVALID);
-    ASSERT_HAS(e, "libwex-engine-nowhere.so is missing (named by /library_path)");
+    ASSERT_HAS(e,
+               "libwex-engine-nowhere.so is missing (named by /library_path)");
 }
 END_TEST
 
@@ -269,7 +300,9 @@ START_TEST(dlopen_error_is_verbatim)
 {
     char e[1024];
 
-    ck_assert_int_eq(load_one(WEX_TEST_DATA "/manifests/not-elf", "not-elf", e, sizeof(e)), WEX_ERR_SYSTEM);
+    ck_assert_int_eq(
+        load_one(WEX_TEST_DATA "/manifests/not-elf", "not-elf", e, sizeof(e)),
+        WEX_ERR_SYSTEM);
     ASSERT_HAS(e, "dlopen failed: ");
     ASSERT_HAS(e, "not-elf.so");
     /* dlerror's own words for a text file */
@@ -296,15 +329,21 @@ static void expect_bad_manifest(const char *file, const char *message)
 START_TEST(manifest_errors_name_file_and_pointer)
 {
     expect_bad_manifest("syntax.json", "syntax.json:4:3: invalid JSON");
-    expect_bad_manifest("missing-name.json", ": : missing required property \"name\"");
+    expect_bad_manifest("missing-name.json",
+                        ": : missing required property \"name\"");
     expect_bad_manifest("bad-kind.json", ": /kind: ");
-    expect_bad_manifest("bad-abi.json", ": /abi/min: expected MAJOR.MINOR, got \"one\"");
-    expect_bad_manifest("abi-reversed.json", ": /abi: min 1.2 is newer than max 1.0");
-    expect_bad_manifest("future-format.json", ": /file_format_version: format 2 is not supported");
-    expect_bad_manifest("extra-field.json", ": : unknown property \"libary_path\"");
+    expect_bad_manifest("bad-abi.json",
+                        ": /abi/min: expected MAJOR.MINOR, got \"one\"");
+    expect_bad_manifest("abi-reversed.json",
+                        ": /abi: min 1.2 is newer than max 1.0");
+    expect_bad_manifest("future-format.json",
+                        ": /file_format_version: format 2 is not supported");
+    expect_bad_manifest("extra-field.json",
+                        ": : unknown property \"libary_path\"");
     expect_bad_manifest("empty.json", "empty.json:1:1: invalid JSON");
     /* a field the host does not know, in a format it fully knows */
-    expect_bad_manifest("unknown-field-same-minor.json", ": : unknown property \"priority\"");
+    expect_bad_manifest("unknown-field-same-minor.json",
+                        ": : unknown property \"priority\"");
 }
 END_TEST
 
@@ -339,9 +378,12 @@ START_TEST(newer_minor_manifest_fields_are_ignored)
     ck_assert_ptr_nonnull(p);
     ck_assert_str_eq(p->manifest.version, "2.0.0");
     ck_assert_uint_eq(p->manifest.abi_max, WEX_MAKE_VERSION(1, 1));
-    ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(p->manifest.json, "priority"));
-    ASSERT_HAS(text, "engine-newer-minor.json: manifest format 1.1.0 is newer than 1.0; "
-                     "ignoring what this host does not know: /abi/preferred, /priority");
+    ck_assert_ptr_null(
+        cJSON_GetObjectItemCaseSensitive(p->manifest.json, "priority"));
+    ASSERT_HAS(
+        text,
+        "engine-newer-minor.json: manifest format 1.1.0 is newer than 1.0; "
+        "ignoring what this host does not know: /abi/preferred, /priority");
     /* once: one line for the manifest */
     ck_assert_ptr_null(strstr(strstr(text, "ignoring") + 1, "ignoring"));
     wex__registry_free(r);

@@ -60,8 +60,7 @@ START_TEST(destination_cuda_over_a_host_transport)
     ck_assert_int_eq(wex_job_alloc_memory(job, 0, 7, &p), WEX_ERR_INVALID);
     ck_assert_ptr_nonnull(strstr(wex_last_error(), "unknown memory kind 7"));
     /* the host kind still works, through the same entry point */
-    ck_assert_int_eq(wex_job_alloc_memory(job, 1, WEX_MEMORY_HOST, &p),
-                     WEX_OK);
+    ck_assert_int_eq(wex_job_alloc_memory(job, 1, WEX_MEMORY_HOST, &p), WEX_OK);
     ck_assert_ptr_nonnull(p);
     wex_job_close(job);
 }

@@ -42,21 +42,19 @@ static wex__job_config *read_job(const char *path)
 {
     wex__job_config *job = NULL;
 
-    ck_assert_msg(wex__job_config_load(path, registry, WEX__JOB_PLAN_ONLY,
-                                       &job, NULL) == WEX_OK,
+    ck_assert_msg(wex__job_config_load(path, registry, WEX__JOB_PLAN_ONLY, &job,
+                                       NULL) == WEX_OK,
                   "%s", wex__last_error());
     return job;
 }
 
 static void open_full(wex__planner *p, const char *path)
 {
-    ck_assert_msg(wex__planner_open_job(p, registry, read_job(path)) ==
-                      WEX_OK,
+    ck_assert_msg(wex__planner_open_job(p, registry, read_job(path)) == WEX_OK,
                   "%s", wex__last_error());
 }
 
-static void same_tensor(const wex__local_tensor *a,
-                        const wex__local_tensor *b)
+static void same_tensor(const wex__local_tensor *a, const wex__local_tensor *b)
 {
     ck_assert_str_eq(a->name, b->name);
     ck_assert_uint_eq(a->dtype, b->dtype);
@@ -76,8 +74,7 @@ static void same_layout(const wex__rank_layout *a, const wex__rank_layout *b)
     for (size_t i = 0; i < a->tensor_count; i++)
         same_tensor(&a->tensors[i], &b->tensors[i]);
     ck_assert_uint_eq(a->piece_count, b->piece_count);
-    ck_assert_mem_eq(a->pieces, b->pieces,
-                     a->piece_count * sizeof(*a->pieces));
+    ck_assert_mem_eq(a->pieces, b->pieces, a->piece_count * sizeof(*a->pieces));
     ck_assert_uint_eq(a->bytes, b->bytes);
 }
 
@@ -87,12 +84,11 @@ static void check_rank(wex__planner *full, const char *path, uint32_t side,
 {
     wex__planner shared;
     wex_plan_builder want, got;
-    const wex__side *mine = side == WEX_SIDE_SOURCE ? &shared.src
-                                                    : &shared.dst;
-    const wex__side *theirs = side == WEX_SIDE_SOURCE ? &shared.dst
-                                                      : &shared.src;
-    const wex__side *full_theirs = side == WEX_SIDE_SOURCE ? &full->dst
-                                                           : &full->src;
+    const wex__side *mine = side == WEX_SIDE_SOURCE ? &shared.src : &shared.dst;
+    const wex__side *theirs =
+        side == WEX_SIDE_SOURCE ? &shared.dst : &shared.src;
+    const wex__side *full_theirs =
+        side == WEX_SIDE_SOURCE ? &full->dst : &full->src;
     wex__job_config *job = read_job(path);
 
     ck_assert_msg(wex__planner_open_share(&shared, registry, job, dir, side,
@@ -108,12 +104,12 @@ static void check_rank(wex__planner *full, const char *path, uint32_t side,
     ck_assert_uint_eq(shared.dst.ranks, full->dst.ranks);
     ck_assert_mem_eq(shared.src.hosts, full->src.hosts,
                      full->src.ranks * sizeof(uint64_t));
-    same_layout(&mine->layouts[rank],
-                &(side == WEX_SIDE_SOURCE ? &full->src
-                                          : &full->dst)->layouts[rank]);
+    same_layout(
+        &mine->layouts[rank],
+        &(side == WEX_SIDE_SOURCE ? &full->src : &full->dst)->layouts[rank]);
     for (size_t i = 0; i < got.count; i++) {
-        uint64_t r = side == WEX_SIDE_SOURCE ? got.ops[i].dst_rank
-                                             : got.ops[i].src_rank;
+        uint64_t r =
+            side == WEX_SIDE_SOURCE ? got.ops[i].dst_rank : got.ops[i].src_rank;
         uint64_t t = side == WEX_SIDE_SOURCE ? got.ops[i].dst_tensor
                                              : got.ops[i].src_tensor;
         same_tensor(&theirs->layouts[r].tensors[t],
@@ -160,11 +156,10 @@ static void every_rank(const char *path, int expect_quantized)
 
     open_full(&full, path);
     for (uint32_t side = 0; side < 2; side++) {
-        uint64_t ranks = side == WEX_SIDE_SOURCE ? full.src.ranks
-                                                 : full.dst.ranks;
+        uint64_t ranks =
+            side == WEX_SIDE_SOURCE ? full.src.ranks : full.dst.ranks;
         for (uint64_t r = 0; r < ranks; r++) {
-            ck_assert_msg(wex__share_make(&full, dir, side, r, NULL) ==
-                              WEX_OK,
+            ck_assert_msg(wex__share_make(&full, dir, side, r, NULL) == WEX_OK,
                           "%s", wex__last_error());
             check_rank(&full, path, side, r, &quantized);
         }
@@ -175,8 +170,8 @@ static void every_rank(const char *path, int expect_quantized)
 
 START_TEST(every_rank_replays_its_share)
 {
-    every_rank(WEX_SAMPLES_DIR "/jobs/qwen3-0.6b-megatron-to-vllm-colocated.json",
-               0);
+    every_rank(
+        WEX_SAMPLES_DIR "/jobs/qwen3-0.6b-megatron-to-vllm-colocated.json", 0);
     /* bf16 into fp8 across shards: the sources' cells come from shares */
     every_rank(WEX_TEST_DATA "/jobs/fp8-megatron-tp4-to-vllm-tp2.json", 1);
     /* fp8 into bf16: dequantizing operations and their block scales */
@@ -186,7 +181,8 @@ END_TEST
 
 static const char *job_text =
     "{\"model\": \"%s\", \"source\": {\"engine\": \"megatron\", "
-    "\"parallel\": {\"tp\": 2, \"dp\": %d}}, \"destination\": {\"engine\": \"vllm\", "
+    "\"parallel\": {\"tp\": 2, \"dp\": %d}}, \"destination\": {\"engine\": "
+    "\"vllm\", "
     "\"parallel\": {\"tp\": %d}}, \"transport\": \"shm\", "
     "\"rendezvous\": {\"address\": \"127.0.0.1:%d\", \"token\": "
     "\"sharetoken\"}, \"topology\": {\"placement\": \"colocated\", "
@@ -215,8 +211,7 @@ static int opens(const char *job_path, uint32_t side, uint64_t rank)
     wex__planner p;
     wex_plan_builder b;
     wex__job_config *job = read_job(job_path);
-    int found = wex__planner_open_share(&p, registry, job, dir, side, rank,
-                                        &b);
+    int found = wex__planner_open_share(&p, registry, job, dir, side, rank, &b);
 
     if (found) {
         wex__plan_builder_fini(&b);
@@ -233,9 +228,8 @@ static void make_all(const char *job_path)
 
     open_full(&full, job_path);
     for (uint64_t r = 0; r < full.dst.ranks; r++)
-        ck_assert_int_eq(wex__share_make(&full, dir, WEX_SIDE_DESTINATION, r,
-                                         NULL),
-                         WEX_OK);
+        ck_assert_int_eq(
+            wex__share_make(&full, dir, WEX_SIDE_DESTINATION, r, NULL), WEX_OK);
     wex__planner_close(&full);
 }
 
@@ -277,8 +271,7 @@ static void share_file(const char *job, uint32_t side, uint64_t rank,
 {
     wex__job_config *cfg = read_job(job);
 
-    ck_assert_int_eq(wex__share_path(cfg, dir, side, rank, path, cap),
-                     WEX_OK);
+    ck_assert_int_eq(wex__share_path(cfg, dir, side, rank, path, cap), WEX_OK);
     wex__job_config_free(cfg);
 }
 
@@ -361,18 +354,17 @@ START_TEST(complete_lays_out_and_keeps_the_rank)
         const uint64_t dead[] = {1};
         wex_plan_builder x, y;
         for (uint32_t side = 0; side < 2; side++)
-            for (uint64_t r = 0; r < (side ? p.dst.ranks : p.src.ranks);
-                 r++) {
+            for (uint64_t r = 0; r < (side ? p.dst.ranks : p.src.ranks); r++) {
                 if (side == WEX_SIDE_SOURCE && r == 1)
                     continue;
                 wex__plan_builder_init(&x, &p.src, &p.dst);
                 wex__plan_builder_init(&y, &full.src, &full.dst);
-                ck_assert_int_eq(wex__planner_rank_without(&p, side, r, dead,
-                                                           1, &x),
-                                 WEX_OK);
-                ck_assert_int_eq(wex__planner_rank_without(&full, side, r,
-                                                           dead, 1, &y),
-                                 WEX_OK);
+                ck_assert_int_eq(
+                    wex__planner_rank_without(&p, side, r, dead, 1, &x),
+                    WEX_OK);
+                ck_assert_int_eq(
+                    wex__planner_rank_without(&full, side, r, dead, 1, &y),
+                    WEX_OK);
                 ck_assert_uint_eq(x.count, y.count);
                 if (x.count) /* a rank may have none */
                     ck_assert_mem_eq(x.ops, y.ops, x.count * sizeof(*x.ops));

@@ -142,27 +142,27 @@ START_TEST(what_does_not_continue_starts_a_new_batch)
     fixture *f = fixture_new();
 
     put(f, 0, 0, 0, 64);
-    put(f, 0, 128, 256, 64);   /* pitches 128 and 256 */
-    put(f, 0, 256, 512, 64);   /* continues: 3 rows */
-    put(f, 0, 384, 768, 32);   /* another width */
+    put(f, 0, 128, 256, 64); /* pitches 128 and 256 */
+    put(f, 0, 256, 512, 64); /* continues: 3 rows */
+    put(f, 0, 384, 768, 32); /* another width */
     ck_assert_uint_eq(f->batches, 1);
-    put(f, 1, 416, 800, 32);   /* another peer */
+    put(f, 1, 416, 800, 32); /* another peer */
     ck_assert_uint_eq(f->batches, 2);
-    put(f, 1, 500, 900, 32);   /* second row: pitches 84 and 100 */
-    put(f, 1, 600, 1000, 32);  /* pitch 100, not 84 */
+    put(f, 1, 500, 900, 32);  /* second row: pitches 84 and 100 */
+    put(f, 1, 600, 1000, 32); /* pitch 100, not 84 */
     ck_assert_uint_eq(f->batches, 3);
-    put(f, 1, 10, 1100, 32);   /* a row before the first: no pitch */
+    put(f, 1, 10, 1100, 32); /* a row before the first: no pitch */
     ck_assert_uint_eq(f->batches, 4);
-    put(f, 1, 20, 1200, 32);   /* overlapping rows (pitch 10 < 32) */
+    put(f, 1, 20, 1200, 32); /* overlapping rows (pitch 10 < 32) */
     ck_assert_uint_eq(f->batches, 5);
-    put(f, 1, 4000, 0, 32);    /* the source going backwards */
+    put(f, 1, 4000, 0, 32); /* the source going backwards */
     ck_assert_uint_eq(f->batches, 6);
     put(f, 2, 0, 0, 16);
-    put(f, 2, 32, 64, 16);     /* pitches 32 and 64 */
-    put(f, 2, 64, 100, 16);    /* the destination's pitch, not the source's */
+    put(f, 2, 32, 64, 16);  /* pitches 32 and 64 */
+    put(f, 2, 64, 100, 16); /* the destination's pitch, not the source's */
     ck_assert_uint_eq(f->batches, 8);
-    put(f, 2, 100, 164, 16);   /* ... nor the other way round */
-    put(f, 2, 136, 228, 16);   /* pitches 36 and 64 */
+    put(f, 2, 100, 164, 16); /* ... nor the other way round */
+    put(f, 2, 136, 228, 16); /* pitches 36 and 64 */
     put(f, 2, 160, 292, 16);
     ck_assert_uint_eq(f->batches, 9);
     flush(f);

@@ -78,11 +78,10 @@ typedef struct dest {
 static void open_dest(dest *d)
 {
     d->ctx = th_must_open(job, WEX_SIDE_DESTINATION, DEST, NULL);
-    ck_assert_int_eq(ops->mem_alloc(d->ctx, BUF_BYTES, (void **)&d->buf,
-                                    &d->mem), WEX_OK);
+    ck_assert_int_eq(
+        ops->mem_alloc(d->ctx, BUF_BYTES, (void **)&d->buf, &d->mem), WEX_OK);
     d->key_len = sizeof(d->key);
-    ck_assert_int_eq(ops->mem_key(d->ctx, d->mem, d->key, &d->key_len),
-                     WEX_OK);
+    ck_assert_int_eq(ops->mem_key(d->ctx, d->mem, d->key, &d->key_len), WEX_OK);
 }
 
 static void close_dest(dest *d)
@@ -180,8 +179,7 @@ START_TEST(running_source_stops_within_a_chunk)
     ck_assert_msg(fence(d.ctx, WEX_FENCE_CLOSE, 0, 5000) == WEX_OK, "%s",
                   wex__last_error());
     took = wex__now() - t0;
-    ck_assert_msg(took < 1.0, "CLOSE waited %.2f s for a running source",
-                  took);
+    ck_assert_msg(took < 1.0, "CLOSE waited %.2f s for a running source", took);
     ck_assert_int_eq(waitpid(src, &status, 0), src);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
                   "the running source was not killed (status 0x%x)", status);
@@ -235,19 +233,22 @@ START_TEST(stopped_source_is_killed_after_the_grace)
         ck_assert_int_eq(waitpid(src, &status, 0), src);
         killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
         if (killed) {
-            ck_assert_msg(took >= 0.29 && took < 5.0, "killed after %.2f s, "
-                          "not after the 300 ms grace", took);
+            ck_assert_msg(took >= 0.29 && took < 5.0,
+                          "killed after %.2f s, "
+                          "not after the 300 ms grace",
+                          took);
         } else {
             ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
                           "status 0x%x", status);
             read_report(report, why, sizeof(why));
             ck_assert_msg(took < 0.29 && strstr(why, "fenced") != NULL,
                           "a source stopped outside a write is fenced, not "
-                          "waited for (%.2f s): %s", took, why);
+                          "waited for (%.2f s): %s",
+                          took, why);
         }
         nap_ms(50);
         ck_assert_msg(digest(&d) == before, "the destination changed after "
-                      "CLOSE returned");
+                                            "CLOSE returned");
         if (killed)
             close(report);
     }

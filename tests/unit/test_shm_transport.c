@@ -362,12 +362,10 @@ START_TEST(ptrace_refusal_is_explained)
         memset(msg, 0, sizeof(msg));
         if (geteuid() == 0 && (setgid(NOBODY) != 0 || setuid(NOBODY) != 0)) {
             st = 99;
-            snprintf(msg, sizeof(msg), "cannot drop root: %s",
-                     strerror(errno));
-        } else if ((st = open_ctx(WEX_SIDE_SOURCE, 0, NULL, &ctx)) ==
-                   WEX_OK) {
-            st = ops->peer_attach(ctx, DEST_RANK, d.key[0], d.key_len[0],
-                                  &peer);
+            snprintf(msg, sizeof(msg), "cannot drop root: %s", strerror(errno));
+        } else if ((st = open_ctx(WEX_SIDE_SOURCE, 0, NULL, &ctx)) == WEX_OK) {
+            st =
+                ops->peer_attach(ctx, DEST_RANK, d.key[0], d.key_len[0], &peer);
             snprintf(msg, sizeof(msg), "%s", wex__last_error());
             if (st == WEX_OK)
                 ops->peer_detach(ctx, peer);
@@ -397,8 +395,8 @@ END_TEST
 START_TEST(bad_keys_are_invalid)
 {
     wex_transport_ctx *dst = must_open(WEX_SIDE_DESTINATION, 2, NULL);
-    wex_transport_ctx *src = must_open(WEX_SIDE_SOURCE, 0,
-                                       "{\"connect_timeout_ms\": 2000}");
+    wex_transport_ctx *src =
+        must_open(WEX_SIDE_SOURCE, 0, "{\"connect_timeout_ms\": 2000}");
     wex_transport_mem *mem;
     uint8_t key[WEX_TRANSPORT_KEY_MAX + 16], bad[sizeof(key)];
     uint64_t len = WEX_TRANSPORT_KEY_MAX;
@@ -418,12 +416,12 @@ START_TEST(bad_keys_are_invalid)
     bad[len] = 'x';
     th_expect_invalid(src, bad, len + 1, "one byte longer", "expected");
     th_expect_invalid(src, bad, WEX_TRANSPORT_KEY_MAX + 1, "too long",
-                   "more than any shm key");
-#define MUTATE(what, says, index, value)                                  \
-    do {                                                                  \
-        memcpy(bad, key, len);                                            \
-        bad[index] = (uint8_t)(value);                                    \
-        th_expect_invalid(src, bad, len, what, says);                        \
+                      "more than any shm key");
+#define MUTATE(what, says, index, value)                                       \
+    do {                                                                       \
+        memcpy(bad, key, len);                                                 \
+        bad[index] = (uint8_t)(value);                                         \
+        th_expect_invalid(src, bad, len, what, says);                          \
     } while (0)
     MUTATE("magic", "bad magic", 0, key[0] ^ 0xff);
     MUTATE("version", "key version", 4, 9);
@@ -505,18 +503,18 @@ START_TEST(job_ids_of_any_shape)
         uint64_t len = sizeof(key);
         void *buf;
 
-        ck_assert_msg(th_open_ctx(ids[i], WEX_SIDE_DESTINATION, 1, NULL,
-                                  &dst) == WEX_OK,
-                      "%s", wex__last_error());
+        ck_assert_msg(
+            th_open_ctx(ids[i], WEX_SIDE_DESTINATION, 1, NULL, &dst) == WEX_OK,
+            "%s", wex__last_error());
         /* a second rank of the same job gets its own name */
-        ck_assert_msg(th_open_ctx(ids[i], WEX_SIDE_DESTINATION, 2, NULL,
-                                  &dst2) == WEX_OK,
-                      "%s", wex__last_error());
+        ck_assert_msg(
+            th_open_ctx(ids[i], WEX_SIDE_DESTINATION, 2, NULL, &dst2) == WEX_OK,
+            "%s", wex__last_error());
         ck_assert_int_eq(ops->mem_alloc(dst, 8192, &buf, &mem), WEX_OK);
         ck_assert_int_eq(ops->mem_key(dst, mem, key, &len), WEX_OK);
         src = must_open(WEX_SIDE_SOURCE, 0, NULL);
-        ck_assert_msg(ops->peer_attach(src, 1, key, len, &peer) == WEX_OK,
-                      "%s", wex__last_error());
+        ck_assert_msg(ops->peer_attach(src, 1, key, len, &peer) == WEX_OK, "%s",
+                      wex__last_error());
         ck_assert_int_eq(ops->put(src, peer, 8191, "z", 1), WEX_OK);
         ck_assert_int_eq(ops->flush(src), WEX_OK);
         ck_assert_uint_eq(((uint8_t *)buf)[8191], 'z');
@@ -531,17 +529,16 @@ END_TEST
 
 START_TEST(options_are_checked)
 {
-    static const char *const bad[] = {
-        "{\"connect_timeout_ms\": -1}", "{\"connect_timeout_ms\": 1.5}",
-        "{\"connect_timeout_ms\": \"10\"}",
-        "{\"connect_timeout_ms\": 3600001}"};
+    static const char *const bad[] = {"{\"connect_timeout_ms\": -1}",
+                                      "{\"connect_timeout_ms\": 1.5}",
+                                      "{\"connect_timeout_ms\": \"10\"}",
+                                      "{\"connect_timeout_ms\": 3600001}"};
     wex_transport_ctx *ctx = NULL;
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         ck_assert_int_eq(open_ctx(WEX_SIDE_SOURCE, 0, bad[i], &ctx),
                          WEX_ERR_INVALID);
-        ck_assert_msg(strstr(wex__last_error(), "/connect_timeout_ms") !=
-                          NULL,
+        ck_assert_msg(strstr(wex__last_error(), "/connect_timeout_ms") != NULL,
                       "%s", wex__last_error());
     }
     ctx = must_open(WEX_SIDE_SOURCE, 0, "{\"connect_timeout_ms\": 0}");
@@ -562,9 +559,9 @@ START_TEST(arguments_are_checked)
     void *buf;
 
     ck_assert_int_eq(ops->mem_alloc(dst, 0, &buf, &mem), WEX_ERR_INVALID);
-    ck_assert_int_eq(ops->mem_register(dst, local, sizeof(local),
-                                       WEX_MEMORY_CUDA, &reg),
-                     WEX_ERR_UNSUPPORTED);
+    ck_assert_int_eq(
+        ops->mem_register(dst, local, sizeof(local), WEX_MEMORY_CUDA, &reg),
+        WEX_ERR_UNSUPPORTED);
     ck_assert_int_eq(ops->mem_alloc(dst, 100, &buf, &mem), WEX_OK);
     ck_assert_uint_eq((uintptr_t)buf % (uintptr_t)sysconf(_SC_PAGESIZE), 0);
     for (int i = 0; i < 100; i++)
@@ -574,14 +571,13 @@ START_TEST(arguments_are_checked)
     len = sizeof(key);
     ck_assert_int_eq(ops->mem_key(dst, mem, key, &len), WEX_OK);
     /* sources expose nothing */
-    ck_assert_int_eq(ops->mem_register(src, local, sizeof(local),
-                                       WEX_MEMORY_HOST, &reg),
-                     WEX_OK);
+    ck_assert_int_eq(
+        ops->mem_register(src, local, sizeof(local), WEX_MEMORY_HOST, &reg),
+        WEX_OK);
     {
         uint64_t l2 = sizeof(key);
         uint8_t k2[WEX_TRANSPORT_KEY_MAX];
-        ck_assert_int_eq(ops->mem_key(src, reg, k2, &l2),
-                         WEX_ERR_UNSUPPORTED);
+        ck_assert_int_eq(ops->mem_key(src, reg, k2, &l2), WEX_ERR_UNSUPPORTED);
     }
     ops->mem_deregister(src, reg);
     ck_assert_msg(ops->peer_attach(src, 0, key, len, &peer) == WEX_OK, "%s",
@@ -638,17 +634,17 @@ START_TEST(same_process_and_throughput)
     memset(target, 0, BUF_BYTES);
     ck_assert_int_eq(ops->mem_alloc(dst, BUF_BYTES, &shared_buf, &shared),
                      WEX_OK);
-    ck_assert_int_eq(ops->mem_register(dst, target, BUF_BYTES,
-                                       WEX_MEMORY_HOST, &priv),
-                     WEX_OK);
+    ck_assert_int_eq(
+        ops->mem_register(dst, target, BUF_BYTES, WEX_MEMORY_HOST, &priv),
+        WEX_OK);
     len = sizeof(key);
     ck_assert_int_eq(ops->mem_key(dst, shared, key, &len), WEX_OK);
     ck_assert_msg(ops->peer_attach(src, 0, key, len, &to_shared) == WEX_OK,
                   "%s", wex__last_error());
     len = sizeof(key);
     ck_assert_int_eq(ops->mem_key(dst, priv, key, &len), WEX_OK);
-    ck_assert_msg(ops->peer_attach(src, 0, key, len, &to_priv) == WEX_OK,
-                  "%s", wex__last_error());
+    ck_assert_msg(ops->peer_attach(src, 0, key, len, &to_priv) == WEX_OK, "%s",
+                  wex__last_error());
 
     put_memfd = time_puts(src, to_shared, data, REPS);
     put_vm = time_puts(src, to_priv, data, REPS);

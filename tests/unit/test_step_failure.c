@@ -23,8 +23,7 @@ START_TEST(a_failure_of_any_length_is_never_taken_for_digests)
             value[n] = '\0'; /* as the rendezvous returns values */
             ck_assert_uint_ne(n % units[u], 0);
             ck_assert_uint_le(n, len + 2);
-            ck_assert_str_eq(wex__step_failure_reason(value, n, units[u]),
-                             why);
+            ck_assert_str_eq(wex__step_failure_reason(value, n, units[u]), why);
         }
 }
 END_TEST

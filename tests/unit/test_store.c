@@ -38,7 +38,8 @@ START_TEST(codec_round_trips)
     wex__store_response resp;
 
     ck_assert_int_eq(wex__store_encode_request(WEX__STORE_SET, "layout/0", 8,
-                                               "\x00\x01payload", 9, &msg, &len),
+                                               "\x00\x01payload", 9, &msg,
+                                               &len),
                      WEX_OK);
     ck_assert_uint_eq(len, 4 + 5 + 8 + 9);
     ck_assert_uint_eq(wex__store_get_u32(msg), len - 4);
@@ -53,29 +54,33 @@ START_TEST(codec_round_trips)
     wex__store_put_u64(arg, (uint64_t)-42);
     wex__store_put_u64(arg + 8, 1500);
     ck_assert_int_eq(wex__store_encode_request(WEX__STORE_WAIT_GE, "c", 1, arg,
-                                               16, &msg, &len), WEX_OK);
+                                               16, &msg, &len),
+                     WEX_OK);
     decode_req(msg, len, &r);
     ck_assert_uint_eq(r.op, WEX__STORE_WAIT_GE);
     ck_assert_int_eq((int64_t)wex__store_get_u64(r.value), -42);
     ck_assert_uint_eq(wex__store_get_u64(r.value + 8), 1500);
     free(msg);
 
-    ck_assert_int_eq(wex__store_encode_request(WEX__STORE_BYE, "", 0, NULL, 0,
-                                               &msg, &len), WEX_OK);
+    ck_assert_int_eq(
+        wex__store_encode_request(WEX__STORE_BYE, "", 0, NULL, 0, &msg, &len),
+        WEX_OK);
     decode_req(msg, len, &r);
     ck_assert_uint_eq(r.op, WEX__STORE_BYE);
     ck_assert_uint_eq(r.key_len + r.value_len, 0);
     free(msg);
 
     ck_assert_int_eq(wex__store_encode_response(WEX__STORE_R_PEER_DEAD, "why",
-                                                3, &msg, &len), WEX_OK);
+                                                3, &msg, &len),
+                     WEX_OK);
     ck_assert_int_eq(wex__store_decode_response(msg, len, &resp), WEX_OK);
     ck_assert_uint_eq(resp.status, WEX__STORE_R_PEER_DEAD);
     ck_assert_uint_eq(resp.len, 3);
     ck_assert_mem_eq(resp.payload, "why", 3);
     free(msg);
-    ck_assert_int_eq(wex__store_encode_response(WEX__STORE_R_OK, NULL, 0, &msg,
-                                                &len), WEX_OK);
+    ck_assert_int_eq(
+        wex__store_encode_response(WEX__STORE_R_OK, NULL, 0, &msg, &len),
+        WEX_OK);
     ck_assert_int_eq(wex__store_decode_response(msg, len, &resp), WEX_OK);
     ck_assert_uint_eq(resp.len, 0);
     free(msg);
@@ -90,9 +95,11 @@ START_TEST(codec_refuses_truncated_input)
     wex__store_response resp;
 
     ck_assert_int_eq(wex__store_encode_request(WEX__STORE_SET, "key", 3,
-                                               "value", 5, &msg, &len), WEX_OK);
+                                               "value", 5, &msg, &len),
+                     WEX_OK);
     for (size_t n = 0; n < len; n++)
-        ck_assert_int_eq(wex__store_decode_request(msg, n, &r), WEX_ERR_INVALID);
+        ck_assert_int_eq(wex__store_decode_request(msg, n, &r),
+                         WEX_ERR_INVALID);
     ck_assert_ptr_nonnull(strstr(wex__last_error(), "truncated"));
     longer = malloc(len + 1);
     memcpy(longer, msg, len);
@@ -102,8 +109,9 @@ START_TEST(codec_refuses_truncated_input)
     free(longer);
     free(msg);
 
-    ck_assert_int_eq(wex__store_encode_response(WEX__STORE_R_OK, "v", 1, &msg,
-                                                &len), WEX_OK);
+    ck_assert_int_eq(
+        wex__store_encode_response(WEX__STORE_R_OK, "v", 1, &msg, &len),
+        WEX_OK);
     for (size_t n = 0; n < len; n++)
         ck_assert_int_eq(wex__store_decode_response(msg, n, &resp),
                          WEX_ERR_INVALID);
@@ -123,11 +131,11 @@ START_TEST(codec_refuses_oversize_and_malformed)
     wex__store_request r;
 
     memset(key, 'k', sizeof(key));
-    ck_assert_int_eq(wex__store_encode_request(WEX__STORE_SET, key,
-                                               sizeof(key), "v", 1, &msg, &len),
+    ck_assert_int_eq(wex__store_encode_request(WEX__STORE_SET, key, sizeof(key),
+                                               "v", 1, &msg, &len),
                      WEX_ERR_INVALID);
     ck_assert_ptr_nonnull(strstr(wex__last_error(), "key of 1025 bytes is over "
-                                 "the 1024-byte limit"));
+                                                    "the 1024-byte limit"));
     ck_assert_int_eq(wex__store_encode_request(WEX__STORE_SET, "k", 1, value,
                                                big, &msg, &len),
                      WEX_ERR_INVALID);
@@ -135,7 +143,8 @@ START_TEST(codec_refuses_oversize_and_malformed)
     /* Exactly at the limits is fine. */
     ck_assert_int_eq(wex__store_encode_request(WEX__STORE_SET, key,
                                                WEX__STORE_KEY_MAX, value,
-                                               big - 1, &msg, &len), WEX_OK);
+                                               big - 1, &msg, &len),
+                     WEX_OK);
     ck_assert_uint_eq(len, 4 + WEX__STORE_REQUEST_MAX);
     decode_req(msg, len, &r);
     free(msg);
@@ -164,12 +173,15 @@ START_TEST(codec_refuses_oversize_and_malformed)
     raw[4] = WEX__STORE_SET;
     raw[10] = '\0';
     ck_assert_int_eq(wex__store_decode_request(raw, 13, &r), WEX_ERR_INVALID);
-    ck_assert_int_eq(wex__store_encode_request(WEX__STORE_GET, "k", 1, "1234567",
-                                               7, &msg, &len), WEX_ERR_INVALID);
-    ck_assert_int_eq(wex__store_encode_request(WEX__STORE_SET, "", 0, "v", 1,
-                                               &msg, &len), WEX_ERR_INVALID);
-    ck_assert_int_eq(wex__store_encode_request(WEX__STORE_BYE, "k", 1, NULL, 0,
-                                               &msg, &len), WEX_ERR_INVALID);
+    ck_assert_int_eq(wex__store_encode_request(WEX__STORE_GET, "k", 1,
+                                               "1234567", 7, &msg, &len),
+                     WEX_ERR_INVALID);
+    ck_assert_int_eq(
+        wex__store_encode_request(WEX__STORE_SET, "", 0, "v", 1, &msg, &len),
+        WEX_ERR_INVALID);
+    ck_assert_int_eq(
+        wex__store_encode_request(WEX__STORE_BYE, "k", 1, NULL, 0, &msg, &len),
+        WEX_ERR_INVALID);
 }
 END_TEST
 
@@ -212,7 +224,8 @@ static int raw_connect(void)
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
     ck_assert_int_eq(wex__store_split_address(address, host, sizeof(host), port,
-                                              sizeof(port)), WEX_OK);
+                                              sizeof(port)),
+                     WEX_OK);
     sa.sin_family = AF_INET;
     sa.sin_port = htons((uint16_t)atoi(port));
     inet_pton(AF_INET, host, &sa.sin_addr);
@@ -250,8 +263,9 @@ static void raw_request(int fd, uint8_t op, const char *key, const void *value,
     uint8_t *msg;
     size_t n;
 
-    ck_assert_int_eq(wex__store_encode_request(op, key, strlen(key), value, len,
-                                               &msg, &n), WEX_OK);
+    ck_assert_int_eq(
+        wex__store_encode_request(op, key, strlen(key), value, len, &msg, &n),
+        WEX_OK);
     raw_send(fd, msg, n);
     free(msg);
 }
@@ -324,7 +338,8 @@ START_TEST(get_waits_for_a_later_set)
     void *value;
     size_t len;
 
-    ck_assert_msg(wex__store_get(c, "layout/source/0", 3.0, &value, &len) == WEX_OK,
+    ck_assert_msg(wex__store_get(c, "layout/source/0", 3.0, &value, &len) ==
+                      WEX_OK,
                   "%s", wex__last_error());
     ck_assert_double_ge(wex__now() - t0, 0.25);
     ck_assert_str_eq(value, "digest-123");
@@ -360,7 +375,8 @@ START_TEST(timeouts_are_kept)
     ck_assert_str_eq(wex__last_error(),
                      "rendezvous: counter 'count' is 2, not 3, after 0.3 s");
     /* Zero means "only if it is already there". */
-    ck_assert_int_eq(wex__store_get(c, "never", 0, &value, &len), WEX_ERR_TIMEOUT);
+    ck_assert_int_eq(wex__store_get(c, "never", 0, &value, &len),
+                     WEX_ERR_TIMEOUT);
     ck_assert_int_eq(wex__store_wait_ge(c, "count", 2, 0), WEX_OK);
     wex__store_close(c);
 }
@@ -384,7 +400,7 @@ START_TEST(add_counts_atomically)
     ck_assert_int_eq(wex__store_set(c, "text", "abc", 3), WEX_OK);
     ck_assert_int_eq(wex__store_add(c, "text", 1, &v), WEX_ERR_INVALID);
     ck_assert_ptr_nonnull(strstr(wex__last_error(), "key 'text' holds 3 bytes, "
-                                 "not a counter"));
+                                                    "not a counter"));
     ck_assert_int_eq(wex__store_wait_ge(c, "text", 1, 0.1), WEX_ERR_INVALID);
     ck_assert_int_eq(wex__store_add(c, "n", INT64_MAX, &v), WEX_OK);
     ck_assert_int_eq(wex__store_add(c, "n", 3, &v), WEX_ERR_INVALID);
@@ -472,7 +488,8 @@ START_TEST(oversized_keys_and_values_are_refused)
     memset(key, 'k', sizeof(key) - 1);
     key[sizeof(key) - 1] = '\0';
     ck_assert_int_eq(wex__store_set(c, key, "v", 1), WEX_ERR_INVALID);
-    ck_assert_ptr_nonnull(strstr(wex__last_error(), "over the 1024-byte limit"));
+    ck_assert_ptr_nonnull(
+        strstr(wex__last_error(), "over the 1024-byte limit"));
     ck_assert_int_eq(wex__store_set(c, "big", big, max + 1), WEX_ERR_INVALID);
     /* The client is still fine, and the largest value goes through whole. */
     for (size_t i = 0; i < max; i++)
@@ -583,7 +600,8 @@ START_TEST(unknown_message_types_are_refused)
     msg[9] = 'k';
     raw_send(fd, msg, sizeof(msg));
     ck_assert_int_eq(raw_reply(fd, text, sizeof(text)), WEX__STORE_R_ERROR);
-    ck_assert_msg(strstr(text, "99") != NULL, "reply '%s' names no opcode", text);
+    ck_assert_msg(strstr(text, "99") != NULL, "reply '%s' names no opcode",
+                  text);
     ck_closed(fd);
     close(fd);
 }
@@ -624,7 +642,8 @@ START_TEST(abandoned_client_fails_pending_waits)
 
     ck_assert_int_eq(wex__store_set(c, "before", "x", 1), WEX_OK);
     wex__store_abandon(gone);
-    ck_assert_int_eq(wex__store_get(c, "never", 5.0, &value, &len), WEX_ERR_PEER);
+    ck_assert_int_eq(wex__store_get(c, "never", 5.0, &value, &len),
+                     WEX_ERR_PEER);
     ck_assert_str_eq(wex__last_error(), "rendezvous: source/1 disconnected "
                                         "without saying goodbye");
     ck_assert_double_lt(wex__now() - t0, 1.0);
@@ -634,7 +653,8 @@ START_TEST(abandoned_client_fails_pending_waits)
     /* ...but what is already there is still served. */
     ck_assert_int_eq(wex__store_get(c, "before", 5.0, &value, &len), WEX_OK);
     free(value);
-    ck_assert_int_eq(wex__store_get(c, "dead/source/1", 0, &value, &len), WEX_OK);
+    ck_assert_int_eq(wex__store_get(c, "dead/source/1", 0, &value, &len),
+                     WEX_OK);
     ck_assert_str_eq(value, "source/1");
     free(value);
     wex__store_close(c);
@@ -728,7 +748,8 @@ START_TEST(stop_with_clients_connected_does_not_hang)
     size_t len;
     double t0;
 
-    ck_assert_int_eq(wex__store_get(idle, "waiting", 2.0, &value, &len), WEX_OK);
+    ck_assert_int_eq(wex__store_get(idle, "waiting", 2.0, &value, &len),
+                     WEX_OK);
     free(value);
     pause_s(0.1);
     t0 = wex__now();
@@ -830,7 +851,8 @@ START_TEST(idle_connections_do_not_starve_ranks)
     /* Both ends of every idle socket live in this process. */
     if (!raise_nofile(2 * IDLE_FLOOD + 256)) {
         printf("skipped idle_connections_do_not_starve_ranks: the hard "
-               "RLIMIT_NOFILE is under %d\n", 2 * IDLE_FLOOD + 256);
+               "RLIMIT_NOFILE is under %d\n",
+               2 * IDLE_FLOOD + 256);
         return;
     }
     for (int i = 0; i < IDLE_FLOOD; i++)
@@ -865,11 +887,14 @@ START_TEST(bad_arguments_are_refused)
 {
     wex__store_client *c;
 
-    ck_assert_int_eq(wex__store_serve("127.0.0.1:0", "", &server), WEX_ERR_INVALID);
-    ck_assert_int_eq(wex__store_serve("127.0.0.1", TOKEN, &server), WEX_ERR_INVALID);
+    ck_assert_int_eq(wex__store_serve("127.0.0.1:0", "", &server),
+                     WEX_ERR_INVALID);
+    ck_assert_int_eq(wex__store_serve("127.0.0.1", TOKEN, &server),
+                     WEX_ERR_INVALID);
     ck_assert_int_eq(wex__store_serve("127.0.0.1:99999", TOKEN, &server),
                      WEX_ERR_INVALID);
-    ck_assert_int_eq(wex__store_serve("::1:5", TOKEN, &server), WEX_ERR_INVALID);
+    ck_assert_int_eq(wex__store_serve("::1:5", TOKEN, &server),
+                     WEX_ERR_INVALID);
     ck_assert_int_eq(wex__store_connect("127.0.0.1:0", TOKEN, "x", 0.1, &c),
                      WEX_ERR_INVALID);
     server = NULL;

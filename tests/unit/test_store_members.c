@@ -66,8 +66,8 @@ static void start_with(member *m, const char *who, const char *key,
     ck_assert_int_eq(pthread_create(&m->thread, NULL, arrive_main, m), 0);
 }
 
-static void start(member *m, const char *who, const char *key,
-                  uint64_t sources, uint64_t destinations, uint8_t optional)
+static void start(member *m, const char *who, const char *key, uint64_t sources,
+                  uint64_t destinations, uint8_t optional)
 {
     start_with(m, who, key, sources, destinations, optional, 0, 20.0);
 }
@@ -201,9 +201,9 @@ START_TEST(dead_required_member_is_waited_for_until_it_rejoins)
     c = join("source/0");
     {
         wex__store_gathered *none = NULL;
-        ck_assert_int_eq(wex__store_gather(c, "none/", 0, "destination/",
-                                           10.0, &none),
-                         WEX_OK);
+        ck_assert_int_eq(
+            wex__store_gather(c, "none/", 0, "destination/", 10.0, &none),
+            WEX_OK);
         free(none);
     }
     ck_assert_int_eq(wex__store_get(c, "never", 0.2, &value, &len),
@@ -246,12 +246,14 @@ START_TEST(news_of_a_death_fails_the_barrier_once)
 
     abandon_and_wait(gone);
     t0 = wex__now();
-    ck_assert_int_eq(wex__store_arrive(s0, "step/8/0/begin", 0, 2, 1, NULL,
-                                       5.0, &dead, &n), WEX_ERR_PEER);
+    ck_assert_int_eq(
+        wex__store_arrive(s0, "step/8/0/begin", 0, 2, 1, NULL, 5.0, &dead, &n),
+        WEX_ERR_PEER);
     ck_assert_msg(strstr(wex__last_error(), "source/1 (dead)") != NULL, "%s",
                   wex__last_error());
-    ck_assert_int_eq(wex__store_arrive(d0, "step/8/0/begin", 0, 2, 1, NULL,
-                                       5.0, &dead, &n), WEX_ERR_PEER);
+    ck_assert_int_eq(
+        wex__store_arrive(d0, "step/8/0/begin", 0, 2, 1, NULL, 5.0, &dead, &n),
+        WEX_ERR_PEER);
     ck_assert_double_lt(wex__now() - t0, 1.0);
     /* The next step: source 1 comes back while the others wait. */
     member m[2];
@@ -259,9 +261,9 @@ START_TEST(news_of_a_death_fails_the_barrier_once)
     start_with(&m[1], "destination/0", "step/9/0/begin", 2, 1, 0, 0, 5.0);
     pause_s(0.3);
     back = join("source/1");
-    ck_assert_msg(wex__store_arrive(back, "step/9/0/begin", 0, 2, 1, NULL,
-                                    5.0, &dead, &n) == WEX_OK, "%s",
-                  wex__last_error());
+    ck_assert_msg(wex__store_arrive(back, "step/9/0/begin", 0, 2, 1, NULL, 5.0,
+                                    &dead, &n) == WEX_OK,
+                  "%s", wex__last_error());
     free(dead);
     for (int i = 0; i < 2; i++) {
         finish(&m[i]);
@@ -305,8 +307,9 @@ static void step_of_three(wex__store_client *s0, wex__store_client *d0,
     for (int i = 0; i < 2; i++)
         ck_assert_int_eq(pthread_create(&h[i].thread, NULL, held_main, &h[i]),
                          0);
-    ck_assert_msg(wex__store_arrive(third, key, 0, 2, 1, NULL, 10.0, &dead,
-                                    &n) == WEX_OK, "%s", wex__last_error());
+    ck_assert_msg(
+        wex__store_arrive(third, key, 0, 2, 1, NULL, 10.0, &dead, &n) == WEX_OK,
+        "%s", wex__last_error());
     free(dead);
     for (int i = 0; i < 2; i++) {
         pthread_join(h[i].thread, NULL);
@@ -328,14 +331,16 @@ START_TEST(retry_fails_for_a_source_back_from_a_death_in_the_step)
     abandon_and_wait(s1);
     back = join("source/1");
     t0 = wex__now();
-    ck_assert_int_eq(wex__store_arrive(s0, "step/10/1/begin", 1, 2, 1, NULL,
-                                       5.0, &dead, &n), WEX_ERR_PEER);
+    ck_assert_int_eq(
+        wex__store_arrive(s0, "step/10/1/begin", 1, 2, 1, NULL, 5.0, &dead, &n),
+        WEX_ERR_PEER);
     ck_assert_double_lt(wex__now() - t0, 2.0);
     ck_assert_msg(strstr(wex__last_error(), "source/1 (died in this step, "
                                             "back since)") != NULL,
                   "%s", wex__last_error());
-    ck_assert_int_eq(wex__store_arrive(d0, "step/10/1/begin", 1, 2, 1, NULL,
-                                       5.0, &dead, &n), WEX_ERR_PEER);
+    ck_assert_int_eq(
+        wex__store_arrive(d0, "step/10/1/begin", 1, 2, 1, NULL, 5.0, &dead, &n),
+        WEX_ERR_PEER);
     step_of_three(s0, d0, back, "step/11/0/begin");
     wex__store_close(back);
     wex__store_close(s0);
@@ -350,8 +355,7 @@ START_TEST(barrier_timeout_lists_who_is_missing)
     start_with(&m, "destination/0", "step/5/0/begin", 2, 1, 0, 0, 0.5);
     finish(&m);
     ck_assert_int_eq(m.st, WEX_ERR_TIMEOUT);
-    ck_assert_msg(strstr(m.error, "source/0, source/1") != NULL, "%s",
-                  m.error);
+    ck_assert_msg(strstr(m.error, "source/0, source/1") != NULL, "%s", m.error);
 }
 END_TEST
 
@@ -367,8 +371,9 @@ START_TEST(gather_takes_a_death_as_the_answer)
     ck_assert_int_eq(wex__store_set(d0, "verdict/0", "ok", 2), WEX_OK);
     t0 = wex__now();
     wex__store_abandon(d1);
-    ck_assert_msg(wex__store_gather(s0, "verdict/", 2, "destination/", 5.0,
-                                    &g) == WEX_OK, "%s", wex__last_error());
+    ck_assert_msg(
+        wex__store_gather(s0, "verdict/", 2, "destination/", 5.0, &g) == WEX_OK,
+        "%s", wex__last_error());
     ck_assert_double_lt(wex__now() - t0, 1.0);
     ck_assert_int_eq(g[0].present, 1);
     ck_assert_str_eq(g[0].value, "ok");
@@ -433,7 +438,8 @@ START_TEST(codec_refuses_malformed_member_requests)
                                                33, &msg, &len),
                      WEX_ERR_INVALID);
     ck_assert_int_eq(wex__store_encode_request(WEX__STORE_ARRIVE, "b", 1, arg,
-                                               34, &msg, &len), WEX_OK);
+                                               34, &msg, &len),
+                     WEX_OK);
     free(msg);
     wex__store_put_u64(arg + 24, (uint64_t)WEX__STORE_MEMBERS_MAX + 1);
     ck_assert_int_eq(wex__store_encode_request(WEX__STORE_ARRIVE, "b", 1, arg,
@@ -449,13 +455,16 @@ START_TEST(codec_refuses_malformed_member_requests)
                      WEX_ERR_INVALID);
     memcpy(arg + 16, "d/", 2);
     ck_assert_int_eq(wex__store_encode_request(WEX__STORE_GATHER, "p", 1, arg,
-                                               18, &msg, &len), WEX_OK);
+                                               18, &msg, &len),
+                     WEX_OK);
     free(msg);
     /* DROP: a prefix, nothing else. */
-    ck_assert_int_eq(wex__store_encode_request(WEX__STORE_DROP, "p", 1, arg, 1,
-                                               &msg, &len), WEX_ERR_INVALID);
-    ck_assert_int_eq(wex__store_encode_request(WEX__STORE_DROP, "", 0, NULL, 0,
-                                               &msg, &len), WEX_ERR_INVALID);
+    ck_assert_int_eq(
+        wex__store_encode_request(WEX__STORE_DROP, "p", 1, arg, 1, &msg, &len),
+        WEX_ERR_INVALID);
+    ck_assert_int_eq(
+        wex__store_encode_request(WEX__STORE_DROP, "", 0, NULL, 0, &msg, &len),
+        WEX_ERR_INVALID);
 }
 END_TEST
 

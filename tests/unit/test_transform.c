@@ -18,7 +18,7 @@ START_TEST(e4m3_rounds_and_saturates_as_torch)
     ck_assert_uint_eq(wex__e4m3_from_f32(-0.0f), 0x80);
     ck_assert_uint_eq(wex__e4m3_from_f32(1.0f), 0x38);
     ck_assert_uint_eq(wex__e4m3_from_f32(448.0f), 0x7e);
-    ck_assert_uint_eq(wex__e4m3_from_f32(470.0f), 0x7e);   /* saturates */
+    ck_assert_uint_eq(wex__e4m3_from_f32(470.0f), 0x7e); /* saturates */
     ck_assert_uint_eq(wex__e4m3_from_f32(1e30f), 0x7e);
     ck_assert_uint_eq(wex__e4m3_from_f32(INFINITY), 0x7e);
     ck_assert_uint_eq(wex__e4m3_from_f32(-INFINITY), 0xfe);
@@ -33,7 +33,8 @@ START_TEST(e4m3_rounds_and_saturates_as_torch)
     ck_assert_uint_eq(wex__e4m3_from_f32(7.5f * 0x1p-9f), 0x08); /* to 2^-6 */
     for (unsigned b = 0; b < 256; b++)
         if ((b & 0x7f) != 0x7f)
-            ck_assert_uint_eq(wex__e4m3_from_f32(wex__e4m3_to_f32((uint8_t)b)), b);
+            ck_assert_uint_eq(wex__e4m3_from_f32(wex__e4m3_to_f32((uint8_t)b)),
+                              b);
     ck_assert_float_eq(wex__e4m3_to_f32(0x7e), 448.0f);
     ck_assert(isnan(wex__e4m3_to_f32(0xff)));
 }
@@ -42,8 +43,10 @@ END_TEST
 START_TEST(half_and_bfloat16_round_to_even)
 {
     ck_assert_uint_eq(wex__bf16_from_f32(1.0f), 0x3f80);
-    ck_assert_uint_eq(wex__bf16_from_f32(wex__f32_of_bits(0x3f808000u)), 0x3f80);
-    ck_assert_uint_eq(wex__bf16_from_f32(wex__f32_of_bits(0x3f818000u)), 0x3f82);
+    ck_assert_uint_eq(wex__bf16_from_f32(wex__f32_of_bits(0x3f808000u)),
+                      0x3f80);
+    ck_assert_uint_eq(wex__bf16_from_f32(wex__f32_of_bits(0x3f818000u)),
+                      0x3f82);
     ck_assert_uint_eq(wex__f16_from_f32(1.0f), 0x3c00);
     ck_assert_uint_eq(wex__f16_from_f32(65504.0f), 0x7bff);
     ck_assert_uint_eq(wex__f16_from_f32(65520.0f), 0x7c00); /* infinity */
@@ -67,7 +70,8 @@ START_TEST(a_block_quantizes_by_its_amax)
     amax = wex__amax(WEX_DTYPE_BF16, x, 6, 0.0f);
     ck_assert_float_eq(amax, 7.0f);
     mult = wex__quant_mult(amax);
-    ck_assert_float_eq(mult, (1.0f / 7.0f) * 448.0f); /* torch: 448 * reciprocal */
+    ck_assert_float_eq(mult,
+                       (1.0f / 7.0f) * 448.0f); /* torch: 448 * reciprocal */
     ck_assert_float_eq(wex__quant_scale_inv(amax), 7.0f / 448.0f);
     wex__quantize_e4m3(WEX_DTYPE_BF16, x, 6, mult, q);
     ck_assert_uint_eq(q[4], 0xfe); /* -7 * 64 = -448 */

@@ -139,8 +139,9 @@ START_TEST(ranks_in_two_processes_share_what_one_draws)
     id_of(expect, (unsigned)child);
     ck_assert_mem_eq(fetched, expect, ID_BYTES);
     /* kept in the transport's own namespace */
-    ck_assert_int_eq(wex__store_get(job.rendezvous.store, "transport/probe/uid", 1.0,
-                                    &raw, &raw_len), WEX_OK);
+    ck_assert_int_eq(wex__store_get(job.rendezvous.store, "transport/probe/uid",
+                                    1.0, &raw, &raw_len),
+                     WEX_OK);
     ck_assert_uint_eq(raw_len, ID_BYTES);
     ck_assert_mem_eq(raw, expect, ID_BYTES);
     free(raw);
@@ -159,18 +160,18 @@ static wex_status refusals(const wex_transport_exchange *ex)
     long_name[65] = '\0';
     ck_assert_int_eq(ex->publish(ex->ctx, "", "v", 1), WEX_ERR_INVALID);
     ck_assert_int_eq(ex->publish(ex->ctx, "a/b", "v", 1), WEX_ERR_INVALID);
-    ck_assert_str_eq(wex__last_error(), "publish: the name "
+    ck_assert_str_eq(wex__last_error(),
+                     "publish: the name "
                      "\"a/b\" is not 1-64 characters of [A-Za-z0-9_.-]");
     ck_assert_int_eq(ex->publish(ex->ctx, long_name, "v", 1), WEX_ERR_INVALID);
     ck_assert_int_eq(ex->fetch(ex->ctx, NULL, buf, 4, &len), WEX_ERR_INVALID);
     ck_assert_int_eq(ex->publish(ex->ctx, "big", big, sizeof(big)),
                      WEX_ERR_INVALID);
     ck_assert_str_eq(wex__last_error(), "publish big: 4097 "
-                     "bytes (at most 4096)");
+                                        "bytes (at most 4096)");
     ck_assert_int_eq(ex->fetch(ex->ctx, "never", buf, 4, &len),
                      WEX_ERR_TIMEOUT);
-    ck_assert_ptr_nonnull(strstr(wex__last_error(),
-                                 "waiting for \"never\""));
+    ck_assert_ptr_nonnull(strstr(wex__last_error(), "waiting for \"never\""));
     /* a value longer than the caller's room: cut, its length told */
     ck_assert_int_eq(ex->publish(ex->ctx, "six", "abcdef", 6), WEX_OK);
     ck_assert_int_eq(ex->fetch(ex->ctx, "six", buf, 4, &len), WEX_OK);

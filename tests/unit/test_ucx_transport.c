@@ -116,9 +116,8 @@ static const char *options_for(const char *error_handling, char *buf,
 {
     snprintf(buf, cap, "{%s%s%s%s%s}",
              error_handling ? "\"error_handling\": \"" : "",
-             error_handling ? error_handling : "",
-             error_handling ? "\"" : "", error_handling && more ? ", " : "",
-             more ? more : "");
+             error_handling ? error_handling : "", error_handling ? "\"" : "",
+             error_handling && more ? ", " : "", more ? more : "");
     return buf;
 }
 
@@ -132,8 +131,7 @@ static const char *tls_name(void)
  * source must report for its peers (NULL: whichever UCX's lanes allow). */
 static void put_pattern_across_processes(const char *tls,
                                          const char *error_handling,
-                                         const char *path,
-                                         const char *chosen)
+                                         const char *path, const char *chosen)
 {
     char dopt[160], sopt[200], dmore[64], smore[96];
     enum { REPS = 4 };
@@ -151,8 +149,8 @@ static void put_pattern_across_processes(const char *tls,
     snprintf(dmore, sizeof(dmore), "\"data_path\": \"%s\"",
              path ? path : "auto");
     snprintf(smore, sizeof(smore), "%s, \"connect_timeout_ms\": 5000", dmore);
-    spawn_destination(&d, options_for(error_handling, dopt, sizeof(dopt),
-                                      dmore));
+    spawn_destination(&d,
+                      options_for(error_handling, dopt, sizeof(dopt), dmore));
     ctx = must_open(WEX_SIDE_SOURCE, 0,
                     options_for(error_handling, sopt, sizeof(sopt), smore));
     ck_assert_msg(ops->peer_attach(ctx, DEST_RANK, d.key[0], d.key_len[0],
@@ -214,8 +212,8 @@ static void put_pattern_across_processes(const char *tls,
            "memcpy %.2f GB/s; %zu small puts (1-61 bytes) + flush %.0f "
            "puts/s\n",
            tls_name(), error_handling ? error_handling : "peer",
-           path ? path : "auto", ops->peer_path(ctx, to_alloc), REPS, big,
-           copy, na - 3, small);
+           path ? path : "auto", ops->peer_path(ctx, to_alloc), REPS, big, copy,
+           na - 3, small);
     fflush(stdout);
 
     ops->peer_detach(ctx, to_alloc);
@@ -289,7 +287,8 @@ START_TEST(messages_outside_every_buffer_are_refused)
     ck_assert_msg(ops->peer_attach(src, 2, key[0], len[0], &to_kept) == WEX_OK,
                   "%s", wex__last_error());
     ck_assert_msg(ops->peer_attach(src, 2, key[1], len[1], &to_dropped) ==
-                      WEX_OK, "%s", wex__last_error());
+                      WEX_OK,
+                  "%s", wex__last_error());
     ops->mem_deregister(dst, dropped);
     /* an eager message and a rendezvous one, both refused */
     ck_assert_int_eq(ops->put(src, to_dropped, 0, bytes, 64), WEX_OK);
@@ -297,10 +296,10 @@ START_TEST(messages_outside_every_buffer_are_refused)
                      WEX_OK);
     ck_assert_int_eq(ops->put(src, to_kept, 8, bytes, sizeof(bytes)), WEX_OK);
     ck_assert_int_eq(ops->flush(src), WEX_ERR_INVALID);
-    ck_assert_msg(strstr(wex__last_error(), "destination rank 2") != NULL,
-                  "%s", wex__last_error());
-    ck_assert_msg(strstr(wex__last_error(), "did not place 100064 bytes"),
-                  "%s", wex__last_error());
+    ck_assert_msg(strstr(wex__last_error(), "destination rank 2") != NULL, "%s",
+                  wex__last_error());
+    ck_assert_msg(strstr(wex__last_error(), "did not place 100064 bytes"), "%s",
+                  wex__last_error());
     ck_assert_uint_eq(kbuf[8], 7); /* the kept buffer got its bytes */
     ck_assert_uint_eq(kbuf[8 + sizeof(bytes) - 1], 7);
     ck_assert_uint_eq(kbuf[8 + sizeof(bytes)], 0);
@@ -348,8 +347,7 @@ START_TEST(messages_of_another_try_are_fenced)
     uint32_t rekeyed = 9;
     uint8_t *buf;
 
-    ck_assert_int_eq(ops->mem_alloc(dst, 1 << 20, (void **)&buf, &mem),
-                     WEX_OK);
+    ck_assert_int_eq(ops->mem_alloc(dst, 1 << 20, (void **)&buf, &mem), WEX_OK);
     ck_assert_int_eq(ops->mem_key(dst, mem, key, &len), WEX_OK);
     ck_assert_msg(ops->peer_attach(src, 2, key, len, &peer) == WEX_OK, "%s",
                   wex__last_error());
@@ -357,8 +355,7 @@ START_TEST(messages_of_another_try_are_fenced)
     ck_assert_int_eq(fence(src, WEX_FENCE_WRITE, 5, NULL), WEX_OK);
     memset(bytes, 1, sizeof(bytes));
     ck_assert_int_eq(ops->put(src, peer, 0, bytes, 64), WEX_OK);
-    ck_assert_int_eq(ops->put(src, peer, 4096, bytes, sizeof(bytes)),
-                     WEX_OK);
+    ck_assert_int_eq(ops->put(src, peer, 4096, bytes, sizeof(bytes)), WEX_OK);
     ck_assert_msg(ops->flush(src) == WEX_OK, "%s", wex__last_error());
     ck_assert(buf[0] == 1 && buf[4096 + sizeof(bytes) - 1] == 1);
     /* closed: messages-only keys are not revoked */
@@ -366,8 +363,7 @@ START_TEST(messages_of_another_try_are_fenced)
     ck_assert_uint_eq(rekeyed, 0);
     memset(bytes, 2, sizeof(bytes));
     ck_assert_int_eq(ops->put(src, peer, 0, bytes, 64), WEX_OK);
-    ck_assert_int_eq(ops->put(src, peer, 4096, bytes, sizeof(bytes)),
-                     WEX_OK);
+    ck_assert_int_eq(ops->put(src, peer, 4096, bytes, sizeof(bytes)), WEX_OK);
     ck_assert_int_eq(ops->flush(src), WEX_ERR_PEER);
     ck_assert_msg(strstr(wex__last_error(), "fenced") != NULL &&
                       strstr(wex__last_error(), "destination rank 2") &&
@@ -408,8 +404,8 @@ START_TEST(puts_have_their_keys_revoked)
     uint32_t rekeyed = 0;
 
     memset(buf, 0, 1 << 20);
-    ck_assert_int_eq(ops->mem_register(dst, buf, 1 << 20, WEX_MEMORY_HOST,
-                                       &mem), WEX_OK);
+    ck_assert_int_eq(
+        ops->mem_register(dst, buf, 1 << 20, WEX_MEMORY_HOST, &mem), WEX_OK);
     ck_assert_int_eq(ops->mem_key(dst, mem, key[0], &len[0]), WEX_OK);
     ck_assert_int_eq(fence(dst, WEX_FENCE_OPEN, 1, NULL), WEX_OK);
     ck_assert_int_eq(fence(dst, WEX_FENCE_CLOSE, 0, &rekeyed), WEX_OK);
@@ -470,8 +466,7 @@ static void expect_dead(wex_transport_ctx *ctx, wex_transport_peer *peer,
         /* it stays failed, and says so at once */
         t0 = wex__now();
         ck_assert_int_ne(ops->flush(ctx), WEX_OK);
-        ck_assert_int_ne(ops->put(ctx, peer, 0, bytes, sizeof(bytes)),
-                         WEX_OK);
+        ck_assert_int_ne(ops->put(ctx, peer, 0, bytes, sizeof(bytes)), WEX_OK);
         ck_assert_msg(wex__now() - t0 < 3.5, "%s: again took %.2f s", what,
                       wex__now() - t0);
     }
@@ -480,15 +475,16 @@ static void expect_dead(wex_transport_ctx *ctx, wex_transport_peer *peer,
            attach_status != WEX_OK ? "attach failed"
            : st != WEX_OK          ? "put+flush failed"
                                    : "put+flush succeeded",
-           took, st != WEX_OK ? wex__last_error() : "(into memory the "
-           "source still maps)");
+           took,
+           st != WEX_OK ? wex__last_error()
+                        : "(into memory the "
+                          "source still maps)");
     t0 = wex__now();
     if (peer != NULL)
         ops->peer_detach(ctx, peer);
     ops->ctx_destroy(ctx);
     destroy = wex__now() - t0;
-    ck_assert_msg(destroy < 5.0, "%s: ctx_destroy took %.2f s", what,
-                  destroy);
+    ck_assert_msg(destroy < 5.0, "%s: ctx_destroy took %.2f s", what, destroy);
     fflush(stdout);
 }
 
@@ -503,17 +499,17 @@ static void killed_before_attach(const char *tls, const char *error_handling)
 
     if (tls != NULL)
         setenv("UCX_TLS", tls, 1);
-    spawn_destination(&d, options_for(error_handling, dopt, sizeof(dopt),
-                                      NULL));
+    spawn_destination(&d,
+                      options_for(error_handling, dopt, sizeof(dopt), NULL));
     th_kill_destination(&d);
-    ctx = must_open(WEX_SIDE_SOURCE, 0,
-                    options_for(error_handling, sopt, sizeof(sopt),
-                                DEAD_OPTIONS));
+    ctx = must_open(
+        WEX_SIDE_SOURCE, 0,
+        options_for(error_handling, sopt, sizeof(sopt), DEAD_OPTIONS));
     t0 = wex__now();
     wex__error_clear();
     st = ops->peer_attach(ctx, DEST_RANK, d.key[0], d.key_len[0], &peer);
-    expect_dead(ctx, st == WEX_OK ? peer : NULL, st, t0,
-                "killed before attach", error_handling != NULL);
+    expect_dead(ctx, st == WEX_OK ? peer : NULL, st, t0, "killed before attach",
+                error_handling != NULL);
 }
 
 static void killed_after_attach(const char *tls, const char *error_handling)
@@ -528,11 +524,11 @@ static void killed_after_attach(const char *tls, const char *error_handling)
     memset(bytes, 5, sizeof(bytes));
     if (tls != NULL)
         setenv("UCX_TLS", tls, 1);
-    spawn_destination(&d, options_for(error_handling, dopt, sizeof(dopt),
-                                      NULL));
-    ctx = must_open(WEX_SIDE_SOURCE, 0,
-                    options_for(error_handling, sopt, sizeof(sopt),
-                                DEAD_OPTIONS));
+    spawn_destination(&d,
+                      options_for(error_handling, dopt, sizeof(dopt), NULL));
+    ctx = must_open(
+        WEX_SIDE_SOURCE, 0,
+        options_for(error_handling, sopt, sizeof(sopt), DEAD_OPTIONS));
     ck_assert_msg(ops->peer_attach(ctx, DEST_RANK, d.key[0], d.key_len[0],
                                    &peer) == WEX_OK,
                   "%s", wex__last_error());
@@ -593,8 +589,7 @@ END_TEST
  * and the destination checks every byte. The dead sources wrote the
  * same bytes, so a late landing of theirs changes nothing the check
  * sees: what is checked is that the destination survives and serves. */
-static void source_process(const th_dest *d, const char *options,
-                           int ready_fd)
+static void source_process(const th_dest *d, const char *options, int ready_fd)
 {
     wex_transport_ctx *ctx = NULL;
     wex_transport_peer *peer = NULL;
@@ -647,14 +642,16 @@ START_TEST(source_killed_mid_message_tcp)
         close(fds[1]);
         ck_assert_msg(read(fds[0], &one, 1) == 1,
                       "round %d: the source process failed before it "
-                      "flushed once", round);
+                      "flushed once",
+                      round);
         close(fds[0]);
         usleep(2000 + 7000 * (useconds_t)round); /* 2, 9, 16 ms */
         kill(pid, SIGKILL);
         ck_assert_int_eq(waitpid(pid, &status, 0), pid);
         ck_assert_msg(WIFSIGNALED(status),
                       "round %d: the source process exited (%d) before it "
-                      "was killed", round, WEXITSTATUS(status));
+                      "was killed",
+                      round, WEXITSTATUS(status));
     }
     ctx = must_open(WEX_SIDE_SOURCE, 0, options);
     for (int k = 0; k < 2; k++) {
@@ -752,8 +749,7 @@ START_TEST(bad_keys_are_invalid)
     unsigned seed = 12345;
     uint8_t *buf;
 
-    ck_assert_int_eq(ops->mem_alloc(dst, 1 << 20, (void **)&buf, &mem),
-                     WEX_OK);
+    ck_assert_int_eq(ops->mem_alloc(dst, 1 << 20, (void **)&buf, &mem), WEX_OK);
     ck_assert_int_eq(ops->mem_key(dst, mem, key, &len), WEX_OK);
     ck_assert_uint_le(len, WEX_TRANSPORT_KEY_MAX);
     ck_assert_uint_eq(wex_get_le(key, 4), 0x43555857u); /* "WXUC" */
@@ -784,14 +780,14 @@ START_TEST(bad_keys_are_invalid)
     bad[len] = 'x';
     th_expect_invalid(src, bad, len + 1, "one byte longer", "expected");
     th_expect_invalid(src, bad, WEX_TRANSPORT_KEY_MAX + 1, "too long",
-                   "more than any ucx key");
-#define MUTATE(what, says, index, value, sealed)                          \
-    do {                                                                  \
-        memcpy(bad, key, len);                                            \
-        bad[index] = (uint8_t)(value);                                    \
-        if (sealed)                                                       \
-            reseal(bad, len);                                             \
-        th_expect_invalid(src, bad, len, what, says);                        \
+                      "more than any ucx key");
+#define MUTATE(what, says, index, value, sealed)                               \
+    do {                                                                       \
+        memcpy(bad, key, len);                                                 \
+        bad[index] = (uint8_t)(value);                                         \
+        if (sealed)                                                            \
+            reseal(bad, len);                                                  \
+        th_expect_invalid(src, bad, len, what, says);                          \
     } while (0)
     MUTATE("magic", "bad magic", 0, key[0] ^ 0xff, 0);
     MUTATE("version", "key version", 4, 9, 0);
@@ -810,8 +806,8 @@ START_TEST(bad_keys_are_invalid)
     /* checksummed, but still wrong */
     MUTATE("reserved", "reserved", 7, 1, 1);
     MUTATE("reserved 2", "reserved", 21, 1, 1);
-    MUTATE("other rank", "the key is destination rank 5's, not rank 2's",
-           24, 5, 1);
+    MUTATE("other rank", "the key is destination rank 5's, not rank 2's", 24, 5,
+           1);
     if (len > KEY_HEADER + alen + rlen) /* a host name */
         MUTATE("unprintable host", "printable", len - 1, 0x01, 1);
     memcpy(bad, key, len);
@@ -943,8 +939,8 @@ START_TEST(tcp_segment_set_only_where_tcp_opens)
     for (size_t i = 0; i < sizeof(no_tcp) / sizeof(no_tcp[0]); i++) {
         output_of_open(no_tcp[i], "{\"tcp_segment_bytes\": 1048576}", text,
                        sizeof(text));
-        ck_assert_msg(strstr(text, "RX_SEG_SIZE") == NULL,
-                      "UCX_TLS=%s: %s", no_tcp[i], text);
+        ck_assert_msg(strstr(text, "RX_SEG_SIZE") == NULL, "UCX_TLS=%s: %s",
+                      no_tcp[i], text);
     }
     output_of_open("tcp", "{\"tcp_segment_bytes\": 1048576}", text,
                    sizeof(text));
@@ -982,8 +978,7 @@ START_TEST(unreadable_ucx_setting_is_explained)
     wex_transport_ctx *ctx = NULL;
 
     setenv("UCX_RNDV_THRESH", "many", 1);
-    ck_assert_int_eq(open_ctx(WEX_SIDE_SOURCE, 0, NULL, &ctx),
-                     WEX_ERR_SYSTEM);
+    ck_assert_int_eq(open_ctx(WEX_SIDE_SOURCE, 0, NULL, &ctx), WEX_ERR_SYSTEM);
     ck_assert_ptr_null(ctx);
     ck_assert_msg(strstr(wex__last_error(), "ucp_config_read") != NULL &&
                       strstr(wex__last_error(), "UCX_* environment") != NULL,
@@ -994,8 +989,8 @@ END_TEST
 START_TEST(arguments_are_checked)
 {
     wex_transport_ctx *dst = must_open(WEX_SIDE_DESTINATION, 0, NULL);
-    wex_transport_ctx *src = must_open(WEX_SIDE_SOURCE, 0,
-                                       "{\"max_outstanding\": 2}");
+    wex_transport_ctx *src =
+        must_open(WEX_SIDE_SOURCE, 0, "{\"max_outstanding\": 2}");
     wex_transport_mem *mem = NULL, *reg = NULL;
     wex_transport_peer *peer = NULL;
     uint8_t key[WEX_TRANSPORT_KEY_MAX], local[64];
@@ -1006,9 +1001,9 @@ START_TEST(arguments_are_checked)
         local[i] = (uint8_t)(i + 1);
     ck_assert_int_eq(ops->mem_alloc(dst, 0, (void **)&buf, &mem),
                      WEX_ERR_INVALID);
-    ck_assert_int_eq(ops->mem_register(dst, local, sizeof(local),
-                                       WEX_MEMORY_CUDA, &reg),
-                     WEX_ERR_UNSUPPORTED);
+    ck_assert_int_eq(
+        ops->mem_register(dst, local, sizeof(local), WEX_MEMORY_CUDA, &reg),
+        WEX_ERR_UNSUPPORTED);
     ck_assert_int_eq(ops->mem_register(dst, NULL, 64, WEX_MEMORY_HOST, &reg),
                      WEX_ERR_INVALID);
     ck_assert_int_eq(ops->mem_alloc(dst, 100, (void **)&buf, &mem), WEX_OK);
@@ -1022,14 +1017,13 @@ START_TEST(arguments_are_checked)
     len = sizeof(key);
     ck_assert_int_eq(ops->mem_key(dst, mem, key, &len), WEX_OK);
     /* sources expose nothing, destinations attach nothing */
-    ck_assert_int_eq(ops->mem_register(src, local, sizeof(local),
-                                       WEX_MEMORY_HOST, &reg),
-                     WEX_OK);
+    ck_assert_int_eq(
+        ops->mem_register(src, local, sizeof(local), WEX_MEMORY_HOST, &reg),
+        WEX_OK);
     {
         uint64_t l2 = sizeof(key);
         uint8_t k2[WEX_TRANSPORT_KEY_MAX];
-        ck_assert_int_eq(ops->mem_key(src, reg, k2, &l2),
-                         WEX_ERR_UNSUPPORTED);
+        ck_assert_int_eq(ops->mem_key(src, reg, k2, &l2), WEX_ERR_UNSUPPORTED);
     }
     ops->mem_deregister(src, reg);
     ck_assert_int_eq(ops->peer_attach(dst, 0, key, len, &peer),

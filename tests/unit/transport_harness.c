@@ -94,7 +94,7 @@ th_op *th_make_ops(uint64_t size, size_t *count_p)
     v[n++] = (th_op){size - 1000, 1000};            /* the very end */
     for (uint64_t k = 0; k < strided; k++)          /* strided */
         v[n++] = (th_op){size / 2 + k * 997, 61};
-    for (uint64_t k = 0; k < 256; k++)              /* single bytes */
+    for (uint64_t k = 0; k < 256; k++) /* single bytes */
         v[n++] = (th_op){size / 8 * 7 + k * 4099, 1};
     *count_p = n;
     return v;
@@ -102,8 +102,8 @@ th_op *th_make_ops(uint64_t size, size_t *count_p)
 
 uint8_t th_pattern(uint64_t i, unsigned salt)
 {
-    return (uint8_t)(((i + 17 + salt * 7919) * 0x9e3779b97f4a7c15ull) >>
-                     56) | 1u;
+    return (uint8_t)(((i + 17 + salt * 7919) * 0x9e3779b97f4a7c15ull) >> 56) |
+           1u;
 }
 
 uint8_t *th_pattern_buffer(uint64_t size, unsigned salt)
@@ -134,9 +134,10 @@ int th_verify(const uint8_t *buf, uint64_t size, unsigned salt)
     if (memcmp(buf, want, size) != 0) {
         for (uint64_t b = 0; b < size; b++)
             if (buf[b] != want[b]) {
-                fprintf(stderr, "destination: buffer %u: byte %llu is %u, "
-                        "expected %u\n", salt, (unsigned long long)b,
-                        buf[b], want[b]);
+                fprintf(stderr,
+                        "destination: buffer %u: byte %llu is %u, "
+                        "expected %u\n",
+                        salt, (unsigned long long)b, buf[b], want[b]);
                 break;
             }
         rc = 1;
@@ -161,8 +162,7 @@ static int expose(wex_transport_ctx *ctx, const th_buffer *b, void **buf_p,
     void *buf;
 
     if (!b->registered)
-        return ops->mem_alloc(ctx, b->bytes, buf_p, mem_p) == WEX_OK ? 0
-                                                                      : -1;
+        return ops->mem_alloc(ctx, b->bytes, buf_p, mem_p) == WEX_OK ? 0 : -1;
     buf = mmap(NULL, b->bytes, PROT_READ | PROT_WRITE,
                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (buf == MAP_FAILED)
@@ -277,8 +277,7 @@ int th_finish_destination(th_dest *d, char cmd)
     ck_assert_int_eq(wex__write_all(d->go_fd, &cmd, 1), 0);
     close(d->go_fd);
     ck_assert_int_eq(waitpid(d->pid, &status, 0), d->pid);
-    ck_assert_msg(WIFEXITED(status), "destination died (status 0x%x)",
-                  status);
+    ck_assert_msg(WIFEXITED(status), "destination died (status 0x%x)", status);
     return WEXITSTATUS(status);
 }
 
@@ -294,8 +293,8 @@ void th_kill_destination(th_dest *d)
 
 /* ---- keys ------------------------------------------------------------------ */
 
-wex_status th_attach_key(wex_transport_ctx *ctx, uint64_t rank,
-                         const void *key, uint64_t len)
+wex_status th_attach_key(wex_transport_ctx *ctx, uint64_t rank, const void *key,
+                         uint64_t len)
 {
     wex_transport_peer *peer = NULL;
     wex_status st;
@@ -310,8 +309,8 @@ wex_status th_attach_key(wex_transport_ctx *ctx, uint64_t rank,
     return st;
 }
 
-void th_expect_invalid(wex_transport_ctx *ctx, const uint8_t *key,
-                       uint64_t len, const char *what, const char *says)
+void th_expect_invalid(wex_transport_ctx *ctx, const uint8_t *key, uint64_t len,
+                       const char *what, const char *says)
 {
     wex_status st = th_attach_key(ctx, 2, key, len);
 

@@ -67,7 +67,7 @@ typedef struct th_buffer {
 
 typedef struct th_dest_spec {
     const char *job_id;
-    const char *options; /* JSON text or NULL */
+    const char *options;               /* JSON text or NULL */
     th_buffer buffers[TH_MAX_BUFFERS]; /* buffer i carries pattern i */
     size_t count;
     /* Runs in the destination process before its context opens; nonzero
@@ -98,11 +98,11 @@ void th_kill_destination(th_dest *d);
 
 /* Attaches a key as destination rank `rank`'s and detaches it again; a
  * refusal must come with a message. */
-wex_status th_attach_key(wex_transport_ctx *ctx, uint64_t rank,
-                         const void *key, uint64_t len);
+wex_status th_attach_key(wex_transport_ctx *ctx, uint64_t rank, const void *key,
+                         uint64_t len);
 /* Attaching `key` as rank 2's is WEX_ERR_INVALID, with `says` in the
  * message; `what` names the case in failures. */
-void th_expect_invalid(wex_transport_ctx *ctx, const uint8_t *key,
-                       uint64_t len, const char *what, const char *says);
+void th_expect_invalid(wex_transport_ctx *ctx, const uint8_t *key, uint64_t len,
+                       const char *what, const char *says);
 
 #endif /* WEX_TEST_TRANSPORT_HARNESS_H */

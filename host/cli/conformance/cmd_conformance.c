@@ -49,8 +49,8 @@ static void usage(FILE *out)
         const char *p = c->help;
         int col = 6, fresh = 1;
 
-        fprintf(out, "  C%02d %s\n      enforces: %s\n      ", c->id,
-                c->title, c->rule);
+        fprintf(out, "  C%02d %s\n      enforces: %s\n      ", c->id, c->title,
+                c->rule);
         /* the explanation, wrapped at 78 columns */
         while (*p) {
             const char *sp = strchr(p, ' ');
@@ -125,20 +125,19 @@ static int parse_args(int argc, char **argv, conf_args *a, conf_ctx *ctx)
             break;
         case CLI_POSITIONAL:
             if (a->plugin != NULL) {
-                cli_error(p.command, "one plugin at a time ('%s', then "
-                                     "'%s')",
+                cli_error(p.command,
+                          "one plugin at a time ('%s', then "
+                          "'%s')",
                           a->plugin, p.arg);
                 return CLI_EXIT_USAGE;
             }
             a->plugin = p.arg;
             break;
-        default:
-            return cli_other_option(&p, c, usage);
+        default: return cli_other_option(&p, c, usage);
         }
     }
     if (a->plugin == NULL) {
-        cli_error(p.command, "no PLUGIN to check (see '%s --help')",
-                  p.command);
+        cli_error(p.command, "no PLUGIN to check (see '%s --help')", p.command);
         return CLI_EXIT_USAGE;
     }
     return -1;
@@ -159,9 +158,10 @@ static int prepare(conf_ctx *ctx, const char *models)
     if (m.kind == WEX_KIND_ENGINE || m.kind == WEX_KIND_POLICY) {
         ctx->model_path = conf_find_model(models);
         if (ctx->model_path == NULL) {
-            fprintf(stderr, "wex conformance: cannot find %s%s%s; pass "
-                            "--models DIR (the source tree's "
-                            "samples/models)\n",
+            fprintf(stderr,
+                    "wex conformance: cannot find %s%s%s; pass "
+                    "--models DIR (the source tree's "
+                    "samples/models)\n",
                     CONF_MODEL_FILE, models ? " in " : "",
                     models ? models : "");
             rc = -1;
@@ -172,8 +172,8 @@ static int prepare(conf_ctx *ctx, const char *models)
         ctx->hf_manifest = conf_hf_manifest();
     if (ctx->options != NULL && m.options_schema != NULL) {
         char *first = NULL;
-        if (wex_tool_schema_validate(m.options_schema, ctx->options,
-                                     &first) != 0) {
+        if (wex_tool_schema_validate(m.options_schema, ctx->options, &first) !=
+            0) {
             fprintf(stderr, "wex conformance: --options: %s\n",
                     first ? first : "(root): cannot validate");
             rc = -1;
@@ -206,8 +206,9 @@ int cmd_conformance(int argc, char **argv)
     if (a.options != NULL) {
         options = cJSON_Parse(a.options);
         if (!cJSON_IsObject(options)) {
-            fprintf(stderr, "wex conformance: --options: expected a JSON "
-                            "object, got '%s'\n",
+            fprintf(stderr,
+                    "wex conformance: --options: expected a JSON "
+                    "object, got '%s'\n",
                     a.options);
             goto out;
         }
@@ -222,7 +223,7 @@ int cmd_conformance(int argc, char **argv)
         goto out;
     conf_run_checks(&ctx);
     rc = conf_print(&ctx, a.plugin, a.json, a.verbose) ? CLI_EXIT_FAILED
-                                                        : CLI_EXIT_OK;
+                                                       : CLI_EXIT_OK;
 out:
     wex_tool_manifest_free(ctx.manifest_file);
     free(ctx.manifest_path);

@@ -83,7 +83,7 @@ typedef struct conf_result {
 #define CONF_MODEL_FILE "Qwen3-0.6B.config.json"
 
 typedef struct conf_ctx {
-    char *manifest_path;  /* as resolved from the PLUGIN argument */
+    char *manifest_path;              /* as resolved from the PLUGIN argument */
     wex_tool_manifest *manifest_file; /* loaded by C01 (NULL when it fails) */
     wex_tool_manifest_info manifest;  /* what it says (zeroed likewise) */
     int manifest_ok;

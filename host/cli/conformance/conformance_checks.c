@@ -20,8 +20,7 @@ const conf_check_info conf_checks[CONF_LAST] = {
      "host's validator compiles it (validating {}); every property's "
      "default validates against that property's schema; and when {} is "
      "valid, {} with the defaults filled in is still valid."},
-    {CONF_EXPORTS, "the library exports exactly its entry point",
-     "PLP_HOST_1",
+    {CONF_EXPORTS, "the library exports exactly its entry point", "PLP_HOST_1",
      "Reads the ELF dynamic symbol table (.dynsym) of the library itself: "
      "the entry point (wex_plugin_negotiate or the manifest's entry_point) "
      "is defined there, and no other global or weak function or object is "
@@ -86,8 +85,7 @@ const conf_check_info conf_checks[CONF_LAST] = {
      "1.0's, so this also shows the plugin copes with a 1.0 host). Then "
      "fini, init again with the same services, and fini. A failing init "
      "must explain itself through host->set_error."},
-    {CONF_ENGINE_DESCRIBE,
-     "engine: describes a real model, the same way twice",
+    {CONF_ENGINE_DESCRIBE, "engine: describes a real model, the same way twice",
      "engine adapters: a pure function",
      "With the catalog of Qwen3-0.6B.config.json (see --models) and "
      "parallel {} (or {\"tp\": 1} when {} is refused), through the host's "
@@ -124,8 +122,7 @@ const conf_check_info conf_checks[CONF_LAST] = {
      "rank 0's with source rank 0, in the same order, and planning "
      "destination rank 0 again gives the same list."},
     {CONF_TRANSPORT_ROUNDTRIP,
-     "transport: put + flush land in another process's buffer",
-     "transports",
+     "transport: put + flush land in another process's buffer", "transports",
      "A forked destination process (side destination, rank 0 of 1, job id "
      "wex-conformance-PID) and the tester (side source) first call the "
      "transport's connect, if it has one (ABI 1.3), with a stand-in "

@@ -112,8 +112,7 @@ void conf_watchdog(unsigned seconds, int id, const char *fmt, ...)
     watchdog_record.id = id;
     watchdog_record.status = CONF_FAIL;
     va_start(ap, fmt);
-    vsnprintf(watchdog_record.reason, sizeof(watchdog_record.reason), fmt,
-              ap);
+    vsnprintf(watchdog_record.reason, sizeof(watchdog_record.reason), fmt, ap);
     va_end(ap);
     flatten(watchdog_record.reason);
     memset(&sa, 0, sizeof(sa));
@@ -159,10 +158,9 @@ static void add_stray(conf_ctx *ctx, const char *phase, const char *line,
     if (grown == NULL)
         return;
     ctx->stray = grown;
-    ctx->stray_len += (size_t)snprintf(grown + ctx->stray_len,
-                                       need - ctx->stray_len, "%s%s: %.*s",
-                                       ctx->stray_len ? " | " : "", phase,
-                                       (int)len, line);
+    ctx->stray_len += (size_t)snprintf(
+        grown + ctx->stray_len, need - ctx->stray_len, "%s%s: %.*s",
+        ctx->stray_len ? " | " : "", phase, (int)len, line);
 }
 
 /* Every line the child printed that did not come through the host's
@@ -196,8 +194,7 @@ static void scan_output(conf_ctx *ctx, const char *phase, int fd)
     free(buf);
 }
 
-static void handle(conf_ctx *ctx, const record *r, int *begun,
-                   int *reported)
+static void handle(conf_ctx *ctx, const record *r, int *begun, int *reported)
 {
     if (r->id < 1 || r->id > CONF_LAST)
         return;
@@ -206,8 +203,7 @@ static void handle(conf_ctx *ctx, const record *r, int *begun,
         return;
     }
     reported[r->id] = 1;
-    conf_set(ctx, r->id, r->status, "%.*s", (int)sizeof(r->reason),
-             r->reason);
+    conf_set(ctx, r->id, r->status, "%.*s", (int)sizeof(r->reason), r->reason);
 }
 
 /* The child has ended, but stays a zombie: its process group (and any
@@ -217,13 +213,12 @@ static int has_ended(pid_t pid)
     siginfo_t info;
 
     memset(&info, 0, sizeof(info));
-    return waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) ==
-               0 &&
+    return waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
            info.si_pid == pid;
 }
 
-static void how_it_ended(int timed_out, double limit, int wstatus,
-                         char *out, size_t cap)
+static void how_it_ended(int timed_out, double limit, int wstatus, char *out,
+                         size_t cap)
 {
     if (timed_out)
         snprintf(out, cap, "did not finish within %.0f s (hung?)", limit);
@@ -231,12 +226,14 @@ static void how_it_ended(int timed_out, double limit, int wstatus,
         snprintf(out, cap, "the check process died of signal %d (%s)",
                  WTERMSIG(wstatus), strsignal(WTERMSIG(wstatus)));
     else if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) != 0)
-        snprintf(out, cap, "the check process exited with status %d "
-                           "(the plugin called exit?)",
+        snprintf(out, cap,
+                 "the check process exited with status %d "
+                 "(the plugin called exit?)",
                  WEXITSTATUS(wstatus));
     else
-        snprintf(out, cap, "the check process ended without a result "
-                           "(the plugin called exit?)");
+        snprintf(out, cap,
+                 "the check process ended without a result "
+                 "(the plugin called exit?)");
 }
 
 void conf_run_child(conf_ctx *ctx, const char *phase, const int *ids,
@@ -252,8 +249,7 @@ void conf_run_child(conf_ctx *ctx, const char *phase, const int *ids,
 
     if (pipe2(fds, O_CLOEXEC) != 0) {
         for (size_t i = 0; i < count; i++)
-            conf_set(ctx, ids[i], CONF_FAIL, "kit: pipe: %s",
-                     strerror(errno));
+            conf_set(ctx, ids[i], CONF_FAIL, "kit: pipe: %s", strerror(errno));
         return;
     }
     out_fd = memfd_create("wex-conformance-output", MFD_CLOEXEC);
@@ -264,8 +260,7 @@ void conf_run_child(conf_ctx *ctx, const char *phase, const int *ids,
     pid = fork();
     if (pid < 0) {
         for (size_t i = 0; i < count; i++)
-            conf_set(ctx, ids[i], CONF_FAIL, "kit: fork: %s",
-                     strerror(errno));
+            conf_set(ctx, ids[i], CONF_FAIL, "kit: fork: %s", strerror(errno));
         close(fds[0]);
         close(fds[1]);
         if (out_fd >= 0)
@@ -349,8 +344,9 @@ void conf_run_child(conf_ctx *ctx, const char *phase, const int *ids,
             if (begun[ids[j]] && !reported[ids[j]])
                 during = ids[j];
         if (during)
-            conf_set(ctx, id, CONF_SKIP, "not run: the check process ended "
-                                         "during C%02d",
+            conf_set(ctx, id, CONF_SKIP,
+                     "not run: the check process ended "
+                     "during C%02d",
                      during);
         else
             conf_set(ctx, id, CONF_FAIL, "%s", ended);

@@ -36,13 +36,13 @@ static int inside(const image *im, uint64_t off, uint64_t len)
 }
 
 /* A NUL-terminated string at `off` of a string table. */
-static const char *string_at(const image *im, const ElfW(Shdr) *strtab,
+static const char *string_at(const image *im, const ElfW(Shdr) * strtab,
                              uint64_t off)
 {
     const char *s;
 
-    if (off >= strtab->sh_size || !inside(im, strtab->sh_offset,
-                                          strtab->sh_size))
+    if (off >= strtab->sh_size ||
+        !inside(im, strtab->sh_offset, strtab->sh_size))
         return NULL;
     s = (const char *)im->data + strtab->sh_offset + off;
     if (memchr(s, '\0', strtab->sh_size - off) == NULL)
@@ -65,8 +65,8 @@ static int push(char ***list, size_t *count, const char *s)
 
 /* Section header `index` copied out (the file need not be aligned);
  * 0 when there is no such section. */
-static int section(const image *im, const ElfW(Ehdr) *eh, uint32_t index,
-                   ElfW(Shdr) *out)
+static int section(const image *im, const ElfW(Ehdr) * eh, uint32_t index,
+                   ElfW(Shdr) * out)
 {
     if (index == 0 || index >= eh->e_shnum)
         return 0;
@@ -75,8 +75,8 @@ static int section(const image *im, const ElfW(Ehdr) *eh, uint32_t index,
     return 1;
 }
 
-static int read_dynsym(const image *im, const ElfW(Ehdr) *eh,
-                       const ElfW(Shdr) *sh, conf_elf *elf, char *err,
+static int read_dynsym(const image *im, const ElfW(Ehdr) * eh,
+                       const ElfW(Shdr) * sh, conf_elf *elf, char *err,
                        size_t cap)
 {
     ElfW(Shdr) strtab_header, *strtab = &strtab_header;
@@ -129,8 +129,8 @@ nomem:
     return -1;
 }
 
-static int read_dynamic(const image *im, const ElfW(Ehdr) *eh,
-                        const ElfW(Shdr) *sh, conf_elf *elf, char *err,
+static int read_dynamic(const image *im, const ElfW(Ehdr) * eh,
+                        const ElfW(Shdr) * sh, conf_elf *elf, char *err,
                         size_t cap)
 {
     ElfW(Shdr) strtab_header, *strtab = &strtab_header;
@@ -146,8 +146,7 @@ static int read_dynamic(const image *im, const ElfW(Ehdr) *eh,
         ElfW(Dyn) entry, *d = &entry;
         const char *name;
 
-        memcpy(d, im->data + sh->sh_offset + i * sizeof(ElfW(Dyn)),
-               sizeof(*d));
+        memcpy(d, im->data + sh->sh_offset + i * sizeof(ElfW(Dyn)), sizeof(*d));
         if (d->d_tag == DT_NULL)
             break;
         if (d->d_tag != DT_NEEDED)
@@ -181,14 +180,14 @@ static int parse(const image *im, conf_elf *elf, char *err, size_t cap)
     }
     memcpy(eh, im->data, sizeof(*eh));
     if (eh->e_type != ET_DYN) {
-        snprintf(err, cap, "not a shared library (ELF type %u)",
-                 eh->e_type);
+        snprintf(err, cap, "not a shared library (ELF type %u)", eh->e_type);
         return -1;
     }
     if (eh->e_shnum == 0 || eh->e_shentsize != sizeof(ElfW(Shdr)) ||
         !inside(im, eh->e_shoff, (uint64_t)eh->e_shnum * eh->e_shentsize)) {
-        snprintf(err, cap, "no usable section headers, so no symbol table "
-                           "to read");
+        snprintf(err, cap,
+                 "no usable section headers, so no symbol table "
+                 "to read");
         return -1;
     }
     for (uint32_t i = 1; i < eh->e_shnum; i++) {

@@ -75,13 +75,12 @@ static const char *layout_diff(const wex_tool_layout *a,
 
 static int has_capability(const wex_tool_manifest_info *m, const char *cap)
 {
-    const cJSON *caps = cJSON_GetObjectItemCaseSensitive(m->json,
-                                                         "capabilities");
+    const cJSON *caps =
+        cJSON_GetObjectItemCaseSensitive(m->json, "capabilities");
     const cJSON *c;
 
-    cJSON_ArrayForEach(c, caps)
-        if (cJSON_IsString(c) && strcmp(c->valuestring, cap) == 0)
-            return 1;
+    cJSON_ArrayForEach(c, caps) if (cJSON_IsString(c) &&
+                                    strcmp(c->valuestring, cap) == 0) return 1;
     return 0;
 }
 
@@ -135,8 +134,8 @@ static int describe_all(wex_tool_engine *e, const char *parallel,
     conf_report(CONF_ENGINE_DESCRIBE, CONF_PASS,
                 "%llu rank%s under parallel %s: %zu local tensors, %zu "
                 "pieces, the same when described again",
-                (unsigned long long)ranks, ranks == 1 ? "" : "s",
-                parallel, tensors, pieces);
+                (unsigned long long)ranks, ranks == 1 ? "" : "s", parallel,
+                tensors, pieces);
     return 1;
 }
 
@@ -197,8 +196,8 @@ static void check_coverage(const wex_model *model,
     for (uint64_t c = 0; c < m.count; c++) {
         uint64_t have;
         wex_tool_model_tensor(model, c, &t);
-        if (conf_union_volume(boxes + start[c], start[c + 1] - start[c],
-                              t.ndim, &have) != 0)
+        if (conf_union_volume(boxes + start[c], start[c + 1] - start[c], t.ndim,
+                              &have) != 0)
             goto nomem;
         if (have < t.elements && short_tensors++ == 0) {
             first = c;
@@ -326,8 +325,7 @@ static void engine_child(conf_ctx *ctx, void *arg)
             break;
         }
         if (i == 0)
-            snprintf(first_error, sizeof(first_error), "%s",
-                     wex_last_error());
+            snprintf(first_error, sizeof(first_error), "%s", wex_last_error());
         cJSON_Delete(parallel);
         parallel = NULL;
     }

@@ -54,7 +54,8 @@ static wex_status exchange_fetch(void *ctx, const char *name, void *value,
         struct timespec ms = {0, 1000000};
 
         if (wex_tool_now() > deadline)
-            return wex_tool_error(WEX_ERR_TIMEOUT, "waiting for \"%s\": "
+            return wex_tool_error(WEX_ERR_TIMEOUT,
+                                  "waiting for \"%s\": "
                                   "not published within %.1f s (--deadline)",
                                   name, x->deadline_s);
         nanosleep(&ms, NULL);

@@ -74,15 +74,13 @@ static char *manifest_beside(const char *library, char *err, size_t cap)
             if (wex_tool_json_load(path, &doc) == WEX_OK &&
                 cJSON_IsString(lib = cJSON_GetObjectItemCaseSensitive(
                                    doc, "library_path"))) {
-                char *full = malloc(strlen(dir) +
-                                    strlen(lib->valuestring) + 2);
+                char *full = malloc(strlen(dir) + strlen(lib->valuestring) + 2);
                 if (full != NULL) {
                     if (lib->valuestring[0] == '/')
                         strcpy(full, lib->valuestring);
                     else
                         sprintf(full, "%s/%s", dir, lib->valuestring);
-                    if (realpath(full, got) != NULL &&
-                        strcmp(got, want) == 0) {
+                    if (realpath(full, got) != NULL && strcmp(got, want) == 0) {
                         found = path;
                         path = NULL;
                     }
@@ -96,9 +94,8 @@ static char *manifest_beside(const char *library, char *err, size_t cap)
     }
     free(names);
     if (found == NULL)
-        snprintf(err, cap,
-                 "no manifest in %s names %s as its library_path", dir,
-                 library);
+        snprintf(err, cap, "no manifest in %s names %s as its library_path",
+                 dir, library);
     free(dir);
     return found;
 }
@@ -118,8 +115,9 @@ static char *manifest_by_name(const char *arg, char *err, size_t cap)
         snprintf(k, sizeof(k), "%.*s", (int)(slash - arg), arg);
         kind = wex_tool_kind_from_name(k);
         if (kind == 0) {
-            snprintf(err, cap, "%s: unknown kind '%s' (engine, policy or "
-                               "transport)",
+            snprintf(err, cap,
+                     "%s: unknown kind '%s' (engine, policy or "
+                     "transport)",
                      arg, k);
             return NULL;
         }
@@ -140,23 +138,23 @@ static char *manifest_by_name(const char *arg, char *err, size_t cap)
     if (matches == 1) {
         found = strdup(match.manifest.path);
     } else if (matches > 1) {
-        snprintf(err, cap, "'%s' names plugins of several kinds; say "
-                           "KIND/%s",
+        snprintf(err, cap,
+                 "'%s' names plugins of several kinds; say "
+                 "KIND/%s",
                  name, name);
     } else {
-        size_t used = (size_t)snprintf(err, cap, "no plugin named '%s' on "
-                                                 "the search path (",
+        size_t used = (size_t)snprintf(err, cap,
+                                       "no plugin named '%s' on "
+                                       "the search path (",
                                        arg);
         for (size_t i = 0; i < count && used < cap; i++) {
             wex_tool_plugin_get_info(wex_tool_registry_plugin(r, i), &p);
-            used += (size_t)snprintf(err + used, cap - used, "%s%s/%s",
-                                     i ? ", " : "",
-                                     wex_tool_kind_name(p.manifest.kind),
-                                     p.manifest.name);
+            used += (size_t)snprintf(
+                err + used, cap - used, "%s%s/%s", i ? ", " : "",
+                wex_tool_kind_name(p.manifest.kind), p.manifest.name);
         }
         if (used < cap)
-            snprintf(err + used, cap - used, "%s)",
-                     count ? "" : "none found");
+            snprintf(err + used, cap - used, "%s)", count ? "" : "none found");
     }
     wex_tool_registry_free(r);
     return found;
@@ -168,8 +166,9 @@ char *conf_resolve_plugin(const char *arg, char *err, size_t cap)
 
     if (stat(arg, &st) == 0) {
         if (S_ISDIR(st.st_mode)) {
-            snprintf(err, cap, "%s is a directory: name a manifest, a "
-                               "library or a plugin",
+            snprintf(err, cap,
+                     "%s is a directory: name a manifest, a "
+                     "library or a plugin",
                      arg);
             return NULL;
         }

@@ -34,9 +34,9 @@ void conf_check_manifest(conf_ctx *ctx)
     }
     conf_set(ctx, CONF_MANIFEST, CONF_PASS,
              "%s plugin '%s' %s, ABI %u.%u..%u.%u", wex_tool_kind_name(m->kind),
-             m->name, m->version,
-             WEX_VERSION_MAJOR(m->abi_min), WEX_VERSION_MINOR(m->abi_min),
-             WEX_VERSION_MAJOR(m->abi_max), WEX_VERSION_MINOR(m->abi_max));
+             m->name, m->version, WEX_VERSION_MAJOR(m->abi_min),
+             WEX_VERSION_MINOR(m->abi_min), WEX_VERSION_MAJOR(m->abi_max),
+             WEX_VERSION_MINOR(m->abi_max));
 }
 
 /* ---- C02: the options schema -------------------------------------------- */
@@ -67,9 +67,9 @@ static int allows_objects(const cJSON *schema)
         return 1;
     if (cJSON_IsString(type))
         return strcmp(type->valuestring, "object") == 0;
-    cJSON_ArrayForEach(t, type)
-        if (cJSON_IsString(t) && strcmp(t->valuestring, "object") == 0)
-            return 1;
+    cJSON_ArrayForEach(t, type) if (cJSON_IsString(t) &&
+                                    strcmp(t->valuestring, "object") ==
+                                        0) return 1;
     return 0;
 }
 
@@ -106,7 +106,8 @@ void conf_check_options_schema(conf_ctx *ctx)
     }
     /* every property's own default is valid for it */
     props = cJSON_GetObjectItemCaseSensitive(schema, "properties");
-    cJSON_ArrayForEach(prop, props) {
+    cJSON_ArrayForEach(prop, props)
+    {
         const cJSON *dflt = cJSON_GetObjectItemCaseSensitive(prop, "default");
         if (dflt != NULL && validate(prop, dflt, why, sizeof(why)) != 0) {
             conf_set(ctx, CONF_OPTIONS_SCHEMA, CONF_FAIL,
@@ -122,7 +123,8 @@ void conf_check_options_schema(conf_ctx *ctx)
             validate(schema, empty, why, sizeof(why)) != 0) {
             conf_set(ctx, CONF_OPTIONS_SCHEMA, CONF_FAIL,
                      "{} with the schema's defaults filled in does not "
-                     "validate: %s", why);
+                     "validate: %s",
+                     why);
             goto out;
         }
         conf_set(ctx, CONF_OPTIONS_SCHEMA, CONF_PASS,

@@ -31,8 +31,7 @@ static vtext vt(uint32_t v)
     return t;
 }
 
-static offer_result offer(wex_plugin_negotiate_fn fn, uint32_t lo,
-                          uint32_t hi)
+static offer_result offer(wex_plugin_negotiate_fn fn, uint32_t lo, uint32_t hi)
 {
     wex_negotiate_in in;
     wex_negotiate_out out;
@@ -62,8 +61,8 @@ static void expect_refusal(int id, wex_plugin_negotiate_fn fn, uint32_t lo,
     conf_begin(id);
     r = offer(fn, lo, hi);
     if (r.status == WEX_ERR_ABI)
-        conf_report(id, CONF_PASS, "refused %s..%s with WEX_ERR_ABI",
-                    vt(lo).s, vt(hi).s);
+        conf_report(id, CONF_PASS, "refused %s..%s with WEX_ERR_ABI", vt(lo).s,
+                    vt(hi).s);
     else if (r.status >= 0)
         conf_report(id, CONF_FAIL,
                     "accepted the offer %s..%s (status %d, chose %s), which "
@@ -73,8 +72,8 @@ static void expect_refusal(int id, wex_plugin_negotiate_fn fn, uint32_t lo,
         conf_report(id, CONF_FAIL,
                     "refused %s..%s with status %d (%s); expected "
                     "WEX_ERR_ABI (%d)",
-                    vt(lo).s, vt(hi).s, r.status,
-                    wex_status_string(r.status), WEX_ERR_ABI);
+                    vt(lo).s, vt(hi).s, r.status, wex_status_string(r.status),
+                    WEX_ERR_ABI);
 }
 
 /* C05 and C08: an offer the plugin must accept. */
@@ -100,9 +99,8 @@ static int expect_acceptance(int id, const offer_result *r,
         return 0;
     }
     if (r->desc == NULL) {
-        conf_report(id, CONF_FAIL,
-                    "accepted %s..%s but left out->desc NULL", vt(r->lo).s,
-                    vt(r->hi).s);
+        conf_report(id, CONF_FAIL, "accepted %s..%s but left out->desc NULL",
+                    vt(r->lo).s, vt(r->hi).s);
         return 0;
     }
     conf_report(id, CONF_PASS, "offered %s..%s, chose %s", vt(r->lo).s,
@@ -170,15 +168,20 @@ typedef struct fn_slot {
     size_t offset;
 } fn_slot;
 
-#define SLOT(type, member) {#member, offsetof(type, member)}
+#define SLOT(type, member)                                                     \
+    {                                                                          \
+#member, offsetof(type, member)                                        \
+    }
 
-static const fn_slot engine_slots[] = {
-    SLOT(wex_engine_ops, ctx_create), SLOT(wex_engine_ops, ctx_destroy),
-    SLOT(wex_engine_ops, rank_count), SLOT(wex_engine_ops, describe_rank),
-    {NULL, 0}};
-static const fn_slot policy_slots[] = {
-    SLOT(wex_policy_ops, ctx_create), SLOT(wex_policy_ops, ctx_destroy),
-    SLOT(wex_policy_ops, plan), {NULL, 0}};
+static const fn_slot engine_slots[] = {SLOT(wex_engine_ops, ctx_create),
+                                       SLOT(wex_engine_ops, ctx_destroy),
+                                       SLOT(wex_engine_ops, rank_count),
+                                       SLOT(wex_engine_ops, describe_rank),
+                                       {NULL, 0}};
+static const fn_slot policy_slots[] = {SLOT(wex_policy_ops, ctx_create),
+                                       SLOT(wex_policy_ops, ctx_destroy),
+                                       SLOT(wex_policy_ops, plan),
+                                       {NULL, 0}};
 static const fn_slot transport_slots[] = {
     SLOT(wex_transport_ops, ctx_create),
     SLOT(wex_transport_ops, ctx_destroy),
@@ -192,8 +195,7 @@ static const fn_slot transport_slots[] = {
     SLOT(wex_transport_ops, flush),
     {NULL, 0}};
 
-static void check_ops(const wex_tool_manifest_info *m,
-                      const wex_plugin_desc *d)
+static void check_ops(const wex_tool_manifest_info *m, const wex_plugin_desc *d)
 {
     const fn_slot *slots = m->kind == WEX_KIND_ENGINE   ? engine_slots
                            : m->kind == WEX_KIND_POLICY ? policy_slots
@@ -271,8 +273,7 @@ static void negotiation_child(conf_ctx *ctx, void *arg)
         if (dl == NULL)
             snprintf(why, sizeof(why), "dlopen failed: %s", dlerror());
         else
-            snprintf(why, sizeof(why), "no entry symbol '%s'",
-                     m->entry_point);
+            snprintf(why, sizeof(why), "no entry symbol '%s'", m->entry_point);
         for (size_t i = 0; i < 4; i++)
             conf_report(neg[i], CONF_FAIL, "%s", why);
         for (size_t i = 0; i < 4; i++)
@@ -290,8 +291,8 @@ static void negotiation_child(conf_ctx *ctx, void *arg)
         conf_report(CONF_NEG_EXACT, CONF_FAIL,
                     "the manifest's ABI range %s..%s holds no version this "
                     "host accepts (%s..%s)",
-                    vt(m->abi_min).s, vt(m->abi_max).s,
-                    vt(host_min).s, vt(host_max).s);
+                    vt(m->abi_min).s, vt(m->abi_max).s, vt(host_min).s,
+                    vt(host_max).s);
     } else {
         exact = offer(fn, lo, hi);
         have_exact = exact.status == WEX_OK && exact.desc != NULL;
@@ -319,8 +320,7 @@ static void negotiation_child(conf_ctx *ctx, void *arg)
 
     if (!have_exact) {
         for (size_t i = 0; i < 4; i++)
-            conf_report(desc_ids[i], CONF_SKIP,
-                        "needs a descriptor from C05");
+            conf_report(desc_ids[i], CONF_SKIP, "needs a descriptor from C05");
         return;
     }
     check_descriptor(m, &exact);
@@ -347,9 +347,9 @@ static void negotiation_child(conf_ctx *ctx, void *arg)
 
 void conf_check_negotiation(conf_ctx *ctx)
 {
-    static const int ids[] = {CONF_NEG_EXACT, CONF_NEG_ABOVE, CONF_NEG_BELOW,
-                              CONF_NEG_WIDE, CONF_DESCRIPTOR, CONF_IDENTITY,
-                              CONF_OPS, CONF_NEG_REPEAT};
+    static const int ids[] = {CONF_NEG_EXACT, CONF_NEG_ABOVE,  CONF_NEG_BELOW,
+                              CONF_NEG_WIDE,  CONF_DESCRIPTOR, CONF_IDENTITY,
+                              CONF_OPS,       CONF_NEG_REPEAT};
 
     conf_run_child(ctx, "negotiation", ids, sizeof(ids) / sizeof(ids[0]),
                    negotiation_child, NULL);

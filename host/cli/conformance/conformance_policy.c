@@ -280,8 +280,8 @@ static void plan_whole(conf_ctx *ctx, wex_tool_registry *r)
     conf_begin(CONF_POLICY_AGREE);
     if (wex_tool_planner_ops(planner, WEX_SIDE_SOURCE, 0, NULL, 0, &src.ops,
                              &src.count) != WEX_OK) {
-        conf_report(CONF_POLICY_AGREE, CONF_FAIL,
-                    "planning source rank 0: %s", wex_last_error());
+        conf_report(CONF_POLICY_AGREE, CONF_FAIL, "planning source rank 0: %s",
+                    wex_last_error());
         return;
     }
     if (wex_tool_planner_ops(planner, WEX_SIDE_DESTINATION, 0, NULL, 0,
@@ -322,8 +322,7 @@ static void plan_failover(conf_ctx *ctx, wex_tool_registry *r)
                     wex_last_error());
         return;
     }
-    if (!check_destination(CONF_POLICY_FAILOVER, planner, dst.ops,
-                           dst.count))
+    if (!check_destination(CONF_POLICY_FAILOVER, planner, dst.ops, dst.count))
         return;
     if (wex_tool_planner_ops(planner, WEX_SIDE_SOURCE, 1, dead, 1, &src.ops,
                              &src.count) != WEX_OK ||
@@ -359,8 +358,8 @@ static void policy_child(conf_ctx *ctx, void *arg)
         conf_report(CONF_POLICY_FAILOVER, CONF_SKIP, "needs C17");
         return;
     }
-    manifests = malloc(strlen(ctx->manifest_path) +
-                       strlen(ctx->hf_manifest) + 2);
+    manifests =
+        malloc(strlen(ctx->manifest_path) + strlen(ctx->hf_manifest) + 2);
     sprintf(manifests, "%s:%s", ctx->manifest_path, ctx->hf_manifest);
     p = conf_load_plugin(ctx, manifests, &r);
     if (p == NULL) {

@@ -25,8 +25,8 @@ static void skip_rest(conf_ctx *ctx, int from, const char *why)
         conf_set(ctx, id, CONF_SKIP, "%s", why);
 }
 
-static void run_kind(conf_ctx *ctx, uint32_t kind, const int *ids,
-                     size_t count, void (*check)(conf_ctx *ctx))
+static void run_kind(conf_ctx *ctx, uint32_t kind, const int *ids, size_t count,
+                     void (*check)(conf_ctx *ctx))
 {
     if (ctx->manifest.kind != kind) {
         for (size_t i = 0; i < count; i++)
@@ -37,8 +37,7 @@ static void run_kind(conf_ctx *ctx, uint32_t kind, const int *ids,
     }
     if (ctx->results[CONF_INIT_FINI].status != CONF_PASS) {
         for (size_t i = 0; i < count; i++)
-            conf_set(ctx, ids[i], CONF_SKIP,
-                     "needs the plugin to load (C13)");
+            conf_set(ctx, ids[i], CONF_SKIP, "needs the plugin to load (C13)");
         return;
     }
     check(ctx);
@@ -115,8 +114,7 @@ static void print_text(const conf_ctx *ctx, const char *arg, int verbose,
                detail ? r->reason : "");
     }
     printf("summary: %d passed, %d failed, %d skipped: %s\n", t.passed,
-           t.failed, t.skipped,
-           t.failed ? "NOT conformant" : "conformant");
+           t.failed, t.skipped, t.failed ? "NOT conformant" : "conformant");
 }
 
 static void print_json(const conf_ctx *ctx, const char *arg, tally t)

@@ -20,8 +20,8 @@ static int listed(char *const *list, size_t count, const char *name)
 }
 
 /* "a, b, c and 4 more" into out. */
-static void join(char *const *list, size_t count, const char *skip,
-                 char *out, size_t cap)
+static void join(char *const *list, size_t count, const char *skip, char *out,
+                 size_t cap)
 {
     size_t used = 0, shown = 0, total = 0;
 
@@ -62,9 +62,9 @@ static void resolve_child(conf_ctx *ctx, void *arg)
         if (dlsym(handle, elf->undefined[i]) != NULL || dlerror() == NULL)
             continue;
         if (missing++ < 5 && used < sizeof(list))
-            used += (size_t)snprintf(list + used, sizeof(list) - used,
-                                     "%s%s", missing > 1 ? ", " : "",
-                                     elf->undefined[i]);
+            used +=
+                (size_t)snprintf(list + used, sizeof(list) - used, "%s%s",
+                                 missing > 1 ? ", " : "", elf->undefined[i]);
     }
     if (missing > 0)
         conf_report(CONF_DEPENDENCIES, CONF_FAIL,
@@ -101,8 +101,7 @@ void conf_check_symbols(conf_ctx *ctx)
                      entry, list);
         } else {
             conf_set(ctx, CONF_EXPORTS, CONF_FAIL,
-                     "does not export '%s' (mark it WEX_PLUGIN_EXPORT)",
-                     entry);
+                     "does not export '%s' (mark it WEX_PLUGIN_EXPORT)", entry);
         }
     } else if (elf.exported_count > 1) {
         join(elf.exported, elf.exported_count, entry, list, sizeof(list));

@@ -149,8 +149,9 @@ static int verify(const uint8_t *buf, char *why, size_t cap)
             want[b] = pattern(b);
     for (uint64_t b = 0; b < BUF_BYTES; b++)
         if (buf[b] != want[b]) {
-            snprintf(why, cap, "byte %llu of the destination's buffer is "
-                               "0x%02x, expected 0x%02x%s",
+            snprintf(why, cap,
+                     "byte %llu of the destination's buffer is "
+                     "0x%02x, expected 0x%02x%s",
                      (unsigned long long)b, buf[b], want[b],
                      want[b] ? "" : " (nothing was put there)");
             free(want);
@@ -175,8 +176,7 @@ static void destination_main(const tport *t, int to_tester, int from_tester)
     if (conf_report_fd() >= 0)
         close(conf_report_fd()); /* only the tester reports */
     if (open_ctx(t, WEX_SIDE_DESTINATION, &ctx) != WEX_OK) {
-        send_error(to_tester, "destination ctx_create: %s",
-                   wex_last_error());
+        send_error(to_tester, "destination ctx_create: %s", wex_last_error());
         return;
     }
     if (connect_ctx(t, ctx) != WEX_OK) {
@@ -193,8 +193,8 @@ static void destination_main(const tport *t, int to_tester, int from_tester)
         buf = mmap(NULL, BUF_BYTES, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (buf == MAP_FAILED ||
-            t->ops->mem_register(ctx, buf, BUF_BYTES, WEX_MEMORY_HOST,
-                                 &mem) != WEX_OK) {
+            t->ops->mem_register(ctx, buf, BUF_BYTES, WEX_MEMORY_HOST, &mem) !=
+                WEX_OK) {
             send_error(to_tester, "destination mem_register of 4 MiB: %s",
                        wex_last_error());
             return;
@@ -293,8 +293,8 @@ static int round_trip(const tport *t, pid_t *dest_p, int *to_dest,
     wex_tool_error_clear();
     if (t->ops->peer_attach(*src_p, 0, key, len, peer_p) != WEX_OK) {
         conf_report(CONF_TRANSPORT_ROUNDTRIP, CONF_FAIL,
-                    "peer_attach with the destination's %u-byte key: %s",
-                    len, wex_last_error());
+                    "peer_attach with the destination's %u-byte key: %s", len,
+                    wex_last_error());
         return 0;
     }
     data = malloc(BUF_BYTES);
@@ -417,7 +417,7 @@ static void device_only_skip(const tport *t)
                     "the transport moves device memory only, and here "
                     "ctx_create says: %s",
                     wex_last_error()[0] ? wex_last_error()
-                                         : wex_status_string(st));
+                                        : wex_status_string(st));
     }
 }
 
@@ -452,8 +452,7 @@ static void transport_child(conf_ctx *ctx, void *arg)
         conf_report(CONF_TRANSPORT_DEAD_PEER, CONF_SKIP, "needs C19");
         return;
     }
-    snprintf(t.job_id, sizeof(t.job_id), "wex-conformance-%ld",
-             (long)getpid());
+    snprintf(t.job_id, sizeof(t.job_id), "wex-conformance-%ld", (long)getpid());
     t.exchange = &exchange;
     if (!(t.ops->caps & WEX_TRANSPORT_CAP_HOST_MEMORY)) {
         device_only_skip(&t);

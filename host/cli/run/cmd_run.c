@@ -15,82 +15,83 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: wex run JOB.json [--steps N] [--verify digest|none] "
-            "[--json] [--changed F]\n"
-            "               [--host H --rendezvous HOST:PORT --token T "
-            "--job-id ID]\n"
-            "               [--from-checkpoint DIR] [--save OUT "
-            "[--shard-bytes N]]\n"
-            "\n"
-            "Runs the job on this machine: every source and destination "
-            "rank as its own\nprocess, meeting at a rendezvous this command "
-            "serves. Sources fill their\nweights with a deterministic "
-            "function of (tensor, element, step), every\nrank syncs N steps "
-            "(default 3) through the job's transport, and every\n"
-            "destination checks every element it holds.\n"
-            "\n"
-            "The sources' plan is computed here, once: each source worker "
-            "opens the job\nfrom its plan share (in WEX_PLAN_SHARES or the "
-            "job's plan_shares when set,\nelse in a directory of this "
-            "run's, removed when it ends).\n"
-            "\n"
-            "  --steps N   steps to sync (default 3)\n"
-            "  --verify digest|none\n"
-            "              override the job's verify setting\n"
-            "  --changed F each step changes a fraction F (0 to 1, default "
-            "1) of the\n"
-            "              elements, the same ones on every rank (drawn "
-            "from a hash of\n"
-            "              tensor and element): with \"delta\" in the job, "
-            "what a delta\n"
-            "              step sends; every element is still checked\n"
-            "  --host H    only the ranks the job's topology places on host H "
-            "(one\n"
-            "              `wex run --host` per host, all meeting at the same\n"
-            "              --rendezvous, which `wex store` serves; --token and\n"
-            "              --job-id must match on every host)\n"
-            "  --respawn   start a rank that was killed again, at the step "
-            "after the one\n"
-            "              it died in; the other ranks go on past a failed "
-            "step\n"
-            "  --json      a report valid against "
-            "schemas/run-report.schema.json\n"
-            "  --from-checkpoint DIR\n"
-            "              the sources read the Hugging Face checkpoint in "
-            "DIR instead of\n"
-            "              synthetic weights (the job's source engine must "
-            "be hf), and\n"
-            "              every destination checks every element against "
-            "it\n"
-            "  --save OUT  after the last step, the destination ranks "
-            "together write\n"
-            "              what they hold to OUT as a Hugging Face "
-            "checkpoint (OUT\n"
-            "              must not exist, or be empty; nothing is left "
-            "there if a\n"
-            "              step fails)\n"
-            "  --shard-bytes N\n"
-            "              shards of at most N bytes (default 5000000000; "
-            "0: one file)\n"
-            "\n"
-            "The report gives each step's time and throughput (destination "
-            "bytes per\nsecond), the single-thread memcpy bandwidth of this "
-            "machine measured in the\nsame run, their ratio, and whether "
-            "every byte was verified. Exit status 0\nwhen every step "
-            "committed, every element matched and every rank ended\n"
-            "well.\n"
-            "\n"
-            "A step that loses a source rank whose regions other sources "
-            "hold (data\nparallel) completes without it and reports "
-            "\"failed_over\". For tests,\nWEX_RUN_FAULT=die:SIDE:RANK:STEP "
-            "kills a rank just before that step,\ndie-mid:SIDE:RANK:STEP "
-            "in the middle of it (die-mid:SIDE:RANK:STEP:MS that many\n"
-            "milliseconds into it), and hang:SIDE:RANK:STEP wedges it before "
-            "that step until a signal ends it;\nscribble:destination:RANK:STEP "
-            "flips a bit of what landed in that step before the\nelement "
-            "check (which must then fail). Workers die with this "
-            "command,\nhowever it ends.\n");
+    fprintf(
+        out,
+        "usage: wex run JOB.json [--steps N] [--verify digest|none] "
+        "[--json] [--changed F]\n"
+        "               [--host H --rendezvous HOST:PORT --token T "
+        "--job-id ID]\n"
+        "               [--from-checkpoint DIR] [--save OUT "
+        "[--shard-bytes N]]\n"
+        "\n"
+        "Runs the job on this machine: every source and destination "
+        "rank as its own\nprocess, meeting at a rendezvous this command "
+        "serves. Sources fill their\nweights with a deterministic "
+        "function of (tensor, element, step), every\nrank syncs N steps "
+        "(default 3) through the job's transport, and every\n"
+        "destination checks every element it holds.\n"
+        "\n"
+        "The sources' plan is computed here, once: each source worker "
+        "opens the job\nfrom its plan share (in WEX_PLAN_SHARES or the "
+        "job's plan_shares when set,\nelse in a directory of this "
+        "run's, removed when it ends).\n"
+        "\n"
+        "  --steps N   steps to sync (default 3)\n"
+        "  --verify digest|none\n"
+        "              override the job's verify setting\n"
+        "  --changed F each step changes a fraction F (0 to 1, default "
+        "1) of the\n"
+        "              elements, the same ones on every rank (drawn "
+        "from a hash of\n"
+        "              tensor and element): with \"delta\" in the job, "
+        "what a delta\n"
+        "              step sends; every element is still checked\n"
+        "  --host H    only the ranks the job's topology places on host H "
+        "(one\n"
+        "              `wex run --host` per host, all meeting at the same\n"
+        "              --rendezvous, which `wex store` serves; --token and\n"
+        "              --job-id must match on every host)\n"
+        "  --respawn   start a rank that was killed again, at the step "
+        "after the one\n"
+        "              it died in; the other ranks go on past a failed "
+        "step\n"
+        "  --json      a report valid against "
+        "schemas/run-report.schema.json\n"
+        "  --from-checkpoint DIR\n"
+        "              the sources read the Hugging Face checkpoint in "
+        "DIR instead of\n"
+        "              synthetic weights (the job's source engine must "
+        "be hf), and\n"
+        "              every destination checks every element against "
+        "it\n"
+        "  --save OUT  after the last step, the destination ranks "
+        "together write\n"
+        "              what they hold to OUT as a Hugging Face "
+        "checkpoint (OUT\n"
+        "              must not exist, or be empty; nothing is left "
+        "there if a\n"
+        "              step fails)\n"
+        "  --shard-bytes N\n"
+        "              shards of at most N bytes (default 5000000000; "
+        "0: one file)\n"
+        "\n"
+        "The report gives each step's time and throughput (destination "
+        "bytes per\nsecond), the single-thread memcpy bandwidth of this "
+        "machine measured in the\nsame run, their ratio, and whether "
+        "every byte was verified. Exit status 0\nwhen every step "
+        "committed, every element matched and every rank ended\n"
+        "well.\n"
+        "\n"
+        "A step that loses a source rank whose regions other sources "
+        "hold (data\nparallel) completes without it and reports "
+        "\"failed_over\". For tests,\nWEX_RUN_FAULT=die:SIDE:RANK:STEP "
+        "kills a rank just before that step,\ndie-mid:SIDE:RANK:STEP "
+        "in the middle of it (die-mid:SIDE:RANK:STEP:MS that many\n"
+        "milliseconds into it), and hang:SIDE:RANK:STEP wedges it before "
+        "that step until a signal ends it;\nscribble:destination:RANK:STEP "
+        "flips a bit of what landed in that step before the\nelement "
+        "check (which must then fail). Workers die with this "
+        "command,\nhowever it ends.\n");
 }
 
 /* "source" or "destination" into *side; -1 (told) for anything else. */
@@ -115,8 +116,8 @@ static int parse_worker(cli_parser *p, run_args *a)
 
     if (parse_side(p, &a->side) != 0 ||
         (rank = cli_second_value(p, "a rank")) == NULL ||
-        cli_parse_u64(p->command, p->name, rank, 0, CLI_RANK_MAX,
-                      &a->rank) != 0)
+        cli_parse_u64(p->command, p->name, rank, 0, CLI_RANK_MAX, &a->rank) !=
+            0)
         return -1;
     a->worker = 1;
     return 0;
@@ -175,12 +176,10 @@ static int take(cli_parser *p, int c, run_args *a)
     case OPT_WORKER: return parse_worker(p, a);
     case OPT_FROM_CHECKPOINT: a->from_checkpoint = p->arg; return 0;
     case OPT_SAVE: a->save = p->arg; return 0;
-    case OPT_SHARD_BYTES:
-        return cli_u64(p, 0, UINT64_MAX / 2, &a->shard_bytes);
+    case OPT_SHARD_BYTES: return cli_u64(p, 0, UINT64_MAX / 2, &a->shard_bytes);
     case OPT_STEPS: return cli_u64(p, 1, RUN_STEPS_MAX, &a->steps);
     case OPT_CHANGED: return cli_fraction(p, &a->changed);
-    case OPT_FIRST_STEP:
-        return cli_u64(p, 1, RUN_STEPS_MAX, &a->first_step);
+    case OPT_FIRST_STEP: return cli_u64(p, 1, RUN_STEPS_MAX, &a->first_step);
     case OPT_HOST:
         /* hosts are numbered from 0; no job comes near 2^32 of them */
         if (cli_u64(p, 0, UINT32_MAX, &host) != 0)
@@ -189,8 +188,9 @@ static int take(cli_parser *p, int c, run_args *a)
         return 0;
     case OPT_VERIFY:
         if (strcmp(p->arg, "digest") != 0 && strcmp(p->arg, "none") != 0) {
-            cli_error(p->command, "--verify: expected digest or none, got "
-                                  "'%s'",
+            cli_error(p->command,
+                      "--verify: expected digest or none, got "
+                      "'%s'",
                       p->arg);
             return -1;
         }
@@ -203,8 +203,7 @@ static int take(cli_parser *p, int c, run_args *a)
         }
         a->job = p->arg;
         return 0;
-    default:
-        return -1;
+    default: return -1;
     }
 }
 
@@ -235,8 +234,8 @@ static int parse_args(int argc, char **argv, run_args *a)
         fprintf(stderr, "wex run: no job file (see wex run --help)\n");
         return CLI_EXIT_USAGE;
     }
-    if (a->host >= 0 && (a->rendezvous == NULL || a->token == NULL ||
-                         a->job_id == NULL)) {
+    if (a->host >= 0 &&
+        (a->rendezvous == NULL || a->token == NULL || a->job_id == NULL)) {
         fprintf(stderr, "wex run: --host needs --rendezvous, --token and "
                         "--job-id shared by every host\n");
         return CLI_EXIT_USAGE;

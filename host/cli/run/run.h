@@ -21,7 +21,7 @@ typedef struct run_args {
     int worker;
     uint32_t side;
     uint64_t rank;
-    int verify; /* -1: the job's; 0: none; 1: digest */
+    int verify;             /* -1: the job's; 0: none; 1: digest */
     int64_t host;           /* -1: every rank; else only this host's */
     const char *rendezvous; /* meet there instead of serving one */
     const char *token;
@@ -45,7 +45,7 @@ typedef struct launch {
     uint32_t *sides;
     uint64_t *ranks;
     size_t count;
-    char self[4096]; /* this executable, to start workers with */
+    char self[4096];          /* this executable, to start workers with */
     unsigned char *respawned; /* per worker: started again once */
     int *killed;              /* per worker: the signal that ended it */
     char shares[4096];        /* where the workers' plan shares are */

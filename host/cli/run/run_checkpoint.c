@@ -14,17 +14,15 @@
 
 /* Every rank of `side` holds each tensor in the checkpoint's dtype (to
  * read a checkpoint), or in one it can be saved from (`saving`). */
-static wex_status checkpoint_dtypes(const wex_tool_planner *plan,
-                                    uint32_t side, const char *what,
-                                    int saving)
+static wex_status checkpoint_dtypes(const wex_tool_planner *plan, uint32_t side,
+                                    const char *what, int saving)
 {
     const wex_model *model = wex_tool_planner_model(plan, side);
     wex_tool_job_info job;
     uint64_t ranks;
 
     wex_tool_planner_get_job(plan, &job);
-    ranks = side == WEX_SIDE_SOURCE ? job.source_ranks
-                                    : job.destination_ranks;
+    ranks = side == WEX_SIDE_SOURCE ? job.source_ranks : job.destination_ranks;
     for (uint64_t r = 0; r < ranks; r++) {
         const wex_tool_layout *l = wex_tool_planner_layout(plan, side, r);
         wex_tool_layout_info info;
@@ -39,9 +37,10 @@ static wex_status checkpoint_dtypes(const wex_tool_planner *plan,
             if (saving ? !wex_tool_checkpoint_savable(t.dtype, c.dtype)
                        : t.dtype != c.dtype)
                 return wex_tool_error(
-                    WEX_ERR_INVALID, "%s: %s rank %llu holds %s as %s, the "
-                    "checkpoint stores %s", what,
-                    side == WEX_SIDE_SOURCE ? "source" : "destination",
+                    WEX_ERR_INVALID,
+                    "%s: %s rank %llu holds %s as %s, the "
+                    "checkpoint stores %s",
+                    what, side == WEX_SIDE_SOURCE ? "source" : "destination",
                     (unsigned long long)r, c.name, wex_dtype_name(t.dtype),
                     wex_dtype_name(c.dtype));
         }
@@ -58,18 +57,19 @@ wex_status run_check_checkpoint(launch *l, const run_args *a)
     wex_tool_planner_get_job(l->plan, &job);
     if (a->from_checkpoint != NULL) {
         if (strcmp(job.source_engine, "hf") != 0)
-            return wex_tool_error(WEX_ERR_INVALID, "--from-checkpoint: the "
+            return wex_tool_error(WEX_ERR_INVALID,
+                                  "--from-checkpoint: the "
                                   "job's source engine is %s; a checkpoint "
                                   "is read as engine hf's layout "
                                   "(\"source\": {\"engine\": \"hf\"})",
                                   job.source_engine);
-        st = checkpoint_dtypes(l->plan, WEX_SIDE_SOURCE, "--from-checkpoint",
-                               0);
+        st =
+            checkpoint_dtypes(l->plan, WEX_SIDE_SOURCE, "--from-checkpoint", 0);
         if (st != WEX_OK)
             return st;
         st = wex_tool_checkpoint_open(
-            a->from_checkpoint, wex_tool_planner_model(l->plan, WEX_SIDE_SOURCE),
-            NULL, NULL, &ck);
+            a->from_checkpoint,
+            wex_tool_planner_model(l->plan, WEX_SIDE_SOURCE), NULL, NULL, &ck);
         if (st != WEX_OK)
             return st;
         wex_tool_checkpoint_close(ck);

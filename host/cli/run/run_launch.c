@@ -47,13 +47,20 @@ static pid_t spawn(const char *self, const run_args *a, const char *shares,
     pid = fork();
     if (pid == 0) {
         const char *verify = a->verify < 0 ? NULL
-                             : a->verify ? "digest"
-                                         : "none";
-        char *argv[24] = {(char *)"wex", (char *)"run", (char *)"--worker",
+                             : a->verify   ? "digest"
+                                           : "none";
+        char *argv[24] = {(char *)"wex",
+                          (char *)"run",
+                          (char *)"--worker",
                           side == WEX_SIDE_SOURCE ? (char *)"source"
                                                   : (char *)"destination",
-                          r, (char *)"--steps", steps, (char *)"--first-step",
-                          first, (char *)a->job, NULL};
+                          r,
+                          (char *)"--steps",
+                          steps,
+                          (char *)"--first-step",
+                          first,
+                          (char *)a->job,
+                          NULL};
         char shard[32], changed[40];
         int n = 10;
         /* A worker dies with its launcher, however the launcher dies
@@ -113,7 +120,8 @@ wex_status run_launch(launch *l, const run_args *a)
     if (wex_tool_registry_find(registry, WEX_KIND_TRANSPORT, job.transport) ==
         NULL) {
         char *names = wex_tool_registry_names(registry, WEX_KIND_TRANSPORT);
-        st = wex_tool_error(WEX_ERR_INVALID, "%s: /transport: no transport "
+        st = wex_tool_error(WEX_ERR_INVALID,
+                            "%s: /transport: no transport "
                             "plugin named \"%s\" (available: %s)",
                             job.path, job.transport,
                             names && names[0] ? names : "none");
@@ -176,8 +184,8 @@ wex_status run_launch(launch *l, const run_args *a)
             int src = i < job.source_ranks;
             uint64_t rank = src ? i : i - job.source_ranks;
             uint32_t side = src ? WEX_SIDE_SOURCE : WEX_SIDE_DESTINATION;
-            if (a->host >= 0 && wex_tool_planner_host(l->plan, side, rank) !=
-                                    (uint64_t)a->host)
+            if (a->host >= 0 &&
+                wex_tool_planner_host(l->plan, side, rank) != (uint64_t)a->host)
                 continue;
             l->sides[k] = side;
             l->ranks[k] = rank;
@@ -189,9 +197,10 @@ wex_status run_launch(launch *l, const run_args *a)
         }
         l->count = k;
         if (k == 0)
-            return wex_tool_error(WEX_ERR_INVALID, "%s: the topology places "
-                                  "no rank on host %lld", a->job,
-                                  (long long)a->host);
+            return wex_tool_error(WEX_ERR_INVALID,
+                                  "%s: the topology places "
+                                  "no rank on host %lld",
+                                  a->job, (long long)a->host);
     }
     return WEX_OK;
 }
@@ -226,7 +235,8 @@ static int respawn(launch *l, const run_args *a, size_t i, int status)
     if (l->pids[i] < 0)
         return 0;
     if (!a->json)
-        fprintf(stderr, "\rwex run: %s rank %llu was killed; started again "
+        fprintf(stderr,
+                "\rwex run: %s rank %llu was killed; started again "
                 "at step %llu\n",
                 l->sides[i] == WEX_SIDE_SOURCE ? "source" : "destination",
                 (unsigned long long)l->ranks[i], (unsigned long long)first);

@@ -36,8 +36,8 @@ static uint64_t side_bytes(const launch *l, const wex_tool_job_info *job,
                            uint32_t side, const run_args *a,
                            uint64_t per_rank_extra)
 {
-    uint64_t ranks = side == WEX_SIDE_SOURCE ? job->source_ranks
-                                             : job->destination_ranks;
+    uint64_t ranks =
+        side == WEX_SIDE_SOURCE ? job->source_ranks : job->destination_ranks;
     uint64_t total = 0;
 
     for (uint64_t r = 0; r < ranks; r++)
@@ -64,10 +64,11 @@ static int sources_pack(const wex_tool_job_info *job)
         return 0;
     wex_tool_plugin_get_info(job->transport_plugin, &p);
     caps = cJSON_GetObjectItemCaseSensitive(p.manifest.json, "capabilities");
-    cJSON_ArrayForEach(c, caps) {
+    cJSON_ArrayForEach(c, caps)
+    {
         network |= cJSON_IsString(c) && strcmp(c->valuestring, "network") == 0;
-        two_sided |= cJSON_IsString(c) &&
-                     strcmp(c->valuestring, "two-sided") == 0;
+        two_sided |=
+            cJSON_IsString(c) && strcmp(c->valuestring, "two-sided") == 0;
     }
     return network && !two_sided;
 }
@@ -130,7 +131,8 @@ wex_status run_check_memory(launch *l, const run_args *a)
         return st;
     need = src + dst + staging + delta;
     if (avail > 0 && need > avail)
-        return wex_tool_error(WEX_ERR_INVALID, "%s: the ranks this run "
+        return wex_tool_error(WEX_ERR_INVALID,
+                              "%s: the ranks this run "
                               "starts hold %.2f GB (sources %.2f, "
                               "destinations %.2f, staging %.2f, delta "
                               "snapshots and inboxes %.2f) and this "

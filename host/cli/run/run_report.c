@@ -11,7 +11,7 @@ typedef struct step_total {
     double seconds; /* the slowest destination's */
     double bytes;   /* every destination's */
     int ok;
-    unsigned char *seen; /* per worker: reported this step committed */
+    unsigned char *seen;          /* per worker: reported this step committed */
     double attempts, failed_over; /* the most any rank reported */
     double puts;                  /* every source's */
     /* delta steps (the ranks that count): bytes on the wire, elements
@@ -42,7 +42,8 @@ static void count_paths(const cJSON *doc, cJSON *paths)
 {
     const cJSON *one;
 
-    cJSON_ArrayForEach(one, cJSON_GetObjectItemCaseSensitive(doc, "paths")) {
+    cJSON_ArrayForEach(one, cJSON_GetObjectItemCaseSensitive(doc, "paths"))
+    {
         cJSON *n;
         if (!cJSON_IsString(one))
             continue;
@@ -87,9 +88,9 @@ static const char *step_mode(const step_total *t)
 
 /* One rank's report into the per-step totals; returns whether every
  * step it reported committed and verified. */
-static int fold_one(launch *l, const run_args *a, int verify_digest,
-                    size_t i, int counts, step_total *steps, cJSON *errors,
-                    cJSON *paths, double *snapshot_bytes)
+static int fold_one(launch *l, const run_args *a, int verify_digest, size_t i,
+                    int counts, step_total *steps, cJSON *errors, cJSON *paths,
+                    double *snapshot_bytes)
 {
     cJSON *doc = run_worker_report(l, l->sides[i], l->ranks[i]);
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(doc, "steps");
@@ -103,7 +104,8 @@ static int fold_one(launch *l, const run_args *a, int verify_digest,
              (unsigned long long)l->ranks[i]);
     count_paths(doc, paths);
     *snapshot_bytes += number(doc, "snapshot_bytes");
-    cJSON_ArrayForEach(one, list) {
+    cJSON_ArrayForEach(one, list)
+    {
         uint64_t s = (uint64_t)number(one, "step");
         const cJSON *why = cJSON_GetObjectItemCaseSensitive(one, "error");
         if (s == 0 || s > a->steps ||
@@ -128,9 +130,8 @@ static int fold_one(launch *l, const run_args *a, int verify_digest,
         steps[s - 1].bytes += number(one, "bytes");
         fold_delta(&steps[s - 1], one);
         if (number(one, "mismatched_elements") != 0 ||
-            (verify_digest &&
-             !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
-                 one, "digests_matched"))))
+            (verify_digest && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+                                  one, "digests_matched"))))
             verified = 0;
     }
     if (l->killed[i] != 0) {
@@ -138,9 +139,10 @@ static int fold_one(launch *l, const run_args *a, int verify_digest,
         snprintf(what, sizeof(what), "killed by signal %d", l->killed[i]);
         add_error(errors, who, what);
     } else if (doc == NULL || (cJSON_IsString(err) && !step_errors)) {
-        add_error(errors, who, cJSON_IsString(err) ? err->valuestring
-                                                    : "exited without a "
-                                                      "report");
+        add_error(errors, who,
+                  cJSON_IsString(err) ? err->valuestring
+                                      : "exited without a "
+                                        "report");
         verified = 0;
     }
     cJSON_Delete(doc);
@@ -187,10 +189,9 @@ static void add_step_delta(cJSON *one, const step_total *t)
     if (t->modes == 0)
         return;
     cJSON_AddStringToObject(one, "mode", step_mode(t));
-    cJSON_AddNumberToObject(one, "changed_fraction",
-                            t->delta_elements > 0
-                                ? t->changed_elements / t->delta_elements
-                                : 0);
+    cJSON_AddNumberToObject(
+        one, "changed_fraction",
+        t->delta_elements > 0 ? t->changed_elements / t->delta_elements : 0);
     cJSON_AddNumberToObject(one, "apply_seconds", t->apply_seconds);
 }
 
@@ -203,8 +204,7 @@ static void print_step_delta(const step_total *t)
            t->bytes > 0 ? 100 * t->wire_bytes / t->bytes : 0);
     if (t->delta_elements > 0)
         printf(", %.2f %% changed, applied in %.4f s",
-               100 * t->changed_elements / t->delta_elements,
-               t->apply_seconds);
+               100 * t->changed_elements / t->delta_elements, t->apply_seconds);
 }
 
 /* "paths      am for 8 source-destination rank pairs" */
@@ -216,7 +216,8 @@ static void print_paths(const cJSON *paths)
     if (cJSON_GetArraySize(paths) == 0)
         return;
     printf("paths      ");
-    cJSON_ArrayForEach(one, paths) {
+    cJSON_ArrayForEach(one, paths)
+    {
         printf("%s%s for %.0f", sep, one->string, one->valuedouble);
         sep = ", ";
     }
@@ -284,14 +285,13 @@ int run_report(launch *l, const run_args *a, size_t failed)
     paths = cJSON_CreateObject();
     /* Verified speaks of the weights; the exit status also of the
      * processes (a killed rank the job failed over from still failed). */
-    verified = fold(l, a, job.verify_digest, steps, errors, paths,
-                    &snapshot_bytes);
+    verified =
+        fold(l, a, job.verify_digest, steps, errors, paths, &snapshot_bytes);
     memcpy_gbps = run_memcpy_gbps(1);
     memcpy2_gbps = run_memcpy_gbps(2);
     cJSON_AddStringToObject(doc, "job", job.path);
     cJSON_AddStringToObject(doc, "source_engine", job.source_engine);
-    cJSON_AddStringToObject(doc, "destination_engine",
-                            job.destination_engine);
+    cJSON_AddStringToObject(doc, "destination_engine", job.destination_engine);
     cJSON_AddNumberToObject(doc, "source_ranks", (double)job.source_ranks);
     cJSON_AddNumberToObject(doc, "destination_ranks",
                             (double)job.destination_ranks);

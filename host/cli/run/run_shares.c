@@ -50,8 +50,10 @@ wex_status run_write_shares(launch *l, const run_args *a)
     }
     if (st != WEX_OK)
         return wex_tool_error_prefix(st, "plan shares");
-    wex_tool_log(WEX_LOG_DEBUG, "run: %llu plan shares (%.1f MB) written to "
-                 "%s in %.3f s", (unsigned long long)files, bytes / 1e6, dir,
+    wex_tool_log(WEX_LOG_DEBUG,
+                 "run: %llu plan shares (%.1f MB) written to "
+                 "%s in %.3f s",
+                 (unsigned long long)files, bytes / 1e6, dir,
                  wex_tool_now() - t0);
     return WEX_OK;
 }

@@ -160,9 +160,8 @@ static cJSON *steps_list(wex_job *job, const run_args *a, cJSON *doc)
     cJSON *old = NULL, *list;
 
     report_key(a, key, sizeof(key));
-    if (a->first_step > 1 &&
-        wex_tool_store_get(wex_tool_job_store(job), key, 0, &text, &len) ==
-            WEX_OK)
+    if (a->first_step > 1 && wex_tool_store_get(wex_tool_job_store(job), key, 0,
+                                                &text, &len) == WEX_OK)
         old = cJSON_ParseWithLength(text, len);
     free(text);
     list = cJSON_DetachItemFromObjectCaseSensitive(old, "steps");
@@ -197,8 +196,7 @@ static void add_delta(cJSON *one, const wex_sync_report *r)
     static const char *const modes[] = {"full", "delta", "mixed"};
 
     cJSON_AddNumberToObject(one, "wire_bytes", (double)r->wire_bytes);
-    cJSON_AddStringToObject(one, "mode", r->mode < 3 ? modes[r->mode]
-                                                     : "full");
+    cJSON_AddStringToObject(one, "mode", r->mode < 3 ? modes[r->mode] : "full");
     cJSON_AddNumberToObject(one, "delta_elements", (double)r->delta_elements);
     cJSON_AddNumberToObject(one, "changed_elements",
                             (double)r->changed_elements);
@@ -239,7 +237,8 @@ static int run_steps(wex_job *job, const run_args *a, cJSON *doc,
             /* A rank started again after the step began without it:
              * nothing of it was written; it joins the next one. */
             cJSON_AddBoolToObject(one, "missed", 1);
-            fprintf(stderr, "wex run: %s rank %llu: step %llu went on "
+            fprintf(stderr,
+                    "wex run: %s rank %llu: step %llu went on "
                     "without it; it joins the next step\n",
                     side_name(side), (unsigned long long)rank,
                     (unsigned long long)s);
@@ -280,8 +279,9 @@ static int run_steps(wex_job *job, const run_args *a, cJSON *doc,
         if (side == WEX_SIDE_DESTINATION)
             wex_tool_store_add(wex_tool_job_store(job), "progress", 1, NULL);
         if (bad != 0) {
-            fprintf(stderr, "wex run: destination rank %llu: step %llu: "
-                            "%llu elements differ from what was sent\n",
+            fprintf(stderr,
+                    "wex run: destination rank %llu: step %llu: "
+                    "%llu elements differ from what was sent\n",
                     (unsigned long long)rank, (unsigned long long)s,
                     (unsigned long long)bad);
             return 1;

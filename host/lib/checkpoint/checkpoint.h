@@ -69,15 +69,15 @@ const unsigned char *wex__checkpoint_data(const wex__checkpoint *ck,
 typedef struct wex__ckpt_plan {
     const wex_model *model;
     size_t nfiles;
-    char **names;            /* per file: model-0000i-of-0000n.safetensors */
-    char **headers;          /* per file: the JSON header, padded to 8 */
-    uint64_t *header_bytes;  /* per file: 8 + the header's length */
-    uint64_t *file_bytes;    /* per file */
-    uint32_t *file_of;       /* per canonical tensor */
-    uint64_t *offset_of;     /* per canonical tensor: where in its file's data */
-    int *fds;                /* per file: open for writing, or -1 */
-    int lock_fd;             /* the staging lock, held by the creator, or -1 */
-    char *lock_path;         /* its path, while held */
+    char **names;           /* per file: model-0000i-of-0000n.safetensors */
+    char **headers;         /* per file: the JSON header, padded to 8 */
+    uint64_t *header_bytes; /* per file: 8 + the header's length */
+    uint64_t *file_bytes;   /* per file */
+    uint32_t *file_of;      /* per canonical tensor */
+    uint64_t *offset_of;    /* per canonical tensor: where in its file's data */
+    int *fds;               /* per file: open for writing, or -1 */
+    int lock_fd;            /* the staging lock, held by the creator, or -1 */
+    char *lock_path;        /* its path, while held */
 } wex__ckpt_plan;
 
 wex_status wex__ckpt_plan_make(const wex_model *model, uint64_t shard_bytes,

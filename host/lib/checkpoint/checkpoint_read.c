@@ -78,14 +78,14 @@ static wex_status list_files(wex__checkpoint *ck)
     if (access(index, F_OK) != 0) {
         free(index);
         ck->files = calloc(1, sizeof(*ck->files));
-        if (ck->files == NULL ||
-            (ck->files[0].path = wex__ckpt_path(ck->dir, WEX__CKPT_SINGLE)) ==
-                NULL)
+        if (ck->files == NULL || (ck->files[0].path = wex__ckpt_path(
+                                      ck->dir, WEX__CKPT_SINGLE)) == NULL)
             return wex__error(WEX_ERR_NOMEM, "checkpoint: out of memory");
         ck->files[0].name = WEX__CKPT_SINGLE;
         ck->nfiles = 1;
         if (access(ck->files[0].path, F_OK) != 0)
-            return wex__error(WEX_ERR_INVALID, "%s: neither %s nor %s is "
+            return wex__error(WEX_ERR_INVALID,
+                              "%s: neither %s nor %s is "
                               "there: not a Hugging Face checkpoint",
                               ck->dir, WEX__CKPT_INDEX, WEX__CKPT_SINGLE);
         return WEX_OK;
@@ -95,22 +95,26 @@ static wex_status list_files(wex__checkpoint *ck)
         goto out;
     map = cJSON_GetObjectItemCaseSensitive(doc, "weight_map");
     if (!cJSON_IsObject(map)) {
-        st = wex__error(WEX_ERR_INVALID, "%s: /weight_map: expected an "
-                        "object of tensor names to shard files", index);
+        st = wex__error(WEX_ERR_INVALID,
+                        "%s: /weight_map: expected an "
+                        "object of tensor names to shard files",
+                        index);
         goto out;
     }
-    ck->files = calloc((size_t)cJSON_GetArraySize(map) + 1,
-                       sizeof(*ck->files));
+    ck->files = calloc((size_t)cJSON_GetArraySize(map) + 1, sizeof(*ck->files));
     if (ck->files == NULL) {
         st = wex__error(WEX_ERR_NOMEM, "checkpoint: out of memory");
         goto out;
     }
-    cJSON_ArrayForEach(e, map) {
+    cJSON_ArrayForEach(e, map)
+    {
         size_t i;
         if (!cJSON_IsString(e) || !plain_name(e->valuestring)) {
-            st = wex__error(WEX_ERR_INVALID, "%s: /weight_map/%s: expected "
+            st = wex__error(WEX_ERR_INVALID,
+                            "%s: /weight_map/%s: expected "
                             "the name of a file in the checkpoint's "
-                            "directory", index, e->string);
+                            "directory",
+                            index, e->string);
             goto out;
         }
         for (i = 0; i < ck->nfiles; i++)
@@ -126,9 +130,10 @@ static wex_status list_files(wex__checkpoint *ck)
         ck->files[i].name = ck->files[i].path + strlen(ck->dir) + 1;
         ck->nfiles++;
         if (access(ck->files[i].path, F_OK) != 0) {
-            st = wex__error(WEX_ERR_INVALID, "%s: /weight_map/%s names "
-                            "shard %s, which is not there", index, e->string,
-                            e->valuestring);
+            st = wex__error(WEX_ERR_INVALID,
+                            "%s: /weight_map/%s names "
+                            "shard %s, which is not there",
+                            index, e->string, e->valuestring);
             goto out;
         }
     }
@@ -170,8 +175,7 @@ static void describe(char *out, size_t len, uint32_t dtype, uint32_t ndim,
         snprintf(out + n, len - (size_t)n, "]");
 }
 
-static wex_status match(wex__checkpoint *ck, wex__ckpt_report report,
-                        void *arg)
+static wex_status match(wex__checkpoint *ck, wex__ckpt_report report, void *arg)
 {
     const wex_model *m = ck->model;
     uint64_t mismatches = 0, extra = 0;
@@ -193,8 +197,8 @@ static wex_status match(wex__checkpoint *ck, wex__ckpt_report report,
             ct = &m->tensors[c];
             if (ck->entry[c] != NULL) {
                 tell(report, arg, &mismatches, first, sizeof(first),
-                     "%s: tensor %s: also in %s", ck->files[f].path,
-                     t->name, ck->files[ck->file_of[c]].name);
+                     "%s: tensor %s: also in %s", ck->files[f].path, t->name,
+                     ck->files[ck->file_of[c]].name);
                 continue;
             }
             describe(want, sizeof(want), ct->dtype, ct->ndim, ct->shape);
@@ -222,13 +226,15 @@ static wex_status match(wex__checkpoint *ck, wex__ckpt_report report,
     ck->extra = extra;
     if (extra > 0)
         WEX__INFO("%s: %" PRIu64 " tensor%s the model's catalog does not "
-                  "hold, skipped: %s%s", ck->dir, extra, extra > 1 ? "s" : "",
-                  extras, extra > 3 ? ", ..." : "");
+                  "hold, skipped: %s%s",
+                  ck->dir, extra, extra > 1 ? "s" : "", extras,
+                  extra > 3 ? ", ..." : "");
     if (mismatches == 0)
         return WEX_OK;
     return wex__error(WEX_ERR_INVALID, "%s%s", first,
                       mismatches > 1 ? " (and more: 'wex check' lists "
-                                       "every mismatch)" : "");
+                                       "every mismatch)"
+                                     : "");
 }
 
 wex_status wex__checkpoint_open(const char *dir, const wex_model *model,
@@ -272,8 +278,7 @@ void wex__checkpoint_close(wex__checkpoint *ck)
     memset(ck, 0, sizeof(*ck));
 }
 
-const unsigned char *wex__checkpoint_data(const wex__checkpoint *ck,
-                                          uint64_t c)
+const unsigned char *wex__checkpoint_data(const wex__checkpoint *ck, uint64_t c)
 {
     const wex__ckpt_file *f = &ck->files[ck->file_of[c]];
 

@@ -76,8 +76,8 @@ static wex_status make_header(wex__ckpt_plan *p, size_t f)
                                       cJSON_CreateNumber((double)t->shape[d]));
         ok = ok && (offs = cJSON_AddArrayToObject(e, "data_offsets")) != NULL &&
              cJSON_AddItemToArray(offs, cJSON_CreateNumber(begin)) &&
-             cJSON_AddItemToArray(offs, cJSON_CreateNumber(
-                                            begin + (double)t->bytes));
+             cJSON_AddItemToArray(offs,
+                                  cJSON_CreateNumber(begin + (double)t->bytes));
     }
     if (ok)
         ok = (text = cJSON_PrintUnformatted(root)) != NULL;
@@ -120,9 +120,8 @@ wex_status wex__ckpt_plan_make(const wex_model *model, uint64_t shard_bytes,
     }
     /* a new shard when the tensor would overflow a shard that has one */
     for (uint64_t c = 0; c < n; c++) {
-        if (files == 0 ||
-            (shard_bytes > 0 && used > 0 &&
-             used + model->tensors[c].bytes > shard_bytes)) {
+        if (files == 0 || (shard_bytes > 0 && used > 0 &&
+                           used + model->tensors[c].bytes > shard_bytes)) {
             files++;
             used = 0;
         }
@@ -216,16 +215,20 @@ static wex_status remove_staging(const char *path)
             break;
         }
         if (unlink(f) != 0 && errno != ENOENT)
-            st = wex__error(WEX_ERR_SYSTEM, "removing %s, left by a save "
-                            "that died: %s", f, strerror(errno));
+            st = wex__error(WEX_ERR_SYSTEM,
+                            "removing %s, left by a save "
+                            "that died: %s",
+                            f, strerror(errno));
         free(f);
         if (st != WEX_OK)
             break;
     }
     closedir(d);
     if (st == WEX_OK && rmdir(path) != 0 && errno != ENOENT)
-        st = wex__error(WEX_ERR_SYSTEM, "removing %s, left by a save that "
-                        "died: %s", path, strerror(errno));
+        st = wex__error(WEX_ERR_SYSTEM,
+                        "removing %s, left by a save that "
+                        "died: %s",
+                        path, strerror(errno));
     return st;
 }
 
@@ -274,8 +277,8 @@ static wex_status remove_dead_staging(const char *dir)
         }
         st = remove_staging(path);
         if (st == WEX_OK)
-            WEX__INFO("%s: removed, what a save into %s that died left",
-                      path, dir);
+            WEX__INFO("%s: removed, what a save into %s that died left", path,
+                      dir);
         free(path);
     }
     closedir(d);
@@ -297,16 +300,18 @@ static wex_status take_lock(wex__ckpt_plan *p, const char *dir)
         return wex__error(WEX_ERR_NOMEM, "checkpoint: out of memory");
     for (int tries = 0; p->lock_fd < 0; tries++) {
         struct stat held, named;
-        int fd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK |
-                                O_CLOEXEC, 0644);
+        int fd = open(
+            lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
         if (fd < 0) {
             st = wex__error(WEX_ERR_SYSTEM, "%s: %s", lock, strerror(errno));
             break;
         }
         if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
             st = errno == EWOULDBLOCK
-                     ? wex__error(WEX_ERR_INVALID, "%s: another save into %s "
-                                  "is running (it holds %s)", dir, dir, lock)
+                     ? wex__error(WEX_ERR_INVALID,
+                                  "%s: another save into %s "
+                                  "is running (it holds %s)",
+                                  dir, dir, lock)
                      : wex__error(WEX_ERR_SYSTEM, "%s: flock: %s", lock,
                                   strerror(errno));
             close(fd);
@@ -372,7 +377,7 @@ static wex_status write_config(const wex__ckpt_plan *p, const char *staging)
     wex_status st = text != NULL
                         ? write_text(staging, WEX__CKPT_CONFIG, text)
                         : wex__error(WEX_ERR_NOMEM, "checkpoint: out of "
-                                     "memory");
+                                                    "memory");
 
     free(text);
     return st;
@@ -420,19 +425,23 @@ wex_status wex__ckpt_target_free(const char *dir)
     int empty = 1;
 
     if (stat(dir, &sb) != 0)
-        return errno == ENOENT ? WEX_OK
-                               : wex__error(WEX_ERR_SYSTEM, "%s: %s", dir,
-                                            strerror(errno));
+        return errno == ENOENT
+                   ? WEX_OK
+                   : wex__error(WEX_ERR_SYSTEM, "%s: %s", dir, strerror(errno));
     if (!S_ISDIR(sb.st_mode) || (d = opendir(dir)) == NULL)
-        return wex__error(WEX_ERR_INVALID, "%s exists and is not a directory "
-                          "wex may save into", dir);
+        return wex__error(WEX_ERR_INVALID,
+                          "%s exists and is not a directory "
+                          "wex may save into",
+                          dir);
     while (empty && (e = readdir(d)) != NULL)
         empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
     closedir(d);
     return empty ? WEX_OK
-                 : wex__error(WEX_ERR_INVALID, "%s exists and is not empty: "
+                 : wex__error(WEX_ERR_INVALID,
+                              "%s exists and is not empty: "
                               "wex saves a checkpoint into a new directory, "
-                              "never over another", dir);
+                              "never over another",
+                              dir);
 }
 
 wex_status wex__ckpt_create(wex__ckpt_plan *p, const char *dir,
@@ -454,15 +463,15 @@ wex_status wex__ckpt_create(wex__ckpt_plan *p, const char *dir,
         char *path = wex__ckpt_path(staging, p->names[f]);
         unsigned char len[8];
         uint64_t hlen = p->header_bytes[f] - 8;
-        int fd = path ? open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-                             0644)
-                      : -1;
+        int fd = path
+                     ? open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)
+                     : -1;
         wex_put_le(len, hlen, 8);
         if (fd < 0 || pwrite(fd, len, 8, 0) != 8 ||
             pwrite(fd, p->headers[f], hlen, 8) != (ssize_t)hlen ||
             ftruncate(fd, (off_t)p->file_bytes[f]) != 0)
-            st = wex__error(WEX_ERR_SYSTEM, "%s: %s",
-                            path ? path : staging, strerror(errno));
+            st = wex__error(WEX_ERR_SYSTEM, "%s: %s", path ? path : staging,
+                            strerror(errno));
         if (fd >= 0)
             close(fd);
         free(path);
@@ -484,8 +493,7 @@ wex_status wex__ckpt_write(const wex__ckpt_plan *p, const char *staging,
     uint64_t off = p->header_bytes[f] + p->offset_of[c] + at;
     const unsigned char *b = bytes;
 
-    if (at > p->model->tensors[c].bytes ||
-        n > p->model->tensors[c].bytes - at)
+    if (at > p->model->tensors[c].bytes || n > p->model->tensors[c].bytes - at)
         return wex__error(WEX_ERR_INTERNAL, "checkpoint: a write past %s",
                           p->model->tensors[c].name);
     if (p->fds[f] < 0) {
@@ -493,8 +501,7 @@ wex_status wex__ckpt_write(const wex__ckpt_plan *p, const char *staging,
         p->fds[f] = path ? open(path, O_WRONLY | O_CLOEXEC) : -1;
         if (p->fds[f] < 0) {
             wex_status st = wex__error(WEX_ERR_SYSTEM, "%s: %s",
-                                       path ? path : staging,
-                                       strerror(errno));
+                                       path ? path : staging, strerror(errno));
             free(path);
             return st;
         }
@@ -503,9 +510,8 @@ wex_status wex__ckpt_write(const wex__ckpt_plan *p, const char *staging,
     while (n > 0) {
         ssize_t w = pwrite(p->fds[f], b, n, (off_t)off);
         if (w <= 0)
-            return wex__error(WEX_ERR_SYSTEM, "%s/%s: %s", staging,
-                              p->names[f], w < 0 ? strerror(errno)
-                                                 : "nothing written");
+            return wex__error(WEX_ERR_SYSTEM, "%s/%s: %s", staging, p->names[f],
+                              w < 0 ? strerror(errno) : "nothing written");
         b += w;
         off += (uint64_t)w;
         n -= (uint64_t)w;
@@ -522,14 +528,14 @@ static wex_status sync_path(const char *path)
     wex_status st = WEX_OK;
 
     if (fd < 0 || fstat(fd, &sb) != 0)
-        st = wex__error(WEX_ERR_SYSTEM, "%s: fsync: %s", path,
-                        strerror(errno));
+        st = wex__error(WEX_ERR_SYSTEM, "%s: fsync: %s", path, strerror(errno));
     else if (!S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode))
-        st = wex__error(WEX_ERR_SYSTEM, "%s: fsync: %s, not what the save "
-                        "made", path, wex__file_kind((unsigned)sb.st_mode));
+        st = wex__error(WEX_ERR_SYSTEM,
+                        "%s: fsync: %s, not what the save "
+                        "made",
+                        path, wex__file_kind((unsigned)sb.st_mode));
     else if (fsync(fd) != 0)
-        st = wex__error(WEX_ERR_SYSTEM, "%s: fsync: %s", path,
-                        strerror(errno));
+        st = wex__error(WEX_ERR_SYSTEM, "%s: fsync: %s", path, strerror(errno));
     if (fd >= 0)
         close(fd);
     return st;

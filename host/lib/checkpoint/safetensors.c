@@ -54,45 +54,48 @@ static wex_status entry(const char *path, const cJSON *e, uint64_t data_size,
     const cJSON *d;
 
     if (!cJSON_IsObject(e))
-        return bad(path, name, "expected an object with dtype, shape and "
-                               "data_offsets");
+        return bad(path, name,
+                   "expected an object with dtype, shape and "
+                   "data_offsets");
     if (!cJSON_IsString(dtype))
         return bad(path, name, "dtype: expected a string");
     t->dtype = wex__st_dtype(dtype->valuestring);
     if (t->dtype == WEX_DTYPE_INVALID)
-        return wex__error(WEX_ERR_INVALID, "%s: tensor %s: dtype \"%s\" is "
+        return wex__error(WEX_ERR_INVALID,
+                          "%s: tensor %s: dtype \"%s\" is "
                           "not one wex knows (BF16, F16, F32, F64, F8_E4M3, "
                           "F8_E5M2, I8, U8, I32, I64)",
                           path, name, dtype->valuestring);
-    if (!cJSON_IsArray(shape) ||
-        cJSON_GetArraySize(shape) > (int)WEX_MAX_DIMS)
+    if (!cJSON_IsArray(shape) || cJSON_GetArraySize(shape) > (int)WEX_MAX_DIMS)
         return bad(path, name, "shape: expected an array of at most 8 sizes");
     t->ndim = 0;
-    cJSON_ArrayForEach(d, shape) {
+    cJSON_ArrayForEach(d, shape)
+    {
         if (!whole(d, &t->shape[t->ndim]))
             return bad(path, name, "shape: expected whole numbers");
-        if (t->shape[t->ndim] != 0 &&
-            elements > UINT64_MAX / t->shape[t->ndim])
+        if (t->shape[t->ndim] != 0 && elements > UINT64_MAX / t->shape[t->ndim])
             return bad(path, name, "shape: too many elements");
         elements *= t->shape[t->ndim++];
     }
     if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2 ||
         !whole(cJSON_GetArrayItem(offs, 0), &t->begin) ||
         !whole(cJSON_GetArrayItem(offs, 1), &t->end) || t->begin > t->end)
-        return bad(path, name, "data_offsets: expected [begin, end] with "
-                               "begin <= end");
+        return bad(path, name,
+                   "data_offsets: expected [begin, end] with "
+                   "begin <= end");
     if (t->end > data_size)
-        return wex__error(WEX_ERR_INVALID, "%s: tensor %s: data_offsets end "
+        return wex__error(WEX_ERR_INVALID,
+                          "%s: tensor %s: data_offsets end "
                           "%" PRIu64 " is past the data's %" PRIu64 " bytes "
                           "(a truncated file?)",
                           path, name, t->end, data_size);
     esize = wex_dtype_size(t->dtype);
     if (elements > UINT64_MAX / esize || elements * esize != t->end - t->begin)
-        return wex__error(WEX_ERR_INVALID, "%s: tensor %s: %s x %" PRIu64
-                          " elements is not its data_offsets' %" PRIu64
-                          " bytes",
-                          path, name, dtype->valuestring, elements,
-                          t->end - t->begin);
+        return wex__error(
+            WEX_ERR_INVALID,
+            "%s: tensor %s: %s x %" PRIu64
+            " elements is not its data_offsets' %" PRIu64 " bytes",
+            path, name, dtype->valuestring, elements, t->end - t->begin);
     t->name = strdup(name);
     if (t->name == NULL)
         return wex__error(WEX_ERR_NOMEM, "%s: out of memory", path);
@@ -128,11 +131,13 @@ wex_status wex__st_parse(const char *path, const unsigned char *bytes,
         return bad(path, NULL, "shorter than the 8-byte header length");
     n = wex_get_le(bytes, 8);
     if (n < 2 || n > WEX__ST_MAX_HEADER)
-        return wex__error(WEX_ERR_INVALID, "%s: header length %" PRIu64
+        return wex__error(WEX_ERR_INVALID,
+                          "%s: header length %" PRIu64
                           " is not between 2 and %" PRIu64 " bytes",
                           path, n, WEX__ST_MAX_HEADER);
     if (n > size - 8)
-        return wex__error(WEX_ERR_INVALID, "%s: header length %" PRIu64
+        return wex__error(WEX_ERR_INVALID,
+                          "%s: header length %" PRIu64
                           " runs past the file's %" PRIu64 " bytes",
                           path, n, size);
     if (n > avail - 8)
@@ -150,16 +155,20 @@ wex_status wex__st_parse(const char *path, const unsigned char *bytes,
         st = wex__error(WEX_ERR_NOMEM, "%s: out of memory", path);
         goto out;
     }
-    cJSON_ArrayForEach(e, root) {
+    cJSON_ArrayForEach(e, root)
+    {
         if (strcmp(e->string, "__metadata__") == 0) {
             const cJSON *m;
             if (!cJSON_IsObject(e)) {
                 st = bad(path, NULL, "__metadata__: expected an object");
                 goto out;
             }
-            cJSON_ArrayForEach(m, e) if (!cJSON_IsString(m)) {
-                st = wex__error(WEX_ERR_INVALID, "%s: __metadata__/%s: "
-                                "expected a string", path, m->string);
+            cJSON_ArrayForEach(m, e) if (!cJSON_IsString(m))
+            {
+                st = wex__error(WEX_ERR_INVALID,
+                                "%s: __metadata__/%s: "
+                                "expected a string",
+                                path, m->string);
                 goto out;
             }
             continue;
@@ -180,11 +189,12 @@ wex_status wex__st_parse(const char *path, const unsigned char *bytes,
             if (t->begin == t->end)
                 continue;
             if (furthest != NULL && t->begin < furthest->end) {
-                st = wex__error(WEX_ERR_INVALID, "%s: tensors %s and %s "
-                                "overlap (data bytes %" PRIu64 " to %" PRIu64
-                                ")", path, furthest->name, t->name, t->begin,
-                                t->end < furthest->end ? t->end
-                                                       : furthest->end);
+                st = wex__error(
+                    WEX_ERR_INVALID,
+                    "%s: tensors %s and %s "
+                    "overlap (data bytes %" PRIu64 " to %" PRIu64 ")",
+                    path, furthest->name, t->name, t->begin,
+                    t->end < furthest->end ? t->end : furthest->end);
                 goto out;
             }
             if (furthest == NULL || t->end > furthest->end)
@@ -193,8 +203,8 @@ wex_status wex__st_parse(const char *path, const unsigned char *bytes,
     }
     /* duplicate names: cJSON keeps both; the format allows one */
     {
-        const wex__st_tensor **sorted = malloc((out->count + 1) *
-                                               sizeof(*sorted));
+        const wex__st_tensor **sorted =
+            malloc((out->count + 1) * sizeof(*sorted));
         if (sorted == NULL) {
             st = wex__error(WEX_ERR_NOMEM, "%s: out of memory", path);
             goto out;

@@ -30,8 +30,8 @@ typedef struct wex__st_tensor {
 } wex__st_tensor;
 
 typedef struct wex__st_header {
-    uint64_t data_start; /* 8 + N: where the data begins in the file */
-    uint64_t data_size;  /* file size - data_start */
+    uint64_t data_start;     /* 8 + N: where the data begins in the file */
+    uint64_t data_size;      /* file size - data_start */
     wex__st_tensor *tensors; /* sorted by begin */
     size_t count;
 } wex__st_header;

@@ -128,8 +128,8 @@ static wex_status bind_fields(wex__job_config *c, const char *base_dir,
     const cJSON *verify = cJSON_GetObjectItemCaseSensitive(doc, "verify");
     wex_status first = WEX_OK, status;
 
-    c->model_path = join_dir(base_dir, cJSON_GetObjectItemCaseSensitive(
-                                           doc, "model")->valuestring);
+    c->model_path = join_dir(
+        base_dir, cJSON_GetObjectItemCaseSensitive(doc, "model")->valuestring);
     if (c->model_path == NULL)
         return wex__error(WEX_ERR_NOMEM, "%s: out of memory", c->path);
     c->source_model_path = side_model(src, base_dir, c->model_path);
@@ -137,32 +137,30 @@ static wex_status bind_fields(wex__job_config *c, const char *base_dir,
     if (c->source_model_path == NULL || c->destination_model_path == NULL)
         return wex__error(WEX_ERR_NOMEM, "%s: out of memory", c->path);
     {
-        const cJSON *shares = cJSON_GetObjectItemCaseSensitive(doc,
-                                                               "plan_shares");
+        const cJSON *shares =
+            cJSON_GetObjectItemCaseSensitive(doc, "plan_shares");
         if (cJSON_IsString(shares) &&
-            (c->plan_shares = join_dir(base_dir, shares->valuestring)) ==
-                NULL)
+            (c->plan_shares = join_dir(base_dir, shares->valuestring)) == NULL)
             return wex__error(WEX_ERR_NOMEM, "%s: out of memory", c->path);
     }
     c->topology = cJSON_GetObjectItemCaseSensitive(doc, "topology");
-    c->source.name = cJSON_GetObjectItemCaseSensitive(src, "engine")
-                         ->valuestring;
+    c->source.name =
+        cJSON_GetObjectItemCaseSensitive(src, "engine")->valuestring;
     c->source.options = cJSON_GetObjectItemCaseSensitive(src, "options");
     c->source_parallel = cJSON_GetObjectItemCaseSensitive(src, "parallel");
-    c->destination.name = cJSON_GetObjectItemCaseSensitive(dst, "engine")
-                              ->valuestring;
-    c->destination.options = cJSON_GetObjectItemCaseSensitive(dst,
-                                                              "options");
-    c->destination_parallel = cJSON_GetObjectItemCaseSensitive(dst,
-                                                               "parallel");
+    c->destination.name =
+        cJSON_GetObjectItemCaseSensitive(dst, "engine")->valuestring;
+    c->destination.options = cJSON_GetObjectItemCaseSensitive(dst, "options");
+    c->destination_parallel = cJSON_GetObjectItemCaseSensitive(dst, "parallel");
     read_ref(cJSON_GetObjectItemCaseSensitive(doc, "policy"), &c->policy);
-    read_ref(cJSON_GetObjectItemCaseSensitive(doc, "transport"),
-             &c->transport);
+    read_ref(cJSON_GetObjectItemCaseSensitive(doc, "transport"), &c->transport);
     c->verify_digest = strcmp(verify->valuestring, "digest") == 0;
-    c->staging_bytes = (uint64_t)cJSON_GetObjectItemCaseSensitive(
-                           doc, "staging_bytes")->valuedouble;
-    c->device_staging_bytes = (uint64_t)cJSON_GetObjectItemCaseSensitive(
-                                  doc, "device_staging_bytes")->valuedouble;
+    c->staging_bytes =
+        (uint64_t)cJSON_GetObjectItemCaseSensitive(doc, "staging_bytes")
+            ->valuedouble;
+    c->device_staging_bytes =
+        (uint64_t)cJSON_GetObjectItemCaseSensitive(doc, "device_staging_bytes")
+            ->valuedouble;
     c->connect_seconds = number_at(doc, "timeouts", "connect_seconds");
     c->step_seconds = number_at(doc, "timeouts", "step_seconds");
     c->peer_seconds = number_at(doc, "timeouts", "peer_seconds");
@@ -171,16 +169,16 @@ static wex_status bind_fields(wex__job_config *c, const char *base_dir,
         const cJSON *delta = cJSON_GetObjectItemCaseSensitive(doc, "delta");
         const cJSON *inbox;
         c->delta = cJSON_IsTrue(delta) || cJSON_IsObject(delta);
-        c->delta_max_fraction =
-            cJSON_IsObject(delta) ? number_at(doc, "delta", "max_fraction")
-                                  : 0.25;
+        c->delta_max_fraction = cJSON_IsObject(delta)
+                                    ? number_at(doc, "delta", "max_fraction")
+                                    : 0.25;
         inbox = cJSON_GetObjectItemCaseSensitive(delta, "inbox_bytes");
         c->delta_inbox_bytes =
             cJSON_IsNumber(inbox) ? (uint64_t)inbox->valuedouble : 0;
     }
 
-    status = resolve(c, registry, &c->source, WEX_KIND_ENGINE,
-                     "/source/engine", "/source/options", all);
+    status = resolve(c, registry, &c->source, WEX_KIND_ENGINE, "/source/engine",
+                     "/source/options", all);
     first = first ? first : status;
     status = resolve(c, registry, &c->destination, WEX_KIND_ENGINE,
                      "/destination/engine", "/destination/options", all);
@@ -197,9 +195,9 @@ static wex_status bind_fields(wex__job_config *c, const char *base_dir,
 }
 
 wex_status wex__job_config_parse(const char *name, const char *text,
-                                 const char *base_dir,
-                                 wex__registry *registry, unsigned flags,
-                                 wex__job_config **config_p, char **all_p)
+                                 const char *base_dir, wex__registry *registry,
+                                 unsigned flags, wex__job_config **config_p,
+                                 char **all_p)
 {
     problems all = {NULL, 0};
     wex__job_config *c;
@@ -265,8 +263,8 @@ wex_status wex__job_config_load(const char *path, wex__registry *registry,
         *slash = '\0';
     else if (dir != NULL)
         strcpy(dir, ".");
-    status = wex__job_config_parse(path, text, dir, registry, flags,
-                                   config_p, all_p);
+    status = wex__job_config_parse(path, text, dir, registry, flags, config_p,
+                                   all_p);
     free(dir);
     free(text);
     return status;
@@ -295,8 +293,8 @@ wex_status wex__job_config_read(const char *config, wex__registry *registry,
            *config == '\r')
         config++;
     if (config[0] == '{')
-        st = wex__job_config_parse("<job text>", config, ".", registry,
-                                   flags, job_p, &all);
+        st = wex__job_config_parse("<job text>", config, ".", registry, flags,
+                                   job_p, &all);
     else
         st = wex__job_config_load(config, registry, flags, job_p, &all);
     free(all);

@@ -13,27 +13,27 @@
 
 /* One plugin a job names, with its (validated) options. */
 typedef struct wex__plugin_ref {
-    const char *name;      /* inside the job document */
-    const cJSON *options;  /* NULL when absent */
-    wex__plugin *plugin;   /* resolved in the registry */
+    const char *name;     /* inside the job document */
+    const cJSON *options; /* NULL when absent */
+    wex__plugin *plugin;  /* resolved in the registry */
 } wex__plugin_ref;
 
 typedef struct wex__job_config {
-    char *path;         /* the job file; "<string>" for in-memory text */
-    char *model_path;   /* resolved relative to the job file */
-    cJSON *doc;         /* the whole document, defaults filled in */
-    char *source_model_path;      /* the side's own model, else model_path */
+    char *path;              /* the job file; "<string>" for in-memory text */
+    char *model_path;        /* resolved relative to the job file */
+    cJSON *doc;              /* the whole document, defaults filled in */
+    char *source_model_path; /* the side's own model, else model_path */
     char *destination_model_path;
-    char *plan_shares;  /* "plan_shares" resolved, else NULL */
-    const cJSON *topology;        /* defaults filled in */
-    wex__plugin_ref source;       /* engine */
+    char *plan_shares;      /* "plan_shares" resolved, else NULL */
+    const cJSON *topology;  /* defaults filled in */
+    wex__plugin_ref source; /* engine */
     const cJSON *source_parallel;
-    wex__plugin_ref destination;  /* engine */
+    wex__plugin_ref destination; /* engine */
     const cJSON *destination_parallel;
     wex__plugin_ref policy;
     wex__plugin_ref transport;
-    int verify_digest;  /* verify == "digest" */
-    uint64_t staging_bytes; /* a source's packing staging, at most */
+    int verify_digest;             /* verify == "digest" */
+    uint64_t staging_bytes;        /* a source's packing staging, at most */
     uint64_t device_staging_bytes; /* a destination's pinned window */
     double connect_seconds, step_seconds, peer_seconds, fence_seconds;
     /* "delta": deltas on, the fraction above which an operation goes
@@ -55,9 +55,9 @@ wex_status wex__job_config_load(const char *path, wex__registry *registry,
 /* The same from text; `name` stands for the file in messages and
  * `base_dir` resolves the model path. */
 wex_status wex__job_config_parse(const char *name, const char *text,
-                                 const char *base_dir,
-                                 wex__registry *registry, unsigned flags,
-                                 wex__job_config **config_p, char **all_p);
+                                 const char *base_dir, wex__registry *registry,
+                                 unsigned flags, wex__job_config **config_p,
+                                 char **all_p);
 /* A job from a file's path, or from the job's JSON text itself when it
  * starts with '{' (named "<job text>", paths in it relative to the
  * working directory): what wex_job_open, wex_plan_json and the Python

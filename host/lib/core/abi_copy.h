@@ -15,8 +15,7 @@
  * the host's `full` of `full_size` bytes: what both know is copied, the
  * members the caller's version lacks are zero. The caller has already
  * checked that struct_size is at least the 1.0 size. */
-static inline void wex__abi_in(void *full, size_t full_size,
-                               const void *given)
+static inline void wex__abi_in(void *full, size_t full_size, const void *given)
 {
     uint32_t size;
 
@@ -27,8 +26,7 @@ static inline void wex__abi_in(void *full, size_t full_size,
 
 /* Writes the host's `full` into the caller's `given`, whose struct_size
  * says how many bytes it holds; struct_size itself is left as it was. */
-static inline void wex__abi_out(void *given, const void *full,
-                                size_t full_size)
+static inline void wex__abi_out(void *given, const void *full, size_t full_size)
 {
     uint32_t size;
 

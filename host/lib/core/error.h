@@ -14,8 +14,7 @@
 
 /* Stores the message and returns `status`, so error paths read
  * `return wex__error(WEX_ERR_INVALID, "%s: %s: expected ...", ...);` */
-wex_status wex__error(wex_status status, const char *fmt, ...)
-    WEX_PRINTF(2, 3);
+wex_status wex__error(wex_status status, const char *fmt, ...) WEX_PRINTF(2, 3);
 wex_status wex__verror(wex_status status, const char *fmt, va_list ap);
 
 /* Prefixes the current message with "prefix: " (for context such as a

@@ -66,8 +66,7 @@ wex_status wex__open_regular(const char *path, int flags, int *fd_p)
         return wex__error(errno == ENOENT ? WEX_ERR_INVALID : WEX_ERR_SYSTEM,
                           "%s: cannot open: %s", path, strerror(errno));
     if (fstat(fd, &sb) != 0) {
-        st = wex__error(WEX_ERR_SYSTEM, "%s: fstat: %s", path,
-                        strerror(errno));
+        st = wex__error(WEX_ERR_SYSTEM, "%s: fstat: %s", path, strerror(errno));
         goto out;
     }
     if (!S_ISREG(sb.st_mode)) {
@@ -78,8 +77,7 @@ wex_status wex__open_regular(const char *path, int flags, int *fd_p)
     /* a regular file never blocks; a later reader expects plain reads */
     if ((fl = fcntl(fd, F_GETFL)) < 0 ||
         fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0)
-        st = wex__error(WEX_ERR_SYSTEM, "%s: fcntl: %s", path,
-                        strerror(errno));
+        st = wex__error(WEX_ERR_SYSTEM, "%s: fcntl: %s", path, strerror(errno));
 out:
     if (st != WEX_OK)
         close(fd);

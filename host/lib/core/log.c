@@ -8,8 +8,8 @@
 static pthread_once_t level_once = PTHREAD_ONCE_INIT;
 static uint32_t max_level = WEX_LOG_WARN;
 
-static const char *const level_names[] = {"", "error", "warn", "info",
-                                          "debug", "trace"};
+static const char *const level_names[] = {"",     "error", "warn",
+                                          "info", "debug", "trace"};
 
 static void read_level(void)
 {

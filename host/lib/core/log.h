@@ -12,8 +12,7 @@
 int wex__log_enabled(uint32_t level);
 void wex__log(uint32_t level, const char *who, const char *fmt, ...)
     WEX_PRINTF(3, 4);
-void wex__vlog(uint32_t level, const char *who, const char *fmt,
-               va_list ap);
+void wex__vlog(uint32_t level, const char *who, const char *fmt, va_list ap);
 
 #define WEX__WARN(...) wex__log(WEX_LOG_WARN, NULL, __VA_ARGS__)
 #define WEX__INFO(...) wex__log(WEX_LOG_INFO, NULL, __VA_ARGS__)

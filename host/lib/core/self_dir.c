@@ -13,8 +13,7 @@ int wex__self_dir(char *dir, size_t cap)
     /* The main program's own entry has no path of its own: ask the
      * kernel where it was loaded from. */
     if (dladdr((void *)wex__self_dir, &info) != 0 && info.dli_fname != NULL &&
-        strchr(info.dli_fname, '/') != NULL &&
-        strlen(info.dli_fname) < cap) {
+        strchr(info.dli_fname, '/') != NULL && strlen(info.dli_fname) < cap) {
         strcpy(dir, info.dli_fname);
     } else {
         if (cap < 2)

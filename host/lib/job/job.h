@@ -28,7 +28,7 @@ typedef struct wex__attachment {
     int64_t incarnation;
     uint32_t pass, passes; /* the tensor's pass, and the rank's passes
                               (window.h) */
-    uint64_t bytes; /* a delta inbox's size (delta_move.h); else 0 */
+    uint64_t bytes;        /* a delta inbox's size (delta_move.h); else 0 */
 } wex__attachment;
 
 /* What a destination publishes before each memory key: its incarnation,
@@ -114,59 +114,60 @@ typedef struct wex__delta_record {
  * same local tensor, for replicas of a destination) share a snapshot,
  * are encoded once a step and send the same payload to each. */
 typedef struct wex__delta_group {
-    size_t first_op;        /* the op whose runs it is read through */
-    uint64_t snap_off, bytes; /* its snapshot in the source's snapshots */
+    size_t first_op;           /* the op whose runs it is read through */
+    uint64_t snap_off, bytes;  /* its snapshot in the source's snapshots */
     uint64_t out_off, out_cap; /* its payload's room in the outbox */
-    int64_t payload_len;    /* this step's; -1: the ops go whole */
+    int64_t payload_len;       /* this step's; -1: the ops go whole */
     uint64_t payload_digest, digest;
     uint64_t changed, elems;
 } wex__delta_group;
 
 /* A source's delta state. */
 typedef struct wex__job_source_delta {
-    uint32_t *group_of;        /* per op; UINT32_MAX: never a delta */
+    uint32_t *group_of; /* per op; UINT32_MAX: never a delta */
     wex__delta_group *groups;
     size_t group_count;
-    uint8_t *snapshots;        /* the bytes last sent, per group */
+    uint8_t *snapshots; /* the bytes last sent, per group */
     uint64_t snapshot_bytes;
-    uint8_t *outbox;           /* this step's payloads, per group */
+    uint8_t *outbox; /* this step's payloads, per group */
     uint64_t outbox_bytes;
     wex_transport_mem *outbox_mem;
     wex__delta_enc enc;
-    uint64_t snap_step;        /* the committed step the snapshots hold
+    uint64_t snap_step;                /* the committed step the snapshots hold
                                   (0: none: every destination whole) */
-    wex_transport_peer **inbox; /* per peer: its inbox for this source */
+    wex_transport_peer **inbox;        /* per peer: its inbox for this source */
     uint64_t *inbox_size, *inbox_used; /* per peer */
-    uint8_t *peer_delta;       /* per peer: takes deltas this try */
-    wex__delta_record *records; /* per op, this try's */
-    wex__delta_record *pair_records; /* one peer's, as posted */
+    uint8_t *peer_delta;               /* per peer: takes deltas this try */
+    wex__delta_record *records;        /* per op, this try's */
+    wex__delta_record *pair_records;   /* one peer's, as posted */
     uint64_t wire_bytes, changed, elems; /* this try's */
-    uint64_t delta_ops;        /* ... its ops sent as deltas */
+    uint64_t delta_ops;                  /* ... its ops sent as deltas */
 } wex__job_source_delta;
 
 /* A destination's: an inbox per source peer, and what it applies at
  * commit. */
 typedef struct wex__job_destination_delta {
     /* an inbox per source peer it had when it connected */
-    uint64_t *inbox_rank;      /* the source rank each is for */
+    uint64_t *inbox_rank; /* the source rank each is for */
     uint8_t **inbox;
     wex_transport_mem **inbox_mem;
     uint64_t *inbox_size;
     size_t inbox_count;
-    size_t *apply;             /* ops to apply at commit, this try's */
-    uint64_t (*apply_at)[3];   /* per entry: inbox, offset, length */
+    size_t *apply;           /* ops to apply at commit, this try's */
+    uint64_t (*apply_at)[3]; /* per entry: inbox, offset, length */
     size_t apply_count;
-    int live_written;          /* a try wrote a full op into live memory */
+    uint8_t *chunk;   /* a chunk put together to be digested */
+    int live_written; /* a try wrote a full op into live memory */
     uint64_t wire_bytes, changed, elems; /* this try's */
-    uint64_t delta_ops;        /* ... its ops received as deltas */
+    uint64_t delta_ops;                  /* ... its ops received as deltas */
     double apply_seconds;
 } wex__job_destination_delta;
 
 /* What only a source holds. */
 typedef struct wex__job_source {
     /* the destination buffers it writes into (connect/job_members.c) */
-    wex_transport_peer **op_peer;   /* per op: the attached buffer */
-    wex_transport_peer **attached;  /* distinct attachments */
+    wex_transport_peer **op_peer;  /* per op: the attached buffer */
+    wex_transport_peer **attached; /* distinct attachments */
     size_t attached_count;
     wex__attachment *attached_what; /* what attached[i] is */
     int64_t joins_seen;             /* "joins" when last looked at */
@@ -231,8 +232,8 @@ struct wex_job {
     wex__job_members members;
     wex__job_lock lock;
     wex__job_scratch scratch;
-    wex__job_source src;      /* zero on a destination */
-    wex__job_destination dst; /* zero on a source */
+    wex__job_source src;        /* zero on a destination */
+    wex__job_destination dst;   /* zero on a source */
     struct wex__device *device; /* CUDA runtime; NULL until CUDA memory */
     /* the saves made, which name each save's rendezvous keys
      * (api/job_checkpoint.c) */
@@ -289,8 +290,8 @@ wex_status wex__job_attach(wex_job *job, double timeout);
 wex_status wex__job_follow_rejoins(wex_job *job, double timeout);
 /* job_members.c: re-plans this rank's operations around `dead` sources
  * (ascending) unless they are the ones already planned around. */
-wex_status wex__job_fit(wex_job *job, const uint64_t *dead,
-                        uint64_t dead_count, double timeout);
+wex_status wex__job_fit(wex_job *job, const uint64_t *dead, uint64_t dead_count,
+                        double timeout);
 /* transport_exchange.c: the transport's connect (ABI 1.3), when it has
  * one, with the job's rendezvous lent as its exchange; fetches wait up
  * to `timeout` seconds. */

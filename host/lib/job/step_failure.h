@@ -14,8 +14,7 @@
 
 /* Writes the failure into `out` (room for strlen(why) + 2 bytes);
  * returns its length. `unit` > 1. */
-static inline size_t wex__step_failure(char *out, const char *why,
-                                       size_t unit)
+static inline size_t wex__step_failure(char *out, const char *why, size_t unit)
 {
     size_t len = strlen(why), n = len + 1;
 

@@ -23,8 +23,8 @@ wex_status wex__read_file(const char *path, char **data_p, size_t *len_p)
     if (status != WEX_OK)
         return status;
     if (fstat(fd, &st) != 0) {
-        status = wex__error(WEX_ERR_SYSTEM, "%s: fstat: %s", path,
-                            strerror(errno));
+        status =
+            wex__error(WEX_ERR_SYSTEM, "%s: fstat: %s", path, strerror(errno));
         goto out;
     }
     if ((unsigned long long)st.st_size > WEX__JSON_FILE_MAX) {
@@ -60,8 +60,7 @@ out:
 }
 
 /* Line and column (both from 1) of `at` inside `text`. */
-static void locate(const char *text, const char *at, int *line_p,
-                   int *col_p)
+static void locate(const char *text, const char *at, int *line_p, int *col_p)
 {
     int line = 1, col = 1;
 
@@ -129,16 +128,18 @@ static wex_status no_duplicates(const char *name, const cJSON *v,
         qsort(keys, n, sizeof(*keys), by_key);
         for (i = 1; i < n; i++)
             if (strcmp(keys[i]->string, keys[i - 1]->string) == 0) {
-                st = wex__error(WEX_ERR_INVALID, "%s: %s: key \"%s\" appears "
-                                "more than once", name,
-                                ptr[0] ? ptr : "the top-level object",
+                st = wex__error(WEX_ERR_INVALID,
+                                "%s: %s: key \"%s\" appears "
+                                "more than once",
+                                name, ptr[0] ? ptr : "the top-level object",
                                 keys[i]->string);
                 goto out;
             }
     }
     {
         size_t i = 0;
-        cJSON_ArrayForEach(e, v) {
+        cJSON_ArrayForEach(e, v)
+        {
             char index[24], *child;
             if (!cJSON_IsObject(e) && !cJSON_IsArray(e)) {
                 i++;
@@ -174,8 +175,10 @@ wex_status wex__json_parse(const char *name, const char *text, size_t len,
     /* cJSON stops at a NUL and would take what came before it as the
      * whole document. */
     if ((nul = memchr(text, '\0', len)) != NULL)
-        return wex__error(WEX_ERR_INVALID, "%s: a NUL byte at offset %zu: "
-                          "not JSON text", name, (size_t)(nul - text));
+        return wex__error(WEX_ERR_INVALID,
+                          "%s: a NUL byte at offset %zu: "
+                          "not JSON text",
+                          name, (size_t)(nul - text));
     doc = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     if (doc != NULL) {
         const char *p = end;
@@ -185,9 +188,10 @@ wex_status wex__json_parse(const char *name, const char *text, size_t len,
         if (p < text + len) {
             locate(text, p, &line, &col);
             cJSON_Delete(doc);
-            return wex__error(WEX_ERR_INVALID, "%s:%d:%d: bytes after the "
-                              "JSON value, from offset %zu", name, line, col,
-                              (size_t)(p - text));
+            return wex__error(WEX_ERR_INVALID,
+                              "%s:%d:%d: bytes after the "
+                              "JSON value, from offset %zu",
+                              name, line, col, (size_t)(p - text));
         }
         if ((st = no_duplicates(name, doc, "")) != WEX_OK) {
             cJSON_Delete(doc);
@@ -208,8 +212,8 @@ wex_status wex__json_parse(const char *name, const char *text, size_t len,
         return wex__error(WEX_ERR_INVALID,
                           "%s:%d:%d: invalid JSON: unexpected end of input",
                           name, line, col);
-    return wex__error(WEX_ERR_INVALID, "%s:%d:%d: invalid JSON near '%s'",
-                      name, line, col, near);
+    return wex__error(WEX_ERR_INVALID, "%s:%d:%d: invalid JSON near '%s'", name,
+                      line, col, near);
 }
 
 wex_status wex__json_load(const char *path, cJSON **doc_p)

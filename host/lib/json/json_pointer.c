@@ -31,9 +31,9 @@ static const cJSON *step(const cJSON *node, const char *tok, size_t n)
     long index = 0;
 
     if (cJSON_IsObject(node)) {
-        cJSON_ArrayForEach(child, node)
-            if (child->string && token_is(tok, n, child->string))
-                return child;
+        cJSON_ArrayForEach(
+            child, node) if (child->string &&
+                             token_is(tok, n, child->string)) return child;
         return NULL;
     }
     /* Array indices are decimal without leading zeros (RFC 6901 §4). */

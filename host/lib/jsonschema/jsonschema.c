@@ -53,16 +53,15 @@ static int fatal(struct validator *v, const char *where,
 
     wex__js_puts(&pointer, "schema:");
     wex__js_puts(&pointer, where);
-    v->status = wex__js_errors_push_buf(&v->fatal, &pointer, msg) < 0
-                    ? -ENOMEM
-                    : -EINVAL;
+    v->status = wex__js_errors_push_buf(&v->fatal, &pointer, msg) < 0 ? -ENOMEM
+                                                                      : -EINVAL;
     return v->status;
 }
 
 /* Evaluates `schema` against a member (key != NULL) or an element of the
  * instance, extending the JSON Pointer for the duration. */
-static int descend(struct validator *v, const cJSON *schema,
-                   const cJSON *child, const char *key, size_t index)
+static int descend(struct validator *v, const cJSON *schema, const cJSON *child,
+                   const char *key, size_t index)
 {
     size_t mark = v->path.len;
     int hops = v->ref_hops;
@@ -120,7 +119,8 @@ static int kw_required(struct validator *v, const cJSON *schema,
     (void)schema;
     if (!cJSON_IsObject(inst))
         return 0;
-    cJSON_ArrayForEach(name, value) {
+    cJSON_ArrayForEach(name, value)
+    {
         struct wex__js_buf msg = {0};
 
         if (stopped(v))
@@ -189,8 +189,7 @@ static int report_unknown(struct validator *v, const cJSON *props,
 static int kw_additional(struct validator *v, const cJSON *schema,
                          const cJSON *value, const cJSON *inst)
 {
-    const cJSON *props = cJSON_GetObjectItemCaseSensitive(schema,
-                                                          "properties");
+    const cJSON *props = cJSON_GetObjectItemCaseSensitive(schema, "properties");
     const cJSON *member;
 
     if (!cJSON_IsObject(inst) || cJSON_IsTrue(value))
@@ -206,8 +205,8 @@ static int kw_additional(struct validator *v, const cJSON *schema,
     return v->status;
 }
 
-static int kw_ref(struct validator *v, const cJSON *schema,
-                  const cJSON *value, const cJSON *inst)
+static int kw_ref(struct validator *v, const cJSON *schema, const cJSON *value,
+                  const cJSON *inst)
 {
     const cJSON *target = wex__js_resolve(v->root, value->valuestring);
 
@@ -217,9 +216,11 @@ static int kw_ref(struct validator *v, const cJSON *schema,
 
         wex__js_puts(&msg, "$ref ");
         wex__js_quote(&msg, value->valuestring);
-        wex__js_printf(&msg, " followed %d times without descending into "
+        wex__js_printf(&msg,
+                       " followed %d times without descending into "
                        "the document (a reference cycle) at document "
-                       "location ", WEX__SCHEMA_MAX_REF_HOPS);
+                       "location ",
+                       WEX__SCHEMA_MAX_REF_HOPS);
         wex__js_quote(&msg, v->path.len ? v->path.data : "");
         return fatal(v, value->valuestring + 1, &msg);
     }
@@ -248,9 +249,8 @@ static int kw_all_of(struct validator *v, const cJSON *schema,
 /* Evaluates each alternative into a scratch list that stops at the first
  * error, keeping that error per alternative for the explanation. With
  * `until_match`, stops at the first alternative that matches (anyOf). */
-static int run_trials(struct validator *v, const cJSON *alts,
-                      const cJSON *inst, struct wex__js_trial *trials,
-                      bool until_match)
+static int run_trials(struct validator *v, const cJSON *alts, const cJSON *inst,
+                      struct wex__js_trial *trials, bool until_match)
 {
     struct wex__js_errors *saved = v->errors, scratch = {0};
     bool saved_first = v->first_only;
@@ -298,8 +298,10 @@ static int report_no_match(struct validator *v, const char *how,
 {
     struct wex__js_buf msg = {0};
 
-    wex__js_printf(&msg, "expected %s of %d alternatives to match, "
-                   "0 matched; ", how, cJSON_GetArraySize(alts));
+    wex__js_printf(&msg,
+                   "expected %s of %d alternatives to match, "
+                   "0 matched; ",
+                   how, cJSON_GetArraySize(alts));
     wex__js_explain_no_match(&msg, v->root, alts, inst, trials,
                              v->path.len ? v->path.data : "");
     return report(v, &msg, false);
@@ -342,8 +344,10 @@ static int kw_one_of(struct validator *v, const cJSON *schema,
     if (matched == 0) {
         report_no_match(v, "exactly one", value, inst, trials);
     } else if (matched > 1) {
-        wex__js_printf(&msg, "expected exactly one of %zu alternatives to "
-                       "match, %zu matched (alternatives", n, matched);
+        wex__js_printf(&msg,
+                       "expected exactly one of %zu alternatives to "
+                       "match, %zu matched (alternatives",
+                       n, matched);
         for (i = 0, matched = 0; i < n; i++)
             if (trials[i].matched)
                 wex__js_printf(&msg, "%s %zu", matched++ ? "," : "", i);
@@ -407,8 +411,7 @@ static int run_leaf(struct validator *v, leaf_fn leaf, const cJSON *schema,
     return report(v, &msg, outcome == WEX__JS_WEAK);
 }
 
-static int evaluate(struct validator *v, const cJSON *schema,
-                    const cJSON *inst)
+static int evaluate(struct validator *v, const cJSON *schema, const cJSON *inst)
 {
     struct wex__js_buf msg = {0};
     size_t i;
@@ -422,8 +425,10 @@ static int evaluate(struct validator *v, const cJSON *schema,
         return report(v, &msg, true);
     }
     if (v->frames >= WEX__SCHEMA_MAX_FRAMES) {
-        wex__js_printf(&msg, "evaluation nested deeper than %d schemas "
-                       "at document location ", WEX__SCHEMA_MAX_FRAMES);
+        wex__js_printf(&msg,
+                       "evaluation nested deeper than %d schemas "
+                       "at document location ",
+                       WEX__SCHEMA_MAX_FRAMES);
         wex__js_quote(&msg, v->path.len ? v->path.data : "");
         return fatal(v, "", &msg);
     }
@@ -462,8 +467,8 @@ int wex__schema_validate(const cJSON *schema, const cJSON *document,
     result->count = 0;
     result->errors = NULL;
     if (!schema || !document) {
-        rc = wex__js_errors_push_str(&errors, "schema:",
-                                     "no schema or no document given");
+        rc = wex__js_errors_push_str(
+            &errors, "schema:", "no schema or no document given");
         rc = rc < 0 ? rc : -EINVAL;
         goto out;
     }

@@ -64,8 +64,8 @@ static int expected(struct checker *c, const char *what, const cJSON *got)
 
 static bool is_type_name(const cJSON *value)
 {
-    static const char *const names[] = {"array", "boolean", "integer", "null",
-                                        "number", "object", "string"};
+    static const char *const names[] = {"array",  "boolean", "integer", "null",
+                                        "number", "object",  "string"};
     size_t i;
 
     for (i = 0; cJSON_IsString(value) && i < sizeof(names) / sizeof(*names);
@@ -107,8 +107,9 @@ static int check_distinct(struct checker *c, const cJSON *array,
     return rc;
 }
 
-#define TYPE_NAME "a type name (array, boolean, integer, null, number, " \
-                  "object, string)"
+#define TYPE_NAME                                                              \
+    "a type name (array, boolean, integer, null, number, "                     \
+    "object, string)"
 
 static int check_type(struct checker *c, const cJSON *value)
 {
@@ -305,4 +306,3 @@ int wex__js_check_schema(const cJSON *schema, struct wex__js_errors *errors)
     free(c.targets);
     return rc;
 }
-

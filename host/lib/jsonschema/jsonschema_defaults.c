@@ -99,8 +99,7 @@ static int fill_properties(struct filler *f, const cJSON *props, cJSON *inst)
     for (prop = props->child; prop && rc == 0; prop = prop->next) {
         cJSON *child = cJSON_GetObjectItemCaseSensitive(inst, prop->string);
 
-        rc = child ? fill_child(f, prop, child)
-                   : insert_default(f, prop, inst);
+        rc = child ? fill_child(f, prop, child) : insert_default(f, prop, inst);
     }
     return rc;
 }

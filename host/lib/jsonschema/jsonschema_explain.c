@@ -25,9 +25,10 @@ static const cJSON *selector(const cJSON *root, const cJSON *alt,
 
     alt = wex__js_deref(root, alt);
     props = cJSON_IsObject(alt)
-                ? cJSON_GetObjectItemCaseSensitive(alt, "properties") : NULL;
-    sub = cJSON_IsObject(props)
-              ? cJSON_GetObjectItemCaseSensitive(props, name) : NULL;
+                ? cJSON_GetObjectItemCaseSensitive(alt, "properties")
+                : NULL;
+    sub = cJSON_IsObject(props) ? cJSON_GetObjectItemCaseSensitive(props, name)
+                                : NULL;
     sub = wex__js_deref(root, sub);
     if (!cJSON_IsObject(sub))
         return NULL;
@@ -44,9 +45,9 @@ static bool selector_accepts(const cJSON *sel, const cJSON *value)
 
     if (pinned)
         return wex__js_equal(pinned, value);
-    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(sel, "enum"))
-        if (wex__js_equal(item, value))
-            return true;
+    cJSON_ArrayForEach(
+        item, cJSON_GetObjectItemCaseSensitive(
+                  sel, "enum")) if (wex__js_equal(item, value)) return true;
     return false;
 }
 
@@ -59,7 +60,8 @@ static const char *find_discriminator(const cJSON *root, const cJSON *alts)
         return NULL;
     first = wex__js_deref(root, alts->child);
     props = cJSON_IsObject(first)
-                ? cJSON_GetObjectItemCaseSensitive(first, "properties") : NULL;
+                ? cJSON_GetObjectItemCaseSensitive(first, "properties")
+                : NULL;
     if (!cJSON_IsObject(props))
         return NULL;
     for (prop = props->child; prop; prop = prop->next) {
@@ -165,9 +167,8 @@ void wex__js_explain_no_match(struct wex__js_buf *msg, const cJSON *root,
 {
     const char *name =
         cJSON_IsObject(inst) ? find_discriminator(root, alts) : NULL;
-    const cJSON *value = name
-                             ? cJSON_GetObjectItemCaseSensitive(inst, name)
-                             : NULL;
+    const cJSON *value =
+        name ? cJSON_GetObjectItemCaseSensitive(inst, name) : NULL;
     int pick = value ? select_alternative(root, alts, name, value) : -2;
 
     if (name && !value) {
@@ -196,4 +197,3 @@ void wex__js_explain_no_match(struct wex__js_buf *msg, const cJSON *root,
         append_failure(msg, &trials[best], here);
     }
 }
-

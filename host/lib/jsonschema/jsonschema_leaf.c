@@ -10,8 +10,8 @@
 #include <stdbool.h>
 #include <string.h>
 
-int wex__js_kw_type(const cJSON *schema, const cJSON *value,
-                    const cJSON *inst, struct wex__js_buf *msg)
+int wex__js_kw_type(const cJSON *schema, const cJSON *value, const cJSON *inst,
+                    struct wex__js_buf *msg)
 {
     const cJSON *name;
 
@@ -20,15 +20,16 @@ int wex__js_kw_type(const cJSON *schema, const cJSON *value,
         if (wex__js_type_matches(value->valuestring, inst))
             return 0;
     } else {
-        cJSON_ArrayForEach(name, value)
-            if (wex__js_type_matches(name->valuestring, inst))
-                return 0;
+        cJSON_ArrayForEach(
+            name,
+            value) if (wex__js_type_matches(name->valuestring, inst)) return 0;
     }
     wex__js_puts(msg, "expected ");
     if (cJSON_IsString(value)) {
         wex__js_puts(msg, value->valuestring);
     } else {
-        cJSON_ArrayForEach(name, value) {
+        cJSON_ArrayForEach(name, value)
+        {
             if (name != value->child)
                 wex__js_puts(msg, name->next ? ", " : " or ");
             wex__js_puts(msg, name->valuestring);
@@ -39,8 +40,8 @@ int wex__js_kw_type(const cJSON *schema, const cJSON *value,
     return WEX__JS_WEAK;
 }
 
-int wex__js_kw_const(const cJSON *schema, const cJSON *value,
-                     const cJSON *inst, struct wex__js_buf *msg)
+int wex__js_kw_const(const cJSON *schema, const cJSON *value, const cJSON *inst,
+                     struct wex__js_buf *msg)
 {
 
     (void)schema;
@@ -59,7 +60,8 @@ static void append_value_list(struct wex__js_buf *sb, const cJSON *array)
     int n = cJSON_GetArraySize(array), i = 0;
     const cJSON *item;
 
-    cJSON_ArrayForEach(item, array) {
+    cJSON_ArrayForEach(item, array)
+    {
         if (i == WEX__SCHEMA_LIST_MAX) {
             wex__js_printf(sb, ", ... (%d more)", n - i);
             break;
@@ -70,16 +72,14 @@ static void append_value_list(struct wex__js_buf *sb, const cJSON *array)
     }
 }
 
-int wex__js_kw_enum(const cJSON *schema, const cJSON *value,
-                    const cJSON *inst, struct wex__js_buf *msg)
+int wex__js_kw_enum(const cJSON *schema, const cJSON *value, const cJSON *inst,
+                    struct wex__js_buf *msg)
 {
     const cJSON *item;
     int n = cJSON_GetArraySize(value);
 
     (void)schema;
-    cJSON_ArrayForEach(item, value)
-        if (wex__js_equal(item, inst))
-            return 0;
+    cJSON_ArrayForEach(item, value) if (wex__js_equal(item, inst)) return 0;
     if (n == 0) {
         wex__js_puts(msg, "expected nothing (the enum is empty)");
     } else {
@@ -92,8 +92,8 @@ int wex__js_kw_enum(const cJSON *schema, const cJSON *value,
 }
 
 /* minimum, maximum, exclusiveMinimum, exclusiveMaximum. */
-int wex__js_kw_bound(const cJSON *schema, const cJSON *value,
-                     const cJSON *inst, struct wex__js_buf *msg)
+int wex__js_kw_bound(const cJSON *schema, const cJSON *value, const cJSON *inst,
+                     struct wex__js_buf *msg)
 {
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(schema, "type");
     const char *kw = value->string, *op;
@@ -120,8 +120,7 @@ int wex__js_kw_bound(const cJSON *schema, const cJSON *value,
         return 0;
     /* Say "integer" when the schema asks for one: "expected integer >= 1". */
     integer = cJSON_IsString(type) && !strcmp(type->valuestring, "integer");
-    wex__js_printf(msg, "expected %s %s ", integer ? "integer" : "number",
-                   op);
+    wex__js_printf(msg, "expected %s %s ", integer ? "integer" : "number", op);
     wex__js_value(msg, value);
     wex__js_puts(msg, ", got ");
     wex__js_value(msg, inst);
@@ -140,20 +139,19 @@ int wex__js_kw_length(const cJSON *schema, const cJSON *value,
         return 0;
     n = wex__js_utf8_length(inst->valuestring);
     /* Compare as doubles: the limit may exceed any size_t. */
-    if (min ? (double)n >= value->valuedouble
-            : (double)n <= value->valuedouble)
+    if (min ? (double)n >= value->valuedouble : (double)n <= value->valuedouble)
         return 0;
     wex__js_printf(msg, "expected string of at %s ", min ? "least" : "most");
     wex__js_value(msg, value);
-    wex__js_printf(msg, " character%s, got %zu: ",
-                   value->valuedouble == 1 ? "" : "s", n);
+    wex__js_printf(
+        msg, " character%s, got %zu: ", value->valuedouble == 1 ? "" : "s", n);
     wex__js_value(msg, inst);
     return WEX__JS_FAILED;
 }
 
 /* minItems, maxItems. */
-int wex__js_kw_count(const cJSON *schema, const cJSON *value,
-                     const cJSON *inst, struct wex__js_buf *msg)
+int wex__js_kw_count(const cJSON *schema, const cJSON *value, const cJSON *inst,
+                     struct wex__js_buf *msg)
 {
     bool min = !strcmp(value->string, "minItems");
     int n;
@@ -166,8 +164,8 @@ int wex__js_kw_count(const cJSON *schema, const cJSON *value,
         return 0;
     wex__js_printf(msg, "expected at %s ", min ? "least" : "most");
     wex__js_value(msg, value);
-    wex__js_printf(msg, " item%s, got %d",
-                   value->valuedouble == 1 ? "" : "s", n);
+    wex__js_printf(msg, " item%s, got %d", value->valuedouble == 1 ? "" : "s",
+                   n);
     return WEX__JS_FAILED;
 }
 
@@ -183,11 +181,13 @@ int wex__js_kw_unique(const cJSON *schema, const cJSON *value,
     /* Quadratic, but the arrays schemas constrain this way are short. */
     for (a = inst->child; a; a = a->next, i++) {
         for (b = a->next, j = i + 1; b; b = b->next, j++) {
-        
+
             if (!wex__js_equal(a, b))
                 continue;
-            wex__js_printf(msg, "expected unique items, but items %zu "
-                           "and %zu are both ", i, j);
+            wex__js_printf(msg,
+                           "expected unique items, but items %zu "
+                           "and %zu are both ",
+                           i, j);
             wex__js_value(msg, a);
             return WEX__JS_FAILED;
         }

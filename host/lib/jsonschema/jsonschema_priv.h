@@ -119,21 +119,21 @@ void wex__js_explain_no_match(struct wex__js_buf *msg, const cJSON *root,
 
 #define WEX__JS_WEAK 1   /* failed: the instance has another type */
 #define WEX__JS_FAILED 2 /* failed for any other reason */
-int wex__js_kw_type(const cJSON *schema, const cJSON *value,
-                    const cJSON *inst, struct wex__js_buf *msg);
-int wex__js_kw_const(const cJSON *schema, const cJSON *value,
-                     const cJSON *inst, struct wex__js_buf *msg);
-int wex__js_kw_enum(const cJSON *schema, const cJSON *value,
-                    const cJSON *inst, struct wex__js_buf *msg);
+int wex__js_kw_type(const cJSON *schema, const cJSON *value, const cJSON *inst,
+                    struct wex__js_buf *msg);
+int wex__js_kw_const(const cJSON *schema, const cJSON *value, const cJSON *inst,
+                     struct wex__js_buf *msg);
+int wex__js_kw_enum(const cJSON *schema, const cJSON *value, const cJSON *inst,
+                    struct wex__js_buf *msg);
 /* minimum, maximum, exclusiveMinimum, exclusiveMaximum */
-int wex__js_kw_bound(const cJSON *schema, const cJSON *value,
-                     const cJSON *inst, struct wex__js_buf *msg);
+int wex__js_kw_bound(const cJSON *schema, const cJSON *value, const cJSON *inst,
+                     struct wex__js_buf *msg);
 /* minLength, maxLength */
 int wex__js_kw_length(const cJSON *schema, const cJSON *value,
                       const cJSON *inst, struct wex__js_buf *msg);
 /* minItems, maxItems */
-int wex__js_kw_count(const cJSON *schema, const cJSON *value,
-                     const cJSON *inst, struct wex__js_buf *msg);
+int wex__js_kw_count(const cJSON *schema, const cJSON *value, const cJSON *inst,
+                     struct wex__js_buf *msg);
 int wex__js_kw_unique(const cJSON *schema, const cJSON *value,
                       const cJSON *inst, struct wex__js_buf *msg);
 

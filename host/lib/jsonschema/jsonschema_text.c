@@ -233,4 +233,3 @@ void wex__js_errors_clear(struct wex__js_errors *list)
     free(list->items);
     memset(list, 0, sizeof(*list));
 }
-

@@ -28,8 +28,7 @@ static bool equal_at(const cJSON *a, const cJSON *b, int depth)
     if ((a->type & 0xff) != (b->type & 0xff) || depth > EQUAL_MAX_DEPTH)
         return false;
     switch (a->type & 0xff) {
-    case cJSON_Number:
-        return a->valuedouble == b->valuedouble;
+    case cJSON_Number: return a->valuedouble == b->valuedouble;
     case cJSON_String:
     case cJSON_Raw:
         return a->valuestring && b->valuestring &&
@@ -42,14 +41,14 @@ static bool equal_at(const cJSON *a, const cJSON *b, int depth)
     case cJSON_Object:
         if (cJSON_GetArraySize(a) != cJSON_GetArraySize(b))
             return false;
-        cJSON_ArrayForEach(x, a) {
+        cJSON_ArrayForEach(x, a)
+        {
             y = cJSON_GetObjectItemCaseSensitive(b, x->string);
             if (!y || !equal_at(x, y, depth + 1))
                 return false;
         }
         return true;
-    default: /* null, true, false: the type is the value */
-        return true;
+    default: /* null, true, false: the type is the value */ return true;
     }
 }
 
@@ -175,12 +174,11 @@ const cJSON *wex__js_deref(const cJSON *root, const cJSON *schema)
             cJSON_GetObjectItemCaseSensitive(schema, "properties"))
             break;
         ref = cJSON_GetObjectItemCaseSensitive(schema, "$ref");
-        target = cJSON_IsString(ref)
-                     ? wex__js_resolve(root, ref->valuestring) : NULL;
+        target = cJSON_IsString(ref) ? wex__js_resolve(root, ref->valuestring)
+                                     : NULL;
         if (!target)
             break;
         schema = target;
     }
     return schema;
 }
-

@@ -79,13 +79,13 @@ wex_status wex__schema_check_with(const cJSON *schema, const cJSON *doc,
     if (rc == 0)
         goto out;
     if (rc < 0 && result.count == 0) {
-        status = wex__error(WEX_ERR_NOMEM, "%s: out of memory validating",
-                            file);
+        status =
+            wex__error(WEX_ERR_NOMEM, "%s: out of memory validating", file);
         goto out;
     }
     status = wex__error(rc < 0 ? WEX_ERR_INTERNAL : WEX_ERR_INVALID,
-                        "%s: %s%s: %s", file, prefix,
-                        result.errors[0].pointer, result.errors[0].message);
+                        "%s: %s%s: %s", file, prefix, result.errors[0].pointer,
+                        result.errors[0].message);
     if (all_p == NULL)
         goto out;
     for (size_t i = 0; i < result.count; i++)

@@ -22,8 +22,7 @@ static uint64_t strides(const wex__box_side *t, uint32_t n, uint64_t elem,
 /* Box dims (from the last) that are whole on both sides merge into one
  * run, together with the first dim that is not. */
 static uint32_t contiguous_dims(uint32_t n, const uint64_t *extent,
-                                const wex__box_side *a,
-                                const wex__box_side *b)
+                                const wex__box_side *a, const wex__box_side *b)
 {
     uint32_t k = 1;
 
@@ -38,8 +37,7 @@ static uint32_t contiguous_dims(uint32_t n, const uint64_t *extent,
 }
 
 static void init(wex__box_runs *w, uint32_t n, const uint64_t *extent,
-                 uint64_t elem, const wex__box_side *a,
-                 const wex__box_side *b)
+                 uint64_t elem, const wex__box_side *a, const wex__box_side *b)
 {
     uint32_t k;
 

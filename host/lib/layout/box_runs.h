@@ -18,15 +18,15 @@ typedef struct wex__box_side {
 } wex__box_side;
 
 typedef struct wex__box_runs {
-    uint32_t box_ndim;            /* trailing dims the box spans */
+    uint32_t box_ndim; /* trailing dims the box spans */
     uint64_t extent[WEX_MAX_DIMS];
-    uint64_t elem;                /* bytes per element */
-    uint64_t run_bytes;           /* bytes per contiguous run */
-    uint32_t outer;               /* box dims walked run by run */
+    uint64_t elem;      /* bytes per element */
+    uint64_t run_bytes; /* bytes per contiguous run */
+    uint32_t outer;     /* box dims walked run by run */
     uint64_t a_stride[WEX_MAX_DIMS], b_stride[WEX_MAX_DIMS]; /* bytes */
-    uint64_t a_base, b_base;      /* byte offsets of the first element */
+    uint64_t a_base, b_base; /* byte offsets of the first element */
     uint64_t idx[WEX_MAX_DIMS];
-    uint64_t remaining;           /* runs left */
+    uint64_t remaining; /* runs left */
 } wex__box_runs;
 
 /* Prepares the walk of box `extent` (box_ndim entries) placed in tensor a

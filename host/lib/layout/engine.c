@@ -72,16 +72,14 @@ wex_status wex__engine_describe(wex__engine *e, uint64_t rank,
     if (rank >= e->ranks)
         return wex__error(WEX_ERR_INVALID,
                           "engine %s: rank %llu is outside 0..%llu",
-                          e->plugin->manifest.name,
-                          (unsigned long long)rank,
+                          e->plugin->manifest.name, (unsigned long long)rank,
                           (unsigned long long)(e->ranks - 1));
     wex__error_clear();
     status = e->ops->describe_rank(e->ctx, rank, &builder);
     if (status != WEX_OK) {
         if (wex__last_error()[0] == '\0')
             wex__error(status, "failed without a message");
-        return wex__error_prefix(status, "engine %s",
-                                 e->plugin->manifest.name);
+        return wex__error_prefix(status, "engine %s", e->plugin->manifest.name);
     }
     return WEX_OK;
 }

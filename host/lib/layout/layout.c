@@ -78,22 +78,20 @@ wex_status wex__layout_add_tensor(wex_layout_builder *b,
 
     if (given != NULL && given->struct_size >= WEX_LOCAL_TENSOR_DESC_SIZE_1_0)
         wex__abi_in(&full, sizeof(full), given);
-    if (given == NULL ||
-        given->struct_size < WEX_LOCAL_TENSOR_DESC_SIZE_1_0 ||
+    if (given == NULL || given->struct_size < WEX_LOCAL_TENSOR_DESC_SIZE_1_0 ||
         d->name == NULL || d->shape == NULL)
         return wex__error(WEX_ERR_INVALID,
                           "rank %llu: layout_add_tensor: incomplete "
                           "descriptor",
                           (unsigned long long)l->rank);
-    if (wex_dtype_size(d->dtype) == 0 || d->ndim < 1 ||
-        d->ndim > WEX_MAX_DIMS)
+    if (wex_dtype_size(d->dtype) == 0 || d->ndim < 1 || d->ndim > WEX_MAX_DIMS)
         return wex__error(WEX_ERR_INVALID,
                           "rank %llu: local tensor %s: bad dtype %u or "
                           "rank %u",
                           (unsigned long long)l->rank, d->name, d->dtype,
                           d->ndim);
-    grown = grow(l->tensors, &l->tensor_cap, l->tensor_count,
-                 sizeof(*l->tensors));
+    grown =
+        grow(l->tensors, &l->tensor_cap, l->tensor_count, sizeof(*l->tensors));
     if (grown == NULL)
         return wex__error(WEX_ERR_NOMEM, "layout: out of memory");
     l->tensors = grown;
@@ -189,8 +187,7 @@ static wex_status check_piece(const wex_layout_builder *b,
             return wex__error(WEX_ERR_INVALID,
                               "local tensor %s: piece of %s overflows "
                               "dim %u (at %llu + %llu > %llu)",
-                              t->name, c->name, i,
-                              (unsigned long long)p->at[i],
+                              t->name, c->name, i, (unsigned long long)p->at[i],
                               (unsigned long long)ext,
                               (unsigned long long)t->shape[i]);
     }
@@ -233,8 +230,7 @@ wex_status wex__layout_add_piece(wex_layout_builder *b, uint64_t tensor,
     if (status != WEX_OK)
         return wex__error_prefix(status, "rank %llu",
                                  (unsigned long long)l->rank);
-    grown = grow(l->pieces, &l->piece_cap, l->piece_count,
-                 sizeof(*l->pieces));
+    grown = grow(l->pieces, &l->piece_cap, l->piece_count, sizeof(*l->pieces));
     if (grown == NULL)
         return wex__error(WEX_ERR_NOMEM, "layout: out of memory");
     l->pieces = grown;
@@ -258,6 +254,6 @@ void wex__piece_runs_init(wex__box_runs *w, const wex__rank_layout *layout,
     wex__box_side local = {t->ndim, t->shape, p->at};
     wex__box_side canon = {c->ndim, c->shape, p->offset};
 
-    wex__box_runs_init(w, p->ndim, p->extent, wex_dtype_size(t->dtype),
-                       &local, &canon);
+    wex__box_runs_init(w, p->ndim, p->extent, wex_dtype_size(t->dtype), &local,
+                       &canon);
 }

@@ -16,7 +16,7 @@ typedef struct wex__piece {
     uint64_t canonical; /* index into the model */
     uint64_t tensor;    /* index of the local tensor within the rank */
     uint32_t transform;
-    uint32_t ndim;      /* the canonical tensor's rank */
+    uint32_t ndim; /* the canonical tensor's rank */
     uint64_t offset[WEX_MAX_DIMS];
     uint64_t extent[WEX_MAX_DIMS];
     uint64_t at[WEX_MAX_DIMS]; /* local tensor's rank entries */

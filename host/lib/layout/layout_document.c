@@ -42,8 +42,7 @@ cJSON *wex__rank_document(const wex_model *model, const wex__rank_layout *l)
     for (size_t i = 0; i < l->piece_count; i++) {
         const wex__piece *p = &l->pieces[i];
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "tensor",
-                                model->tensors[p->canonical].name);
+        cJSON_AddStringToObject(o, "tensor", model->tensors[p->canonical].name);
         cJSON_AddItemToObject(o, "offset", u64_array(p->offset, p->ndim));
         cJSON_AddItemToObject(o, "extent", u64_array(p->extent, p->ndim));
         cJSON_AddItemToObject(o, "at",

@@ -17,7 +17,6 @@ cJSON *wex__model_document(const wex_model *model);
 cJSON *wex__rank_document(const wex_model *model, const wex__rank_layout *l);
 /* The whole document for ranks first..last of an open engine. NULL with the thread's error set when a rank cannot be
  * described or memory runs out. */
-cJSON *wex__layout_document(wex__engine *engine, uint64_t first,
-                            uint64_t last);
+cJSON *wex__layout_document(wex__engine *engine, uint64_t first, uint64_t last);
 
 #endif /* WEX_HOST_LAYOUT_DOCUMENT_H */

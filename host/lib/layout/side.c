@@ -67,7 +67,8 @@ wex_status wex__side_open(wex__side *s, const char *what,
     /* The size guard (docs/limits.md), before laying out every rank:
      * "parallel:" so the planner names the job's field. */
     if (s->ranks > WEX__SIDE_RANKS_MAX)
-        return wex__error(WEX_ERR_INVALID, "%s: parallel: expected at most "
+        return wex__error(WEX_ERR_INVALID,
+                          "%s: parallel: expected at most "
                           "%u ranks a side (docs/limits.md), got %llu",
                           what, WEX__SIDE_RANKS_MAX,
                           (unsigned long long)s->ranks);
@@ -81,16 +82,17 @@ wex_status wex__side_open(wex__side *s, const char *what,
             return wex__error_prefix(st, "%s", what);
         /* Ranks are alike enough that rank 0's pieces, times the ranks,
          * estimate the side's. */
-        if (r == 0 && s->layouts[0].piece_count >
-                          WEX__SIDE_PIECES_MAX / s->ranks)
-            return wex__error(WEX_ERR_INVALID, "%s: parallel: expected at "
-                              "most %u pieces a side (docs/limits.md), got "
-                              "about %llu (%llu ranks of %llu)", what,
-                              WEX__SIDE_PIECES_MAX,
-                              (unsigned long long)(s->ranks *
-                                                   s->layouts[0].piece_count),
-                              (unsigned long long)s->ranks,
-                              (unsigned long long)s->layouts[0].piece_count);
+        if (r == 0 &&
+            s->layouts[0].piece_count > WEX__SIDE_PIECES_MAX / s->ranks)
+            return wex__error(
+                WEX_ERR_INVALID,
+                "%s: parallel: expected at "
+                "most %u pieces a side (docs/limits.md), got "
+                "about %llu (%llu ranks of %llu)",
+                what, WEX__SIDE_PIECES_MAX,
+                (unsigned long long)(s->ranks * s->layouts[0].piece_count),
+                (unsigned long long)s->ranks,
+                (unsigned long long)s->layouts[0].piece_count);
     }
     return index_pieces(s);
 }
@@ -177,8 +179,8 @@ wex_status wex__side_hide(wex__side *s,
     for (uint64_t c = 0; c < count; c++)
         s->policy_canon_start[c + 1] += s->policy_canon_start[c];
     total = s->policy_canon_start[count];
-    s->policy_canon_views = malloc((total ? total : 1) *
-                                   sizeof(*s->policy_canon_views));
+    s->policy_canon_views =
+        malloc((total ? total : 1) * sizeof(*s->policy_canon_views));
     if (s->policy_canon_views == NULL)
         goto nomem;
     memcpy(fill, s->policy_canon_start, (count + 1) * sizeof(*fill));

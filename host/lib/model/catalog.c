@@ -104,9 +104,8 @@ static wex_status build_index(wex_model *model, const char *source)
     for (i = 0; i < model->count; i++) {
         s = probe(model, model->tensors[i].name, model->hashes[i]);
         if (model->slots[s] != 0)
-            return wex__error(WEX_ERR_INTERNAL,
-                              "%s: tensor %s listed twice", source,
-                              model->tensors[i].name);
+            return wex__error(WEX_ERR_INTERNAL, "%s: tensor %s listed twice",
+                              source, model->tensors[i].name);
         model->slots[s] = (uint32_t)(i + 1);
     }
     return WEX_OK;
@@ -206,15 +205,14 @@ static wex_status check_size(const wex__cfg *cfg)
              count_field(cfg, "/num_nextn_predict_layers");
     if (layers <= WEX__CATALOG_MAX_TENSORS / per_layer)
         return WEX_OK;
-    return wex__error(WEX_ERR_INVALID,
-                      "%s: /num_hidden_layers: expected at most %llu layers "
-                      "of %llu experts (a catalog of at most %u tensors, "
-                      "docs/limits.md), got %llu",
-                      cfg->source,
-                      (unsigned long long)(WEX__CATALOG_MAX_TENSORS / per_layer),
-                      (unsigned long long)experts,
-                      (unsigned)WEX__CATALOG_MAX_TENSORS,
-                      (unsigned long long)layers);
+    return wex__error(
+        WEX_ERR_INVALID,
+        "%s: /num_hidden_layers: expected at most %llu layers "
+        "of %llu experts (a catalog of at most %u tensors, "
+        "docs/limits.md), got %llu",
+        cfg->source, (unsigned long long)(WEX__CATALOG_MAX_TENSORS / per_layer),
+        (unsigned long long)experts, (unsigned)WEX__CATALOG_MAX_TENSORS,
+        (unsigned long long)layers);
 }
 
 /* Builds the model of `config`, taking ownership of it either way. */
@@ -230,8 +228,7 @@ static wex_status build_model(cJSON *config, const char *source,
     *model_p = NULL;
     if (!cJSON_IsObject(config)) {
         st = wex__error(WEX_ERR_INVALID,
-                        "%s: expected a JSON object at the top level",
-                        source);
+                        "%s: expected a JSON object at the top level", source);
         goto out;
     }
     st = find_family(&cfg, &arch, &build);

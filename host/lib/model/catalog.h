@@ -57,10 +57,10 @@ typedef struct wex__tensor {
 } wex__tensor;
 
 struct wex_model {
-    char *architecture;   /* architectures[0] */
-    cJSON *config;        /* owned copy of config.json */
+    char *architecture;      /* architectures[0] */
+    cJSON *config;           /* owned copy of config.json */
     wex_options config_view; /* `config` as plugins read it (model_config) */
-    wex__tensor *tensors; /* canonical order */
+    wex__tensor *tensors;    /* canonical order */
     uint64_t count;
     uint64_t total_bytes;    /* == metadata.total_size of the checkpoint */
     uint64_t total_elements; /* parameters, quantization scales included */
@@ -133,16 +133,16 @@ wex_status wex__cfg_expected(const wex__cfg *cfg, const char *pointer,
                              const char *what, const cJSON *found);
 
 /* A required integer in [min, WEX__CFG_INT_MAX] (min is 0 or 1). */
-wex_status wex__cfg_uint(const wex__cfg *cfg, const char *pointer,
-                         uint64_t min, uint64_t *value_p);
+wex_status wex__cfg_uint(const wex__cfg *cfg, const char *pointer, uint64_t min,
+                         uint64_t *value_p);
 
 /* As wex__cfg_uint, but absent or null (Python's None) yields `dflt`. */
 wex_status wex__cfg_uint_or(const wex__cfg *cfg, const char *pointer,
                             uint64_t min, uint64_t dflt, uint64_t *value_p);
 
 /* An optional boolean; absent or null yields `dflt`. */
-wex_status wex__cfg_bool_or(const wex__cfg *cfg, const char *pointer,
-                            int dflt, int *value_p);
+wex_status wex__cfg_bool_or(const wex__cfg *cfg, const char *pointer, int dflt,
+                            int *value_p);
 
 /* An optional string; absent or null yields `dflt` (may be NULL). The
  * string is borrowed from the document. */
@@ -212,7 +212,7 @@ typedef wex_status (*wex__family_fn)(wex__catalog *cat, const wex__cfg *cfg);
 
 /* Runs `build` over `cfg` into `model`'s tensors, names and totals. */
 wex_status wex__catalog_run(const wex__cfg *cfg, wex__family_fn build,
-                           wex_model *model);
+                            wex_model *model);
 /* The hash the model's name index is keyed on. */
 uint64_t wex__catalog_hash(const char *s, size_t n);
 

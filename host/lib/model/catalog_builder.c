@@ -88,8 +88,8 @@ static void fail(wex__catalog *cat, wex_status status, const char *fmt, ...)
 }
 
 /* A failure about one tensor, named in full. */
-static void fail_tensor(wex__catalog *cat, wex_status status,
-                        const char *stem, const char *leaf, const char *why)
+static void fail_tensor(wex__catalog *cat, wex_status status, const char *stem,
+                        const char *leaf, const char *why)
 {
     fail(cat, status, "%s: %.*s%s%s: %s", cat->source, (int)cat->prefix_len,
          cat->prefix, stem, leaf ? leaf : "", why);
@@ -140,8 +140,7 @@ static int size_tensor(wex__tensor *t, uint32_t dtype, uint32_t ndim,
         t->shape[i] = shape[i];
     }
     *elements_p = elements;
-    return !__builtin_mul_overflow(elements, wex_dtype_size(dtype),
-                                   &t->bytes);
+    return !__builtin_mul_overflow(elements, wex_dtype_size(dtype), &t->bytes);
 }
 
 /* Writes the name and the tensor into the exactly-sized arrays. */
@@ -186,8 +185,7 @@ void wex__catalog_add(wex__catalog *cat, const char *stem, const char *leaf,
         return;
     }
     if (!size_tensor(&t, dtype, ndim, shape, &elements) ||
-        __builtin_add_overflow(cat->total_bytes, t.bytes,
-                               &cat->total_bytes)) {
+        __builtin_add_overflow(cat->total_bytes, t.bytes, &cat->total_bytes)) {
         fail_tensor(cat, WEX_ERR_INVALID, stem, leaf,
                     "size is zero or overflows 64 bits");
         return;
@@ -199,8 +197,8 @@ void wex__catalog_add(wex__catalog *cat, const char *stem, const char *leaf,
     }
     if (cat->count == MAX_TENSORS) {
         fail(cat, WEX_ERR_INVALID,
-             "%s: the config describes more than %llu tensors",
-             cat->source, (unsigned long long)MAX_TENSORS);
+             "%s: the config describes more than %llu tensors", cat->source,
+             (unsigned long long)MAX_TENSORS);
         return;
     }
     cat->count++;
@@ -261,7 +259,7 @@ static void take_tensors(wex_model *model, wex__catalog *cat)
 }
 
 wex_status wex__catalog_run(const wex__cfg *cfg, wex__family_fn build,
-                           wex_model *model)
+                            wex_model *model)
 {
     wex__catalog cat;
     wex_status st;

@@ -54,8 +54,8 @@ wex_status wex__cfg_expected(const wex__cfg *cfg, const char *pointer,
     char got[80];
 
     describe(found, got, sizeof(got));
-    return wex__error(WEX_ERR_INVALID, "%s: %s: expected %s, %s",
-                      cfg->source, pointer, what, got);
+    return wex__error(WEX_ERR_INVALID, "%s: %s: expected %s, %s", cfg->source,
+                      pointer, what, got);
 }
 
 static int is_absent(const cJSON *item)
@@ -64,8 +64,7 @@ static int is_absent(const cJSON *item)
 }
 
 static wex_status read_uint(const wex__cfg *cfg, const char *pointer,
-                            const cJSON *item, uint64_t min,
-                            uint64_t *value_p)
+                            const cJSON *item, uint64_t min, uint64_t *value_p)
 {
     const char *what = min ? "a positive integer" : "a non-negative integer";
     double v;
@@ -87,11 +86,10 @@ static wex_status read_uint(const wex__cfg *cfg, const char *pointer,
     return wex__cfg_expected(cfg, pointer, what, item);
 }
 
-wex_status wex__cfg_uint(const wex__cfg *cfg, const char *pointer,
-                         uint64_t min, uint64_t *value_p)
+wex_status wex__cfg_uint(const wex__cfg *cfg, const char *pointer, uint64_t min,
+                         uint64_t *value_p)
 {
-    return read_uint(cfg, pointer, wex__cfg_get(cfg, pointer), min,
-                     value_p);
+    return read_uint(cfg, pointer, wex__cfg_get(cfg, pointer), min, value_p);
 }
 
 wex_status wex__cfg_uint_or(const wex__cfg *cfg, const char *pointer,
@@ -106,8 +104,8 @@ wex_status wex__cfg_uint_or(const wex__cfg *cfg, const char *pointer,
     return read_uint(cfg, pointer, item, min, value_p);
 }
 
-wex_status wex__cfg_bool_or(const wex__cfg *cfg, const char *pointer,
-                            int dflt, int *value_p)
+wex_status wex__cfg_bool_or(const wex__cfg *cfg, const char *pointer, int dflt,
+                            int *value_p)
 {
     const cJSON *item = wex__cfg_get(cfg, pointer);
 
@@ -151,7 +149,8 @@ wex_status wex__cfg_uint_set(const wex__cfg *cfg, const char *pointer,
     if (!cJSON_IsArray(list))
         return wex__cfg_expected(cfg, pointer,
                                  "an array of non-negative integers", list);
-    cJSON_ArrayForEach(member, list) {
+    cJSON_ArrayForEach(member, list)
+    {
         snprintf(where, sizeof(where), "%s/%d", pointer, i++);
         st = read_uint(cfg, where, member, 0, &v);
         if (st != WEX_OK)

@@ -82,18 +82,17 @@ static wex_status read_dims(const wex__cfg *cfg, deepseek_cfg *m)
             WEX_OK ||
         (st = wex__cfg_uint(cfg, "/num_attention_heads", 1, &m->heads)) !=
             WEX_OK ||
-        (st = wex__cfg_uint(cfg, "/intermediate_size", 1,
-                            &m->intermediate)) != WEX_OK ||
-        (st = wex__cfg_uint_or(cfg, "/q_lora_rank", 1, 0,
-                               &m->q_lora_rank)) != WEX_OK ||
+        (st = wex__cfg_uint(cfg, "/intermediate_size", 1, &m->intermediate)) !=
+            WEX_OK ||
+        (st = wex__cfg_uint_or(cfg, "/q_lora_rank", 1, 0, &m->q_lora_rank)) !=
+            WEX_OK ||
         (st = wex__cfg_uint(cfg, "/kv_lora_rank", 1, &m->kv_lora_rank)) !=
             WEX_OK ||
         (st = wex__cfg_uint(cfg, "/qk_nope_head_dim", 1, &m->qk_nope)) !=
             WEX_OK ||
         (st = wex__cfg_uint(cfg, "/qk_rope_head_dim", 1, &m->qk_rope)) !=
             WEX_OK ||
-        (st = wex__cfg_uint(cfg, "/v_head_dim", 1, &m->v_head_dim)) !=
-            WEX_OK ||
+        (st = wex__cfg_uint(cfg, "/v_head_dim", 1, &m->v_head_dim)) != WEX_OK ||
         (st = wex__cfg_bool_or(cfg, "/attention_bias", 0,
                                &m->attention_bias)) != WEX_OK ||
         (st = wex__cfg_bool_or(cfg, "/tie_word_embeddings", 0, &m->tied)) !=
@@ -107,14 +106,14 @@ static wex_status read_moe(const wex__cfg *cfg, deepseek_cfg *m)
     const char *topk_method;
     wex_status st;
 
-    if ((st = wex__cfg_uint_or(cfg, "/n_routed_experts", 0, 0,
-                               &m->experts)) != WEX_OK ||
+    if ((st = wex__cfg_uint_or(cfg, "/n_routed_experts", 0, 0, &m->experts)) !=
+            WEX_OK ||
         (st = wex__cfg_uint_or(cfg, "/n_shared_experts", 0, 0,
                                &m->shared_experts)) != WEX_OK ||
         (st = wex__cfg_uint_or(cfg, "/first_k_dense_replace", 0, 0,
                                &m->first_dense)) != WEX_OK ||
-        (st = wex__cfg_uint_or(cfg, "/moe_layer_freq", 1, 1,
-                               &m->moe_freq)) != WEX_OK ||
+        (st = wex__cfg_uint_or(cfg, "/moe_layer_freq", 1, 1, &m->moe_freq)) !=
+            WEX_OK ||
         (st = wex__cfg_uint_or(cfg, "/num_nextn_predict_layers", 0, 0,
                                &m->mtp_layers)) != WEX_OK ||
         (st = wex__cfg_string_or(cfg, "/topk_method", "noaux_tc",
@@ -145,10 +144,10 @@ static wex_status read_block(const wex__cfg *cfg, deepseek_cfg *m)
     if (!cJSON_IsArray(block) || cJSON_GetArraySize(block) != 2)
         return wex__cfg_expected(cfg, pointer,
                                  "an array of two positive integers", block);
-    if ((st = wex__cfg_uint(cfg, "/quantization_config/weight_block_size/0",
-                            1, &m->block[0])) != WEX_OK ||
-        (st = wex__cfg_uint(cfg, "/quantization_config/weight_block_size/1",
-                            1, &m->block[1])) != WEX_OK)
+    if ((st = wex__cfg_uint(cfg, "/quantization_config/weight_block_size/0", 1,
+                            &m->block[0])) != WEX_OK ||
+        (st = wex__cfg_uint(cfg, "/quantization_config/weight_block_size/1", 1,
+                            &m->block[1])) != WEX_OK)
         return st;
     return WEX_OK;
 }
@@ -168,12 +167,11 @@ static wex_status read_quantization(const wex__cfg *cfg, deepseek_cfg *m)
     if (!cJSON_IsObject(quant))
         return wex__cfg_expected(cfg, "/quantization_config", "an object",
                                  quant);
-    if ((st = wex__cfg_string_or(cfg, "/quantization_config/quant_method",
-                                 NULL, &method)) != WEX_OK ||
+    if ((st = wex__cfg_string_or(cfg, "/quantization_config/quant_method", NULL,
+                                 &method)) != WEX_OK ||
         (st = wex__cfg_string_or(cfg, "/quantization_config/fmt", "e4m3",
                                  &fmt)) != WEX_OK ||
-        (st = wex__cfg_string_or(cfg,
-                                 "/quantization_config/activation_scheme",
+        (st = wex__cfg_string_or(cfg, "/quantization_config/activation_scheme",
                                  "dynamic", &activation)) != WEX_OK)
         return st;
     if (method == NULL)
@@ -213,12 +211,11 @@ static uint64_t ceil_div(uint64_t a, uint64_t b)
 }
 
 /* A projection of a decoder layer: fp8 plus its scale when quantized. */
-static void linear(wex__catalog *cat, const deepseek_cfg *m,
-                   const char *stem, uint64_t rows, uint64_t cols, int bias)
+static void linear(wex__catalog *cat, const deepseek_cfg *m, const char *stem,
+                   uint64_t rows, uint64_t cols, int bias)
 {
     if (m->fp8) {
-        wex__catalog_mat(cat, stem, ".weight", WEX_DTYPE_F8_E4M3, rows,
-                         cols);
+        wex__catalog_mat(cat, stem, ".weight", WEX_DTYPE_F8_E4M3, rows, cols);
         wex__catalog_mat(cat, stem, ".weight_scale_inv", WEX_DTYPE_F32,
                          ceil_div(rows, m->block[0]),
                          ceil_div(cols, m->block[1]));
@@ -239,12 +236,12 @@ static void add_attention(wex__catalog *cat, const deepseek_cfg *m)
         linear(cat, m, "self_attn.q_proj", q, h, 0);
     } else {
         linear(cat, m, "self_attn.q_a_proj", m->q_lora_rank, h, bias);
-        wex__catalog_vec(cat, "self_attn.q_a_layernorm.weight", NULL,
-                         m->dtype, m->q_lora_rank);
+        wex__catalog_vec(cat, "self_attn.q_a_layernorm.weight", NULL, m->dtype,
+                         m->q_lora_rank);
         linear(cat, m, "self_attn.q_b_proj", q, m->q_lora_rank, 0);
     }
-    linear(cat, m, "self_attn.kv_a_proj_with_mqa",
-           m->kv_lora_rank + m->qk_rope, h, bias);
+    linear(cat, m, "self_attn.kv_a_proj_with_mqa", m->kv_lora_rank + m->qk_rope,
+           h, bias);
     wex__catalog_vec(cat, "self_attn.kv_a_layernorm.weight", NULL, m->dtype,
                      m->kv_lora_rank);
     linear(cat, m, "self_attn.kv_b_proj", n * (m->qk_nope + m->v_head_dim),
@@ -252,9 +249,8 @@ static void add_attention(wex__catalog *cat, const deepseek_cfg *m)
     linear(cat, m, "self_attn.o_proj", h, n * m->v_head_dim, bias);
 }
 
-static void add_glu(wex__catalog *cat, const deepseek_cfg *m,
-                    const char *gate, const char *up, const char *down,
-                    uint64_t inter)
+static void add_glu(wex__catalog *cat, const deepseek_cfg *m, const char *gate,
+                    const char *up, const char *down, uint64_t inter)
 {
     linear(cat, m, gate, inter, m->hidden, 0);
     linear(cat, m, up, inter, m->hidden, 0);
@@ -266,14 +262,13 @@ static void add_moe(wex__catalog *cat, const deepseek_cfg *m, uint64_t layer)
     uint64_t e;
 
     for (e = 0; e < m->experts && wex__catalog_ok(cat); e++) {
-        wex__catalog_prefix(cat, "model.layers.%" PRIu64 ".mlp.experts.%"
-                            PRIu64 ".", layer, e);
+        wex__catalog_prefix(
+            cat, "model.layers.%" PRIu64 ".mlp.experts.%" PRIu64 ".", layer, e);
         add_glu(cat, m, "gate_proj", "up_proj", "down_proj",
                 m->moe_intermediate);
     }
     wex__catalog_prefix(cat, "model.layers.%" PRIu64 ".mlp.", layer);
-    wex__catalog_mat(cat, "gate.weight", NULL, m->dtype, m->experts,
-                     m->hidden);
+    wex__catalog_mat(cat, "gate.weight", NULL, m->dtype, m->experts, m->hidden);
     if (m->score_bias)
         wex__catalog_vec(cat, "gate.e_score_correction_bias", NULL,
                          WEX_DTYPE_F32, m->experts);
@@ -290,8 +285,7 @@ static int is_moe(const deepseek_cfg *m, uint64_t layer)
 }
 
 /* One decoder layer; leaves the prefix at "model.layers.L.". */
-static void add_layer(wex__catalog *cat, const deepseek_cfg *m,
-                      uint64_t layer)
+static void add_layer(wex__catalog *cat, const deepseek_cfg *m, uint64_t layer)
 {
     wex__catalog_prefix(cat, "model.layers.%" PRIu64 ".", layer);
     add_attention(cat, m);
@@ -301,8 +295,7 @@ static void add_layer(wex__catalog *cat, const deepseek_cfg *m,
         add_glu(cat, m, "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj",
                 m->intermediate);
     wex__catalog_prefix(cat, "model.layers.%" PRIu64 ".", layer);
-    wex__catalog_vec(cat, "input_layernorm.weight", NULL, m->dtype,
-                     m->hidden);
+    wex__catalog_vec(cat, "input_layernorm.weight", NULL, m->dtype, m->hidden);
     wex__catalog_vec(cat, "post_attention_layernorm.weight", NULL, m->dtype,
                      m->hidden);
 }
@@ -313,16 +306,15 @@ static void add_mtp_layer(wex__catalog *cat, const deepseek_cfg *m,
     uint64_t h = m->hidden;
 
     wex__catalog_prefix(cat, "model.layers.%" PRIu64 ".", layer);
-    wex__catalog_mat(cat, "embed_tokens.weight", NULL, m->dtype, m->vocab,
-                     h);
+    wex__catalog_mat(cat, "embed_tokens.weight", NULL, m->dtype, m->vocab, h);
     wex__catalog_vec(cat, "enorm.weight", NULL, m->dtype, h);
     wex__catalog_vec(cat, "hnorm.weight", NULL, m->dtype, h);
     /* Released checkpoints keep eh_proj unquantized. */
     wex__catalog_mat(cat, "eh_proj.weight", NULL, m->dtype, h, 2 * h);
     add_layer(cat, m, layer);
     wex__catalog_vec(cat, "shared_head.norm.weight", NULL, m->dtype, h);
-    wex__catalog_mat(cat, "shared_head.head.weight", NULL, m->dtype,
-                     m->vocab, h);
+    wex__catalog_mat(cat, "shared_head.head.weight", NULL, m->dtype, m->vocab,
+                     h);
 }
 
 wex_status wex__family_deepseek_v3(wex__catalog *cat, const wex__cfg *cfg)

@@ -67,8 +67,8 @@ static wex_status read_common(const wex__cfg *cfg, llama_cfg *m)
             WEX_OK ||
         (st = wex__cfg_uint_or(cfg, "/num_key_value_heads", 1, m->heads,
                                &m->kv_heads)) != WEX_OK ||
-        (st = wex__cfg_uint(cfg, "/intermediate_size", 1,
-                            &m->intermediate)) != WEX_OK ||
+        (st = wex__cfg_uint(cfg, "/intermediate_size", 1, &m->intermediate)) !=
+            WEX_OK ||
         (st = wex__cfg_uint_or(cfg, "/head_dim", 1, 0, &m->head_dim)) !=
             WEX_OK ||
         (st = wex__cfg_bool_or(cfg, "/tie_word_embeddings", 0, &m->tied)) !=
@@ -121,9 +121,8 @@ static void add_attention(wex__catalog *cat, const llama_cfg *m)
 }
 
 /* A gated MLP's three projections under the current prefix. */
-static void add_glu(wex__catalog *cat, const llama_cfg *m,
-                    const char *gate, const char *up, const char *down,
-                    uint64_t inter)
+static void add_glu(wex__catalog *cat, const llama_cfg *m, const char *gate,
+                    const char *up, const char *down, uint64_t inter)
 {
     linear(cat, m, gate, inter, m->hidden, m->mlp_bias);
     linear(cat, m, up, inter, m->hidden, m->mlp_bias);
@@ -140,8 +139,7 @@ static void add_norms(wex__catalog *cat, const llama_cfg *m, uint64_t layer)
 {
     /* Expert blocks move the prefix; restore the layer's. */
     wex__catalog_prefix(cat, "model.layers.%" PRIu64 ".", layer);
-    wex__catalog_vec(cat, "input_layernorm.weight", NULL, m->dtype,
-                     m->hidden);
+    wex__catalog_vec(cat, "input_layernorm.weight", NULL, m->dtype, m->hidden);
     wex__catalog_vec(cat, "post_attention_layernorm.weight", NULL, m->dtype,
                      m->hidden);
 }
@@ -159,8 +157,7 @@ static void add_head(wex__catalog *cat, const llama_cfg *m)
     wex__catalog_vec(cat, "norm.weight", NULL, m->dtype, m->hidden);
     if (!m->tied) {
         wex__catalog_prefix(cat, "lm_head.");
-        wex__catalog_mat(cat, "weight", NULL, m->dtype, m->vocab,
-                         m->hidden);
+        wex__catalog_mat(cat, "weight", NULL, m->dtype, m->vocab, m->hidden);
     }
 }
 
@@ -187,8 +184,8 @@ wex_status wex__family_llama(wex__catalog *cat, const wex__cfg *cfg)
     wex_status st;
 
     if ((st = read_common(cfg, &m)) != WEX_OK ||
-        (st = wex__cfg_bool_or(cfg, "/attention_bias", 0,
-                               &attention_bias)) != WEX_OK ||
+        (st = wex__cfg_bool_or(cfg, "/attention_bias", 0, &attention_bias)) !=
+            WEX_OK ||
         (st = wex__cfg_bool_or(cfg, "/mlp_bias", 0, &m.mlp_bias)) != WEX_OK)
         return st;
     m.qkv_bias = attention_bias;
@@ -214,8 +211,8 @@ static wex_status read_qwen3(const wex__cfg *cfg, llama_cfg *m)
     wex_status st;
 
     if ((st = read_common(cfg, m)) != WEX_OK ||
-        (st = wex__cfg_bool_or(cfg, "/attention_bias", 0,
-                               &attention_bias)) != WEX_OK)
+        (st = wex__cfg_bool_or(cfg, "/attention_bias", 0, &attention_bias)) !=
+            WEX_OK)
         return st;
     m->qkv_bias = attention_bias;
     m->o_bias = attention_bias;
@@ -233,16 +230,16 @@ wex_status wex__family_qwen3(wex__catalog *cat, const wex__cfg *cfg)
     return add_dense_model(cat, &m);
 }
 
-static void add_qwen3_moe(wex__catalog *cat, const llama_cfg *m,
-                          uint64_t layer, uint64_t experts, uint64_t inter)
+static void add_qwen3_moe(wex__catalog *cat, const llama_cfg *m, uint64_t layer,
+                          uint64_t experts, uint64_t inter)
 {
     uint64_t e;
 
     wex__catalog_mat(cat, "mlp.gate.weight", NULL, m->dtype, experts,
                      m->hidden);
     for (e = 0; e < experts && wex__catalog_ok(cat); e++) {
-        wex__catalog_prefix(cat, "model.layers.%" PRIu64 ".mlp.experts.%"
-                            PRIu64 ".", layer, e);
+        wex__catalog_prefix(
+            cat, "model.layers.%" PRIu64 ".mlp.experts.%" PRIu64 ".", layer, e);
         add_glu(cat, m, "gate_proj", "up_proj", "down_proj", inter);
     }
 }
@@ -261,9 +258,8 @@ wex_status wex__family_qwen3_moe(wex__catalog *cat, const wex__cfg *cfg)
         (st = wex__cfg_uint_or(cfg, "/decoder_sparse_step", 1, 1, &step)) !=
             WEX_OK)
         goto out;
-    if (experts > 0 &&
-        (st = wex__cfg_uint(cfg, "/moe_intermediate_size", 1, &inter)) !=
-            WEX_OK)
+    if (experts > 0 && (st = wex__cfg_uint(cfg, "/moe_intermediate_size", 1,
+                                           &inter)) != WEX_OK)
         goto out;
     /* Every layer adds tensors: a layer count past the catalog's limit is
      * refused before anything is allocated for it. */
@@ -309,7 +305,8 @@ static void add_mixtral_moe(wex__catalog *cat, const llama_cfg *m,
     wex__catalog_mat(cat, "block_sparse_moe.gate.weight", NULL, m->dtype,
                      experts, m->hidden);
     for (e = 0; e < experts && wex__catalog_ok(cat); e++) {
-        wex__catalog_prefix(cat, "model.layers.%" PRIu64
+        wex__catalog_prefix(cat,
+                            "model.layers.%" PRIu64
                             ".block_sparse_moe.experts.%" PRIu64 ".",
                             layer, e);
         /* Registration order of MixtralBlockSparseTop2MLP: w1, w2, w3. */
@@ -326,8 +323,7 @@ wex_status wex__family_mixtral(wex__catalog *cat, const wex__cfg *cfg)
     wex_status st;
 
     if ((st = read_common(cfg, &m)) != WEX_OK ||
-        (st = wex__cfg_uint(cfg, "/num_local_experts", 1, &experts)) !=
-            WEX_OK)
+        (st = wex__cfg_uint(cfg, "/num_local_experts", 1, &experts)) != WEX_OK)
         return st;
     add_embedding(cat, &m);
     for (i = 0; i < m.layers && wex__catalog_ok(cat); i++) {

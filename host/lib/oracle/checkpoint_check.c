@@ -20,9 +20,10 @@ static void expect(const wex__checkpoint *ck, uint64_t c, uint64_t e,
         uint64_t cols = t->shape[1], row = e / cols, col = e % cols;
         uint64_t scols = ck->model->tensors[s].shape[1];
         float scale;
-        memcpy(&scale, wex__checkpoint_data(ck, (uint64_t)s) +
-                           ((row / WEX__QUANT_BLOCK) * scols +
-                            col / WEX__QUANT_BLOCK) * 4,
+        memcpy(&scale,
+               wex__checkpoint_data(ck, (uint64_t)s) +
+                   ((row / WEX__QUANT_BLOCK) * scols + col / WEX__QUANT_BLOCK) *
+                       4,
                4);
         wex__dequantize_e4m3(src + e, 1, scale, dtype, out);
     } else {
@@ -50,8 +51,8 @@ uint64_t wex__checkpoint_mismatches(const wex_job *job,
         while (wex__box_runs_next(&w, &a, &b)) {
             uint64_t first = b / esize, n = w.run_bytes / esize;
             if (t->dtype == c->dtype) {
-                if (memcmp(base + a, wex__checkpoint_data(ck, p->canonical) +
-                                         b, w.run_bytes) == 0)
+                if (memcmp(base + a, wex__checkpoint_data(ck, p->canonical) + b,
+                           w.run_bytes) == 0)
                     continue;
             }
             for (uint64_t e = 0; e < n; e++) {

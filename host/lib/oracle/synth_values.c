@@ -9,8 +9,8 @@
 
 static uint64_t mix(uint64_t canonical, uint64_t element, uint64_t step)
 {
-    uint64_t z = canonical * 0x9e3779b97f4a7c15ull ^ element * 0xbf58476d1ce4e5b9ull ^
-                 step * 0x94d049bb133111ebull;
+    uint64_t z = canonical * 0x9e3779b97f4a7c15ull ^
+                 element * 0xbf58476d1ce4e5b9ull ^ step * 0x94d049bb133111ebull;
 
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
@@ -33,8 +33,8 @@ void wex__synth_set_changed(double fraction)
 static uint64_t hash(uint64_t canonical, uint64_t element, uint64_t step)
 {
     if (changed < 1.0) {
-        double phase = (double)(mix(canonical, element, UINT64_MAX) >> 11) *
-                       0x1p-53;
+        double phase =
+            (double)(mix(canonical, element, UINT64_MAX) >> 11) * 0x1p-53;
         step = (uint64_t)((double)step * changed + phase);
     }
     return mix(canonical, element, step);
@@ -61,9 +61,7 @@ void wex__synth_value(uint32_t dtype, uint64_t canonical, uint64_t element,
     uint8_t b;
 
     switch (dtype) {
-    case WEX_DTYPE_F32:
-        memcpy(out, &f, 4);
-        return;
+    case WEX_DTYPE_F32: memcpy(out, &f, 4); return;
     case WEX_DTYPE_BF16:
         h = wex__bf16_from_f32(f);
         memcpy(out, &h, 2);
@@ -78,8 +76,7 @@ void wex__synth_value(uint32_t dtype, uint64_t canonical, uint64_t element,
             b ^= 1u;
         memcpy(out, &b, 1);
         return;
-    default:
-        memcpy(out, &z, wex_dtype_size(dtype));
+    default: memcpy(out, &z, wex_dtype_size(dtype));
     }
 }
 
@@ -92,23 +89,16 @@ float wex__synth_float(uint32_t dtype, uint64_t canonical, uint64_t element,
 
     wex__synth_value(dtype, canonical, element, step, bytes);
     switch (dtype) {
-    case WEX_DTYPE_BF16:
-        memcpy(&h, bytes, 2);
-        return wex__bf16_to_f32(h);
-    case WEX_DTYPE_F16:
-        memcpy(&h, bytes, 2);
-        return wex__f16_to_f32(h);
-    case WEX_DTYPE_F8_E4M3:
-        return wex__e4m3_to_f32(bytes[0]);
-    default:
-        memcpy(&f, bytes, 4);
-        return f;
+    case WEX_DTYPE_BF16: memcpy(&h, bytes, 2); return wex__bf16_to_f32(h);
+    case WEX_DTYPE_F16: memcpy(&h, bytes, 2); return wex__f16_to_f32(h);
+    case WEX_DTYPE_F8_E4M3: return wex__e4m3_to_f32(bytes[0]);
+    default: memcpy(&f, bytes, 4); return f;
     }
 }
 
-float wex__synth_block_amax(uint32_t dtype, uint64_t canonical,
-                            uint64_t rows, uint64_t cols, uint64_t br,
-                            uint64_t bc, uint64_t step)
+float wex__synth_block_amax(uint32_t dtype, uint64_t canonical, uint64_t rows,
+                            uint64_t cols, uint64_t br, uint64_t bc,
+                            uint64_t step)
 {
     uint64_t r1 = (br + 1) * WEX__QUANT_BLOCK, c1 = (bc + 1) * WEX__QUANT_BLOCK;
     float amax = 0.0f;

@@ -30,8 +30,8 @@ float wex__synth_float(uint32_t dtype, uint64_t canonical, uint64_t element,
 /* max |x| over block (br, bc) (128 x 128, partial at the edges) of the
  * 2-d canonical tensor `canonical` of `rows` x `cols`, its elements held
  * in float dtype `dtype`. */
-float wex__synth_block_amax(uint32_t dtype, uint64_t canonical,
-                            uint64_t rows, uint64_t cols, uint64_t br,
-                            uint64_t bc, uint64_t step);
+float wex__synth_block_amax(uint32_t dtype, uint64_t canonical, uint64_t rows,
+                            uint64_t cols, uint64_t br, uint64_t bc,
+                            uint64_t step);
 
 #endif /* WEX_HOST_SYNTH_VALUES_H */

@@ -25,12 +25,12 @@ wex_status wex__synth_prepare(wex_job *job)
 
 /* What a destination piece holds of what the sources hold. */
 enum held {
-    HELD_SAME,        /* the sources' values, as they are */
-    HELD_CONVERTED,   /* in another float dtype */
-    HELD_QUANTIZED,   /* e4m3 of the sources' floats, by block amax */
-    HELD_SCALES,      /* the scale_inv of each block the sources' floats
+    HELD_SAME,       /* the sources' values, as they are */
+    HELD_CONVERTED,  /* in another float dtype */
+    HELD_QUANTIZED,  /* e4m3 of the sources' floats, by block amax */
+    HELD_SCALES,     /* the scale_inv of each block the sources' floats
                          were quantized by */
-    HELD_DEQUANTIZED  /* the sources' e4m3 times their scale_inv */
+    HELD_DEQUANTIZED /* the sources' e4m3 times their scale_inv */
 };
 
 typedef struct expect {
@@ -48,8 +48,7 @@ typedef struct expect {
  * UINT32_MAX when no source holds it (a trainer holds no block scales). */
 static uint32_t source_dtype(const wex__side *src, uint64_t c)
 {
-    for (uint64_t k = src->canon_start[c]; k < src->canon_start[c + 1];
-         k++) {
+    for (uint64_t k = src->canon_start[c]; k < src->canon_start[c + 1]; k++) {
         const wex__piece_ref *r = &src->canon_refs[k];
         const wex__rank_layout *l = &src->layouts[r->rank];
         return l->tensors[l->pieces[r->piece].tensor].dtype;
@@ -97,9 +96,8 @@ static int expect_of(const wex_job *job, const wex__piece *p, uint32_t dtype,
         x->weight = (uint64_t)w;
         x->from = source_dtype(job->theirs, x->weight);
         x->cols = m->tensors[w].shape[1];
-        return block_grid(x, m, step, p->offset[0],
-                          p->offset[0] + p->extent[0], p->offset[1],
-                          p->offset[1] + p->extent[1]);
+        return block_grid(x, m, step, p->offset[0], p->offset[0] + p->extent[0],
+                          p->offset[1], p->offset[1] + p->extent[1]);
     }
     if (x->from == dtype || x->from == UINT32_MAX) {
         x->how = HELD_SAME;
@@ -110,13 +108,12 @@ static int expect_of(const wex_job *job, const wex__piece *p, uint32_t dtype,
     x->cols = m->tensors[c].shape[m->tensors[c].ndim - 1];
     if (dtype == WEX_DTYPE_F8_E4M3) {
         x->how = HELD_QUANTIZED;
-        return block_grid(
-            x, m, step, p->offset[0] / WEX__QUANT_BLOCK,
-            (p->offset[0] + p->extent[0] + WEX__QUANT_BLOCK - 1) /
-                WEX__QUANT_BLOCK,
-            p->offset[1] / WEX__QUANT_BLOCK,
-            (p->offset[1] + p->extent[1] + WEX__QUANT_BLOCK - 1) /
-                WEX__QUANT_BLOCK);
+        return block_grid(x, m, step, p->offset[0] / WEX__QUANT_BLOCK,
+                          (p->offset[0] + p->extent[0] + WEX__QUANT_BLOCK - 1) /
+                              WEX__QUANT_BLOCK,
+                          p->offset[1] / WEX__QUANT_BLOCK,
+                          (p->offset[1] + p->extent[1] + WEX__QUANT_BLOCK - 1) /
+                              WEX__QUANT_BLOCK);
     }
     if (x->from == WEX_DTYPE_F8_E4M3) {
         x->how = HELD_DEQUANTIZED;
@@ -133,13 +130,12 @@ static void expected(const expect *x, uint64_t c, uint64_t e, uint64_t step,
                      uint32_t dtype, unsigned char *out)
 {
     unsigned char v[8];
-    uint64_t row = e / (x->cols ? x->cols : 1), col = e % (x->cols ? x->cols : 1);
+    uint64_t row = e / (x->cols ? x->cols : 1),
+             col = e % (x->cols ? x->cols : 1);
     float amax;
 
     switch (x->how) {
-    case HELD_SAME:
-        wex__synth_value(dtype, c, e, step, out);
-        return;
+    case HELD_SAME: wex__synth_value(dtype, c, e, step, out); return;
     case HELD_CONVERTED:
         wex__synth_value(x->from, c, e, step, v);
         wex__convert_floats(x->from, v, 1, dtype, out);
@@ -160,10 +156,10 @@ static void expected(const expect *x, uint64_t c, uint64_t e, uint64_t step,
         return;
     }
     case HELD_DEQUANTIZED: {
-        float s = wex__synth_float(
-            WEX_DTYPE_F32, x->scale,
-            (row / WEX__QUANT_BLOCK) * x->scale_cols + col / WEX__QUANT_BLOCK,
-            step);
+        float s = wex__synth_float(WEX_DTYPE_F32, x->scale,
+                                   (row / WEX__QUANT_BLOCK) * x->scale_cols +
+                                       col / WEX__QUANT_BLOCK,
+                                   step);
         wex__synth_value(WEX_DTYPE_F8_E4M3, c, e, step, v);
         wex__dequantize_e4m3(v, 1, s, dtype, out);
         return;
@@ -212,13 +208,13 @@ static uint64_t walk(const wex_job *job, uint64_t step, int fill)
                 unsigned char *got = out + e0 * esize;
 
                 for (uint64_t e = 0; e < k; e++)
-                    expected(&x, p->canonical, first + e0 + e, step,
-                             t->dtype, want + e * esize);
+                    expected(&x, p->canonical, first + e0 + e, step, t->dtype,
+                             want + e * esize);
                 if (memcmp(got, want, k * esize) == 0)
                     continue;
                 for (uint64_t e = 0; e < k; e++)
-                    mismatches += memcmp(got + e * esize, want + e * esize,
-                                         esize) != 0;
+                    mismatches +=
+                        memcmp(got + e * esize, want + e * esize, esize) != 0;
             }
         }
         free(x.amax);

@@ -47,8 +47,8 @@ void wex__delta_sort(const wex__op **ops, size_t count)
 uint64_t wex__delta_outbox_cap(const wex__op *o, double max_fraction)
 {
     uint64_t elems = o->bytes / o->dtype_size;
-    uint64_t cap = (uint64_t)((double)o->bytes * max_fraction) +
-                   (elems + 7) / 8 + 64;
+    uint64_t cap =
+        (uint64_t)((double)o->bytes * max_fraction) + (elems + 7) / 8 + 64;
 
     if (cap > wex__delta_bound(elems, o->dtype_size))
         cap = wex__delta_bound(elems, o->dtype_size);

@@ -20,8 +20,8 @@ wex_status wex__plan_delta_init(wex__plan_delta *d, const wex__planner *p,
     d->changed = changed;
     if (changed < 0)
         return WEX_OK;
-    d->max_fraction = p->job->delta ? p->job->delta_max_fraction
-                                    : DEFAULT_MAX_FRACTION;
+    d->max_fraction =
+        p->job->delta ? p->job->delta_max_fraction : DEFAULT_MAX_FRACTION;
     return wex__plan_stats_init(&d->stats, &p->src, &p->dst);
 }
 
@@ -32,8 +32,8 @@ static uint64_t wire_bytes(const wex__plan_delta *d, const wex__op *o)
 
     if (!wex__delta_eligible(o) || d->changed > d->max_fraction)
         return o->bytes;
-    payload = wex__delta_expected_bytes(o->bytes / o->dtype_size,
-                                        o->dtype_size, d->changed) +
+    payload = wex__delta_expected_bytes(o->bytes / o->dtype_size, o->dtype_size,
+                                        d->changed) +
               RECORD_BYTES;
     return payload < (double)o->bytes ? (uint64_t)payload : o->bytes;
 }
@@ -93,8 +93,7 @@ wex_status wex__plan_delta_finish(wex__plan_delta *d, wex__planner *p)
             d->max_outbox_bytes = outbox;
         /* a source scans every snapshot, then sends */
         s = link_seconds(d->stats.send[r], t) +
-            (d->scan_bytes_per_s > 0 ? (double)snap / d->scan_bytes_per_s
-                                     : 0);
+            (d->scan_bytes_per_s > 0 ? (double)snap / d->scan_bytes_per_s : 0);
         if (d->stats.quant[r] > 0 && t->quantize_bytes_per_s > 0)
             s += (double)d->stats.quant[r] / t->quantize_bytes_per_s;
         if (s > worst)

@@ -13,11 +13,11 @@
 #include "planner.h"
 
 typedef struct wex__plan_delta {
-    double changed;        /* the fraction predicted for; < 0: not asked */
-    double max_fraction;   /* the job's, or the default when delta is off */
-    wex__plan_stats stats; /* the operations at their wire bytes */
-    uint64_t whole_bytes;  /* of operations that go whole */
-    uint64_t snapshot_bytes;     /* every source's snapshots */
+    double changed;          /* the fraction predicted for; < 0: not asked */
+    double max_fraction;     /* the job's, or the default when delta is off */
+    wex__plan_stats stats;   /* the operations at their wire bytes */
+    uint64_t whole_bytes;    /* of operations that go whole */
+    uint64_t snapshot_bytes; /* every source's snapshots */
     uint64_t max_snapshot_bytes; /* the largest source's */
     uint64_t max_outbox_bytes;   /* ... and the largest outbox */
     double scan_bytes_per_s;     /* measured here */

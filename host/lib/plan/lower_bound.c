@@ -277,8 +277,7 @@ wex_status wex__plan_lower_bound(const wex__side *src, const wex__side *dst,
     b.holders = malloc(max_pieces * sizeof(uint32_t));
     b.needers = malloc(max_pieces * sizeof(uint32_t));
     if (b.need == NULL || b.remote_only == NULL || b.local_only == NULL ||
-        b.holders == NULL ||
-        b.needers == NULL)
+        b.holders == NULL || b.needers == NULL)
         st = wex__error(WEX_ERR_NOMEM, "lower bound: out of memory");
     for (uint64_t c = 0; st == WEX_OK && c < src->model->count; c++)
         st = walk_cells(&b, c);

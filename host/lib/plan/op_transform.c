@@ -68,8 +68,8 @@ wex_status wex__op_derive(const wex__side *src, const wex__side *dst,
         return WEX_ERR_INVALID;
     }
     /* e4m3 to a float: the source's block scales dequantize it */
-    w = wex__piece_holding(src, o->src_rank, o->src_tensor, o->src_off,
-                           o->ndim, o->extent);
+    w = wex__piece_holding(src, o->src_rank, o->src_tensor, o->src_off, o->ndim,
+                           o->extent);
     scale = w ? wex__scale_of(src->model, w->canonical) : -1;
     s = scale >= 0 ? scale_piece(src, o->src_rank, w, (uint64_t)scale) : NULL;
     if (w == NULL || w->ndim != 2 || o->ndim != 2 || s == NULL) {
@@ -80,8 +80,8 @@ wex_status wex__op_derive(const wex__side *src, const wex__side *dst,
     o->transform = WEX__OP_DEQUANTIZE;
     o->canonical = w->canonical;
     for (uint32_t d = 0; d < 2; d++)
-        o->canon_off[d] = w->offset[d] +
-                          (o->src_off[lead + d] - w->at[lead + d]);
+        o->canon_off[d] =
+            w->offset[d] + (o->src_off[lead + d] - w->at[lead + d]);
     o->scale_tensor = s->tensor;
     o->scale_block[0] = s->offset[0];
     o->scale_block[1] = s->offset[1];

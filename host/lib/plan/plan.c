@@ -42,8 +42,7 @@ static wex_status refuse_op(const wex_plan_op *op, const char *why)
 {
     return wex__error(WEX_ERR_INVALID,
                       "plan: operation source rank %" PRIu64 " tensor %" PRIu64
-                      " -> destination rank %" PRIu64 " tensor %" PRIu64
-                      ": %s",
+                      " -> destination rank %" PRIu64 " tensor %" PRIu64 ": %s",
                       op->src_rank, op->src_tensor, op->dst_rank,
                       op->dst_tensor, why);
 }
@@ -117,7 +116,8 @@ wex_status wex__plan_add_op(wex_plan_builder *b, const wex_plan_op *given)
     wex__op *o;
 
     if (given == NULL || given->struct_size < WEX_PLAN_OP_SIZE_1_0)
-        return wex__error(WEX_ERR_INVALID, "plan_add_op: struct_size too small");
+        return wex__error(WEX_ERR_INVALID,
+                          "plan_add_op: struct_size too small");
     wex__abi_in(&full, sizeof(full), given);
     if (op->src_rank >= b->src->ranks || op->dst_rank >= b->dst->ranks)
         return refuse_op(op, "no such rank");
@@ -216,7 +216,8 @@ static void dst_box(const wex__op *o, uint64_t *lo, uint64_t *hi)
 
 static int by_dst(const void *a, const void *b)
 {
-    const wex__op *x = *(const wex__op *const *)a, *y = *(const wex__op *const *)b;
+    const wex__op *x = *(const wex__op *const *)a,
+                  *y = *(const wex__op *const *)b;
 
     if (x->dst_tensor != y->dst_tensor)
         return x->dst_tensor < y->dst_tensor ? -1 : 1;
@@ -262,8 +263,7 @@ static uint64_t overlap_bytes(const wex__op *ops, size_t count)
 }
 
 void wex__plan_stats_add(wex__plan_stats *s, const wex__side *src,
-                         const wex__side *dst, const wex__op *ops,
-                         size_t count)
+                         const wex__side *dst, const wex__op *ops, size_t count)
 {
     for (size_t i = 0; i < count; i++) {
         const wex__op *o = &ops[i];
@@ -367,12 +367,14 @@ void wex__plan_write_ops(FILE *out, const wex__op *ops, size_t count)
 {
     for (size_t i = 0; i < count; i++) {
         const wex__op *o = &ops[i];
-        fprintf(out, "{\"src_rank\":%" PRIu64 ",\"src_tensor\":%" PRIu64
-                     ",\"src_offset\":",
+        fprintf(out,
+                "{\"src_rank\":%" PRIu64 ",\"src_tensor\":%" PRIu64
+                ",\"src_offset\":",
                 o->src_rank, o->src_tensor);
         write_array(out, o->src_off, o->src_ndim);
-        fprintf(out, ",\"dst_rank\":%" PRIu64 ",\"dst_tensor\":%" PRIu64
-                     ",\"dst_offset\":",
+        fprintf(out,
+                ",\"dst_rank\":%" PRIu64 ",\"dst_tensor\":%" PRIu64
+                ",\"dst_offset\":",
                 o->dst_rank, o->dst_tensor);
         write_array(out, o->dst_off, o->dst_ndim);
         fputs(",\"extent\":", out);

@@ -29,8 +29,8 @@ typedef struct wex__op {
     uint64_t src_off[WEX_MAX_DIMS];
     uint64_t dst_off[WEX_MAX_DIMS];
     uint64_t extent[WEX_MAX_DIMS]; /* ndim entries: the trailing dims */
-    uint64_t bytes;     /* written at the destination */
-    uint64_t src_bytes; /* read at the source */
+    uint64_t bytes;                /* written at the destination */
+    uint64_t src_bytes;            /* read at the source */
     /* DEQUANTIZE, QUANTIZE, SCALE: the fp8 weight, and the canonical
      * (row, col) of the box's first element (for SCALE: its first
      * block's, in blocks). */

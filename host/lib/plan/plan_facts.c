@@ -95,8 +95,7 @@ const uint8_t *wex__planner_replicated(wex__planner *p)
         }
     for (uint64_t r = 0; r < src->ranks; r++) {
         int replicated = 1;
-        for (size_t i = 0; i < src->layouts[r].piece_count && replicated;
-             i++) {
+        for (size_t i = 0; i < src->layouts[r].piece_count && replicated; i++) {
             const wex__piece *pc = &src->layouts[r].pieces[i];
             replicated = held[pc->canonical] >=
                          2 * elements(&model->tensors[pc->canonical]);

@@ -42,7 +42,6 @@ wex_status wex__share_make(wex__planner *p, const char *dir, uint32_t side,
  * but damaged is reported at warn level, and not used. */
 int wex__planner_open_share(wex__planner *p, wex__registry *registry,
                             wex__job_config *job, const char *dir,
-                            uint32_t side, uint64_t rank,
-                            wex_plan_builder *b);
+                            uint32_t side, uint64_t rank, wex_plan_builder *b);
 
 #endif /* WEX_HOST_PLAN_SHARE_H */

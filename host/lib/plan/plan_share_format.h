@@ -31,8 +31,8 @@ typedef struct wex__share_header {
 
 /* Fills p's sides, its kept cells and b (initialised on p's sides) from
  * a share's payload: NULL when all of it fit, else what did not. */
-const char *wex__share_decode(wex__planner *p, const void *payload,
-                              size_t len, uint32_t side, uint64_t rank,
+const char *wex__share_decode(wex__planner *p, const void *payload, size_t len,
+                              uint32_t side, uint64_t rank,
                               wex_plan_builder *b);
 
 /* The key over everything the plan is a function of (plan_share_key.c),

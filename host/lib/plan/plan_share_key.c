@@ -117,22 +117,22 @@ const char *wex__share_side_word(uint32_t side)
 }
 
 wex_status wex__share_file(const uint64_t key[2], const char *dir,
-                           uint32_t side, uint64_t rank, char *path,
-                           size_t cap)
+                           uint32_t side, uint64_t rank, char *path, size_t cap)
 {
     int n = snprintf(path, cap, "%s/%016llx%016llx-%s-%llu.wexplan", dir,
                      (unsigned long long)key[1], (unsigned long long)key[0],
                      wex__share_side_word(side), (unsigned long long)rank);
 
     if (n < 0 || (size_t)n >= cap)
-        return wex__error(WEX_ERR_INVALID, "%s: plan share directory path "
-                          "too long", dir);
+        return wex__error(WEX_ERR_INVALID,
+                          "%s: plan share directory path "
+                          "too long",
+                          dir);
     return WEX_OK;
 }
 
 wex_status wex__share_path(const wex__job_config *job, const char *dir,
-                           uint32_t side, uint64_t rank, char *path,
-                           size_t cap)
+                           uint32_t side, uint64_t rank, char *path, size_t cap)
 {
     uint64_t key[2];
     wex_status st = wex__share_key(job, key);

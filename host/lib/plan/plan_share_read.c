@@ -31,8 +31,7 @@ static void get_layout(wex__in_buf *in, wex__rank_layout *l)
 
     if ((l->coords = wex__get_table(in, n, sizeof(*l->coords))) == NULL)
         return;
-    for (l->coord_count = 0; l->coord_count < n && !in->bad;
-         l->coord_count++) {
+    for (l->coord_count = 0; l->coord_count < n && !in->bad; l->coord_count++) {
         l->coords[l->coord_count].key = wex__get_str(in);
         l->coords[l->coord_count].value = wex__get_i64(in);
     }
@@ -49,14 +48,13 @@ static void get_layout(wex__in_buf *in, wex__rank_layout *l)
     if ((l->pieces = wex__get_table(in, n, sizeof(*l->pieces))) == NULL)
         return;
     l->piece_cap = n;
-    for (l->piece_count = 0; l->piece_count < n && !in->bad;
-         l->piece_count++) {
+    for (l->piece_count = 0; l->piece_count < n && !in->bad; l->piece_count++) {
         wex__piece *pc = &l->pieces[l->piece_count];
         pc->canonical = wex__get_u64(in);
         pc->tensor = wex__get_below(in, l->tensor_count, "a piece's tensor");
         pc->transform = (uint32_t)wex__get_u64(in);
-        pc->ndim = (uint32_t)wex__get_below(in, WEX_MAX_DIMS + 1,
-                                            "a piece's ndim");
+        pc->ndim =
+            (uint32_t)wex__get_below(in, WEX_MAX_DIMS + 1, "a piece's ndim");
         wex__get_array(in, pc->offset, pc->ndim);
         wex__get_array(in, pc->extent, pc->ndim);
         wex__get_array(in, pc->at, WEX_MAX_DIMS);
@@ -118,18 +116,18 @@ static int tensor_known(const wex__side *s, uint64_t rank, uint64_t t)
 
 static void get_op(wex__in_buf *in, const wex__planner *p, wex__op *op)
 {
-    op->src_rank = wex__get_below(in, p->src.ranks,
-                                  "an operation's source rank");
+    op->src_rank =
+        wex__get_below(in, p->src.ranks, "an operation's source rank");
     op->src_tensor = wex__get_u64(in);
-    op->dst_rank = wex__get_below(in, p->dst.ranks,
-                             "an operation's destination rank");
+    op->dst_rank =
+        wex__get_below(in, p->dst.ranks, "an operation's destination rank");
     op->dst_tensor = wex__get_u64(in);
-    op->ndim = (uint32_t)wex__get_below(in, WEX_MAX_DIMS + 1,
-                                        "an operation's ndim");
-    op->src_ndim = (uint32_t)wex__get_below(in, WEX_MAX_DIMS + 1,
-                                       "an operation's ndim");
-    op->dst_ndim = (uint32_t)wex__get_below(in, WEX_MAX_DIMS + 1,
-                                       "an operation's ndim");
+    op->ndim =
+        (uint32_t)wex__get_below(in, WEX_MAX_DIMS + 1, "an operation's ndim");
+    op->src_ndim =
+        (uint32_t)wex__get_below(in, WEX_MAX_DIMS + 1, "an operation's ndim");
+    op->dst_ndim =
+        (uint32_t)wex__get_below(in, WEX_MAX_DIMS + 1, "an operation's ndim");
     op->dtype_size = (uint32_t)wex__get_u64(in);
     op->src_dtype_size = (uint32_t)wex__get_u64(in);
     op->transform = (uint32_t)wex__get_u64(in);
@@ -164,9 +162,9 @@ static void get_cells(wex__in_buf *in, wex__kept_cells *s)
         n = wex__get_count(in);
         if (in->bad)
             break;
-        if (g > 0 && (cg->dst_rank < cg[-1].dst_rank ||
-                      (cg->dst_rank == cg[-1].dst_rank &&
-                       cg->piece <= cg[-1].piece))) {
+        if (g > 0 &&
+            (cg->dst_rank < cg[-1].dst_rank ||
+             (cg->dst_rank == cg[-1].dst_rank && cg->piece <= cg[-1].piece))) {
             in->bad = "fp8 cells out of order";
             break;
         }
@@ -254,8 +252,7 @@ static void decode(wex__in_buf *in, wex__planner *p, uint32_t side,
             in->bad = "an operation of another rank";
         b->count = b->cap = i + 1;
     }
-    if (!in->bad &&
-        (p->kept_cells = calloc(1, sizeof(*p->kept_cells))) == NULL)
+    if (!in->bad && (p->kept_cells = calloc(1, sizeof(*p->kept_cells))) == NULL)
         in->bad = "out of memory";
     if (!in->bad)
         get_cells(in, p->kept_cells);
@@ -263,9 +260,8 @@ static void decode(wex__in_buf *in, wex__planner *p, uint32_t side,
         in->bad = "bytes past the end of what it holds";
 }
 
-const char *wex__share_decode(wex__planner *p, const void *payload,
-                              size_t len, uint32_t side, uint64_t rank,
-                              wex_plan_builder *b)
+const char *wex__share_decode(wex__planner *p, const void *payload, size_t len,
+                              uint32_t side, uint64_t rank, wex_plan_builder *b)
 {
     wex__in_buf in = {payload, len, 0, NULL};
 
@@ -295,8 +291,7 @@ int wex__planner_open_share(wex__planner *p, wex__registry *registry,
         if (missing)
             WEX__DEBUG("plan share: none at %s: planning", path);
         else
-            WEX__WARN("plan share %s: cannot read it: planning instead",
-                      path);
+            WEX__WARN("plan share %s: cannot read it: planning instead", path);
         return 0;
     }
     h = (const wex__share_header *)data;
@@ -313,12 +308,11 @@ int wex__planner_open_share(wex__planner *p, wex__registry *registry,
     if (!bad) {
         p->job = job;
         p->registry = registry;
-        bad = wex__share_decode(p, data + sizeof(*h), len - sizeof(*h),
-                                side, rank, b);
+        bad = wex__share_decode(p, data + sizeof(*h), len - sizeof(*h), side,
+                                rank, b);
     }
-    if (!bad &&
-        wex__topology_place(job->topology, job->path, &p->src, &p->dst,
-                            &p->topology) != WEX_OK)
+    if (!bad && wex__topology_place(job->topology, job->path, &p->src, &p->dst,
+                                    &p->topology) != WEX_OK)
         bad = wex__last_error();
     free(data);
     if (bad) {

@@ -109,8 +109,8 @@ static wex_status put_peer_tensors(wex__out_buf *o, const wex__planner *p,
         return wex__error(WEX_ERR_NOMEM, "plan share: out of memory");
     for (size_t i = 0; i < count; i++) {
         v[i].a = side == WEX_SIDE_SOURCE ? ops[i].dst_rank : ops[i].src_rank;
-        v[i].b = side == WEX_SIDE_SOURCE ? ops[i].dst_tensor
-                                         : ops[i].src_tensor;
+        v[i].b =
+            side == WEX_SIDE_SOURCE ? ops[i].dst_tensor : ops[i].src_tensor;
     }
     n = unique_pairs(v, count);
     wex__put_u64(o, n);
@@ -210,8 +210,10 @@ wex_status wex__share_write(wex__planner *p, const char *dir, uint32_t side,
             WEX_OK)
         return st;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return wex__error(WEX_ERR_SYSTEM, "%s: cannot make the directory: "
-                          "%s", dir, strerror(errno));
+        return wex__error(WEX_ERR_SYSTEM,
+                          "%s: cannot make the directory: "
+                          "%s",
+                          dir, strerror(errno));
     wex__put_u64(&o, p->src.ranks);
     wex__put_u64(&o, p->dst.ranks);
     wex__put_u64(&o, wex__planner_sides_digest(p));

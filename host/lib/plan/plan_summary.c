@@ -36,8 +36,10 @@ wex_status wex__plan_summarize(wex__planner *p, int has_rank, uint32_t side,
         if (ops != NULL)
             wex__plan_write_ops(ops, b.ops, b.count);
         if (progress)
-            fprintf(stderr, "\rplanning: %" PRIu64 "/%" PRIu64 " destination "
-                            "ranks", r + 1, p->dst.ranks);
+            fprintf(stderr,
+                    "\rplanning: %" PRIu64 "/%" PRIu64 " destination "
+                    "ranks",
+                    r + 1, p->dst.ranks);
         if (has_rank)
             break;
     }
@@ -102,9 +104,8 @@ cJSON *wex__plan_summary_document(const wex__planner *p,
     cJSON_AddNumberToObject(doc, "destination_ranks", (double)p->dst.ranks);
     cJSON_AddNumberToObject(doc, "hosts", (double)p->topology.hosts);
     if (r->has_rank) {
-        cJSON_AddStringToObject(doc, "side", r->side == WEX_SIDE_SOURCE
-                                                 ? "source"
-                                                 : "destination");
+        cJSON_AddStringToObject(
+            doc, "side", r->side == WEX_SIDE_SOURCE ? "source" : "destination");
         cJSON_AddNumberToObject(doc, "rank", (double)r->rank);
     }
     cJSON_AddNumberToObject(doc, "operations", (double)r->stats.operations);

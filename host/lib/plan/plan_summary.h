@@ -20,8 +20,8 @@ typedef struct wex__plan_summary {
     uint64_t rank;
     wex__plan_stats stats;
     double plan_seconds;
-    double predicted;   /* whole plan only */
-    double lower_bound; /* whole plan only */
+    double predicted;      /* whole plan only */
+    double lower_bound;    /* whole plan only */
     wex__plan_delta delta; /* whole plan, when a changed fraction is given */
 } wex__plan_summary;
 

@@ -87,8 +87,8 @@ static wex_status load_model(const wex__job_config *j, const char *path,
 static wex_status load_models(wex__planner *p)
 {
     wex__job_config *j = p->job;
-    wex_status st = load_model(j, j->source_model_path, "source",
-                               &p->src_model);
+    wex_status st =
+        load_model(j, j->source_model_path, "source", &p->src_model);
 
     if (st != WEX_OK)
         return st;
@@ -96,8 +96,7 @@ static wex_status load_models(wex__planner *p)
         p->dst_model = p->src_model;
         return WEX_OK;
     }
-    st = load_model(j, j->destination_model_path, "destination",
-                    &p->dst_model);
+    st = load_model(j, j->destination_model_path, "destination", &p->dst_model);
     if (st != WEX_OK)
         return st;
     return wex__models_match(p->src_model, j->source_model_path, p->dst_model,
@@ -131,8 +130,8 @@ static wex_status open_policy(wex__planner *p, wex__registry *registry)
 /* Pieces of canonical tensor c the policy plans on one side. */
 static uint64_t planned_pieces(const wex__side *s, uint64_t c)
 {
-    const uint64_t *start = s->policy_canon_start ? s->policy_canon_start
-                                                  : s->canon_start;
+    const uint64_t *start =
+        s->policy_canon_start ? s->policy_canon_start : s->canon_start;
 
     return start[c + 1] - start[c];
 }
@@ -154,16 +153,15 @@ static wex_status sources_cover(const wex__planner *p)
             continue;
         r = &dst->canon_refs[dst->canon_start[c]];
         l = &dst->layouts[r->rank];
-        return wex__error(WEX_ERR_INVALID,
-                          "%s: destination engine %s holds %s (rank %llu, in "
-                          "its local tensor %s) but no rank of source engine "
-                          "%s holds any of it: the source's layout leaves "
-                          "it out",
-                          p->job->path, p->job->destination.name,
-                          dst->model->tensors[c].name,
-                          (unsigned long long)r->rank,
-                          l->tensors[l->pieces[r->piece].tensor].name,
-                          p->job->source.name);
+        return wex__error(
+            WEX_ERR_INVALID,
+            "%s: destination engine %s holds %s (rank %llu, in "
+            "its local tensor %s) but no rank of source engine "
+            "%s holds any of it: the source's layout leaves "
+            "it out",
+            p->job->path, p->job->destination.name, dst->model->tensors[c].name,
+            (unsigned long long)r->rank,
+            l->tensors[l->pieces[r->piece].tensor].name, p->job->source.name);
     }
     return WEX_OK;
 }
@@ -253,8 +251,7 @@ wex_status wex__planner_load_models(wex__planner *p)
     return st;
 }
 
-wex_status wex__planner_complete(wex__planner *p, uint32_t side,
-                                 uint64_t rank)
+wex_status wex__planner_complete(wex__planner *p, uint32_t side, uint64_t rank)
 {
     wex__planner full;
     wex__side *kept, *fresh;
@@ -270,9 +267,10 @@ wex_status wex__planner_complete(wex__planner *p, uint32_t side,
     kept = side == WEX_SIDE_SOURCE ? &p->src : &p->dst;
     fresh = side == WEX_SIDE_SOURCE ? &full.src : &full.dst;
     if (st == WEX_OK && (rank >= fresh->ranks || fresh->ranks != kept->ranks))
-        st = wex__error(WEX_ERR_INTERNAL, "plan: laid out again, the %s has "
-                        "%llu ranks where its share said %llu", kept->what,
-                        (unsigned long long)fresh->ranks,
+        st = wex__error(WEX_ERR_INTERNAL,
+                        "plan: laid out again, the %s has "
+                        "%llu ranks where its share said %llu",
+                        kept->what, (unsigned long long)fresh->ranks,
                         (unsigned long long)kept->ranks);
     if (st != WEX_OK) {
         full.job = NULL;
@@ -363,8 +361,8 @@ wex_status wex__planner_rank_without(wex__planner *p, uint32_t side,
         return wex__error_prefix(st, "policy %s", p->job->policy.name);
     }
     for (size_t i = 0; i < b->count; i++) {
-        uint64_t r = side == WEX_SIDE_SOURCE ? b->ops[i].src_rank
-                                             : b->ops[i].dst_rank;
+        uint64_t r =
+            side == WEX_SIDE_SOURCE ? b->ops[i].src_rank : b->ops[i].dst_rank;
         if (r != rank)
             return wex__error(WEX_ERR_INVALID,
                               "policy %s: asked for %s rank %llu's operations, "

@@ -55,8 +55,7 @@ void wex__planner_close(wex__planner *p);
  * rank `rank` of `side` keeps its local tensors' very memory (the tensor
  * names handed out stay valid). On failure p is as it was. A
  * no-op for a planner that laid everything out. */
-wex_status wex__planner_complete(wex__planner *p, uint32_t side,
-                                 uint64_t rank);
+wex_status wex__planner_complete(wex__planner *p, uint32_t side, uint64_t rank);
 
 /* A planner opened from a share: loads the models (the sides' `model`),
  * and nothing more. A no-op when they are loaded. */
@@ -76,8 +75,7 @@ wex_status wex__planner_rank(wex__planner *p, uint32_t side, uint64_t rank,
  * policy plans around them, or fails naming what no live source holds. */
 wex_status wex__planner_rank_without(wex__planner *p, uint32_t side,
                                      uint64_t rank, const uint64_t *dead,
-                                     uint64_t dead_count,
-                                     wex_plan_builder *b);
+                                     uint64_t dead_count, wex_plan_builder *b);
 
 /* The two models describe the same tensors (names, shapes, dtypes). */
 wex_status wex__models_match(const wex_model *src, const char *src_path,

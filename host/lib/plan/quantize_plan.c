@@ -13,17 +13,21 @@
 static wex_status check_blocks(const wex_model *m, uint64_t w, uint64_t s)
 {
     const wex__tensor *wt = &m->tensors[w], *st = &m->tensors[s];
-    const cJSON *q = cJSON_GetObjectItemCaseSensitive(m->config,
-                                                      "quantization_config");
-    const cJSON *size = cJSON_GetObjectItemCaseSensitive(q, "weight_block_size");
-    int config_ok = size == NULL ||
-                    (cJSON_GetArraySize(size) == 2 &&
-                     cJSON_GetArrayItem(size, 0)->valuedouble == WEX__QUANT_BLOCK &&
-                     cJSON_GetArrayItem(size, 1)->valuedouble == WEX__QUANT_BLOCK);
+    const cJSON *q =
+        cJSON_GetObjectItemCaseSensitive(m->config, "quantization_config");
+    const cJSON *size =
+        cJSON_GetObjectItemCaseSensitive(q, "weight_block_size");
+    int config_ok =
+        size == NULL ||
+        (cJSON_GetArraySize(size) == 2 &&
+         cJSON_GetArrayItem(size, 0)->valuedouble == WEX__QUANT_BLOCK &&
+         cJSON_GetArrayItem(size, 1)->valuedouble == WEX__QUANT_BLOCK);
 
     if (config_ok && st->ndim == 2 &&
-        st->shape[0] == (wt->shape[0] + WEX__QUANT_BLOCK - 1) / WEX__QUANT_BLOCK &&
-        st->shape[1] == (wt->shape[1] + WEX__QUANT_BLOCK - 1) / WEX__QUANT_BLOCK)
+        st->shape[0] ==
+            (wt->shape[0] + WEX__QUANT_BLOCK - 1) / WEX__QUANT_BLOCK &&
+        st->shape[1] ==
+            (wt->shape[1] + WEX__QUANT_BLOCK - 1) / WEX__QUANT_BLOCK)
         return WEX_OK;
     return wex__error(WEX_ERR_UNSUPPORTED,
                       "model: %s: its block scales %s are [%llu, %llu] "
@@ -181,15 +185,19 @@ static wex_status holder(const wex__planner *p, uint64_t w, uint64_t dst_rank,
 
     for (pass = 0; pass < 2; pass++) {
         uint64_t seen = 0;
-        pick = pass == 0 ? 0 : mix(w * 0x9e3779b97f4a7c15ull ^ c->lo[0] << 20 ^
-                                   c->lo[1]) % (local ? local : all);
+        pick =
+            pass == 0
+                ? 0
+                : mix(w * 0x9e3779b97f4a7c15ull ^ c->lo[0] << 20 ^ c->lo[1]) %
+                      (local ? local : all);
         for (uint64_t i = s->canon_start[w]; i < s->canon_start[w + 1]; i++) {
             const wex__piece_ref *r = &s->canon_refs[i];
             const wex__piece *q = &s->layouts[r->rank].pieces[r->piece];
             int on_host = s->hosts[r->rank] == p->dst.hosts[dst_rank];
-            if (dead_rank(dead, ndead, r->rank) ||
-                q->offset[0] > c->lo[0] || q->offset[0] + q->extent[0] < c->hi[0] ||
-                q->offset[1] > c->lo[1] || q->offset[1] + q->extent[1] < c->hi[1])
+            if (dead_rank(dead, ndead, r->rank) || q->offset[0] > c->lo[0] ||
+                q->offset[0] + q->extent[0] < c->hi[0] ||
+                q->offset[1] > c->lo[1] ||
+                q->offset[1] + q->extent[1] < c->hi[1])
                 continue;
             if (pass == 0) {
                 all++;
@@ -205,16 +213,14 @@ static wex_status holder(const wex__planner *p, uint64_t w, uint64_t dst_rank,
             }
         }
         if (pass == 0 && all == 0)
-            return wex__error(WEX_ERR_INVALID,
-                              "plan: no live source holds %s rows [%llu, "
-                              "%llu) columns [%llu, %llu), which destination "
-                              "rank %llu holds in fp8",
-                              s->model->tensors[w].name,
-                              (unsigned long long)c->lo[0],
-                              (unsigned long long)c->hi[0],
-                              (unsigned long long)c->lo[1],
-                              (unsigned long long)c->hi[1],
-                              (unsigned long long)dst_rank);
+            return wex__error(
+                WEX_ERR_INVALID,
+                "plan: no live source holds %s rows [%llu, "
+                "%llu) columns [%llu, %llu), which destination "
+                "rank %llu holds in fp8",
+                s->model->tensors[w].name, (unsigned long long)c->lo[0],
+                (unsigned long long)c->hi[0], (unsigned long long)c->lo[1],
+                (unsigned long long)c->hi[1], (unsigned long long)dst_rank);
     }
     return wex__error(WEX_ERR_INTERNAL, "plan: lost a cell's holder");
 }
@@ -254,7 +260,8 @@ static wex_status share_cells(const wex__planner *p, uint64_t dst_rank,
             hi = mid;
     }
     if (kept == NULL)
-        return wex__error(WEX_ERR_INTERNAL, "plan: the plan share holds no "
+        return wex__error(WEX_ERR_INTERNAL,
+                          "plan: the plan share holds no "
                           "fp8 cells of destination rank %llu's piece %llu "
                           "with %llu sources dead",
                           (unsigned long long)dst_rank,
@@ -527,7 +534,8 @@ static wex_status fed_pieces(const wex__planner *p, uint64_t src,
                 continue;
             if (n == cap) {
                 size_t grown_cap = cap ? 2 * cap : 64;
-                wex__piece_ref *grown = realloc(refs, grown_cap * sizeof(*grown));
+                wex__piece_ref *grown =
+                    realloc(refs, grown_cap * sizeof(*grown));
                 if (grown == NULL) {
                     free(refs);
                     return wex__error(WEX_ERR_NOMEM, "plan: out of memory");
@@ -568,8 +576,8 @@ wex_status wex__quantize_plan_rank(const wex__planner *p, uint32_t side,
     }
     st = fed_pieces(p, rank, &refs, &n);
     for (size_t i = 0; st == WEX_OK && i < n; i++)
-        st = plan_piece(p, refs[i].rank, refs[i].piece, 1, rank, dead, ndead,
-                        b);
+        st =
+            plan_piece(p, refs[i].rank, refs[i].piece, 1, rank, dead, ndead, b);
     free(refs);
     return st;
 }

@@ -22,11 +22,13 @@ static wex_status place_explicit(const cJSON *hosts, const char *file,
 
     if (seen == NULL)
         return wex__error(WEX_ERR_NOMEM, "topology: out of memory");
-    cJSON_ArrayForEach(host, hosts) {
+    cJSON_ArrayForEach(host, hosts)
+    {
         const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(host, key);
         const cJSON *r;
         int i = 0;
-        cJSON_ArrayForEach(r, ranks) {
+        cJSON_ArrayForEach(r, ranks)
+        {
             double v = r->valuedouble;
             if (v >= (double)side->ranks || seen[(uint64_t)v]) {
                 free(seen);
@@ -90,9 +92,9 @@ wex_status wex__topology_place(const cJSON *topology, const char *file,
             src->hosts[r] = r / per;
         for (uint64_t r = 0; r < dst->ranks; r++)
             dst->hosts[r] = base + r / per;
-        out->hosts = out->colocated ? (src_hosts > dst_hosts ? src_hosts
-                                                             : dst_hosts)
-                                    : src_hosts + dst_hosts;
+        out->hosts = out->colocated
+                         ? (src_hosts > dst_hosts ? src_hosts : dst_hosts)
+                         : src_hosts + dst_hosts;
     }
     return WEX_OK;
 }

@@ -11,8 +11,8 @@
 #include "side.h"
 
 typedef struct wex__topology {
-    uint64_t hosts;          /* number of hosts */
-    double nic_bytes_per_s;  /* per rank, per direction */
+    uint64_t hosts;         /* number of hosts */
+    double nic_bytes_per_s; /* per rank, per direction */
     double intra_bytes_per_s;
     /* bytes of floats one source quantizes to fp8 per second: the job's
      * quantize_gb_per_s, else measured on this CPU (quantize_plan.c) */

@@ -83,8 +83,7 @@ static wex_status check_descriptor(const wex__manifest *m,
         return wex__error(WEX_ERR_ABI,
                           "%s: descriptor struct_size %u is smaller than "
                           "ABI 1.0's %u",
-                          m->library, d->struct_size,
-                          WEX_PLUGIN_DESC_SIZE_1_0);
+                          m->library, d->struct_size, WEX_PLUGIN_DESC_SIZE_1_0);
     if (d->abi_version != abi_version)
         return wex__error(WEX_ERR_ABI,
                           "%s: negotiated ABI 0x%x but the descriptor says "
@@ -110,9 +109,8 @@ static wex_status check_descriptor(const wex__manifest *m,
     return WEX_OK;
 }
 
-static wex_status negotiate(const wex__manifest *m, void *symbol,
-                            uint32_t lo, uint32_t hi,
-                            const wex_plugin_desc **desc_p,
+static wex_status negotiate(const wex__manifest *m, void *symbol, uint32_t lo,
+                            uint32_t hi, const wex_plugin_desc **desc_p,
                             uint32_t *abi_p)
 {
     wex_plugin_negotiate_fn fn;
@@ -133,8 +131,7 @@ static wex_status negotiate(const wex__manifest *m, void *symbol,
     version_text(hi, b, sizeof(b));
     status = fn(&in, &out);
     if (status < 0)
-        return wex__error(WEX_ERR_ABI,
-                          "%s: the plugin refused ABI %s..%s (%s)",
+        return wex__error(WEX_ERR_ABI, "%s: the plugin refused ABI %s..%s (%s)",
                           m->library, a, b, wex_status_string(status));
     if (out.abi_version < lo || out.abi_version > hi || out.desc == NULL)
         return wex__error(WEX_ERR_ABI,
@@ -150,10 +147,10 @@ static wex_status negotiate(const wex__manifest *m, void *symbol,
 static wex_status common_range(const wex__manifest *m, uint32_t *lo_p,
                                uint32_t *hi_p)
 {
-    uint32_t lo = m->abi_min > WEX__HOST_ABI_MIN ? m->abi_min
-                                                 : WEX__HOST_ABI_MIN;
-    uint32_t hi = m->abi_max < WEX__HOST_ABI_MAX ? m->abi_max
-                                                 : WEX__HOST_ABI_MAX;
+    uint32_t lo =
+        m->abi_min > WEX__HOST_ABI_MIN ? m->abi_min : WEX__HOST_ABI_MIN;
+    uint32_t hi =
+        m->abi_max < WEX__HOST_ABI_MAX ? m->abi_max : WEX__HOST_ABI_MAX;
     char pm[16], px[16], hm[16], hx[16];
 
     if (lo <= hi) {
@@ -199,8 +196,8 @@ static wex_status open_and_init(const wex__registry *r, wex__plugin *p)
                           m->path, m->library);
     p->dl = dlopen(m->library, RTLD_NOW | RTLD_LOCAL);
     if (p->dl == NULL)
-        return wex__error(WEX_ERR_SYSTEM, "%s: dlopen failed: %s",
-                          m->library, dlerror());
+        return wex__error(WEX_ERR_SYSTEM, "%s: dlopen failed: %s", m->library,
+                          dlerror());
     symbol = dlsym(p->dl, m->entry_point);
     if (symbol == NULL)
         return wex__error(WEX_ERR_INVALID,
@@ -224,9 +221,8 @@ static wex_status open_and_init(const wex__registry *r, wex__plugin *p)
                               "%s: init failed (%s) without a message",
                               m->library, wex_status_string(status));
         if (status != WEX_OK)
-            return wex__error_prefix(WEX_ERR_INVALID,
-                                     "%s: init failed (%s)", m->library,
-                                     wex_status_string(status));
+            return wex__error_prefix(WEX_ERR_INVALID, "%s: init failed (%s)",
+                                     m->library, wex_status_string(status));
     }
     return WEX_OK;
 }

@@ -98,8 +98,8 @@ static wex_status check_format_version(const char *path, const char *text)
  * this host reads: such a manifest may carry fields added since. */
 static int newer_minor(const cJSON *json)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(json,
-                                                      "file_format_version");
+    const cJSON *v =
+        cJSON_GetObjectItemCaseSensitive(json, "file_format_version");
     unsigned major, minor;
 
     return cJSON_IsString(v) &&
@@ -131,8 +131,7 @@ static void pointer_append(char *out, size_t cap, const char *at,
 static void drop_unknown(cJSON *obj, const cJSON *schema, const char *at,
                          char *dropped, size_t cap)
 {
-    const cJSON *props = cJSON_GetObjectItemCaseSensitive(schema,
-                                                          "properties");
+    const cJSON *props = cJSON_GetObjectItemCaseSensitive(schema, "properties");
     cJSON *m = obj ? obj->child : NULL;
 
     if (!cJSON_IsObject(obj) || !cJSON_IsObject(props))
@@ -254,12 +253,12 @@ wex_status wex__manifest_load(const char *path, wex__manifest *m)
     m->entry_point = strdup(entry ? entry : WEX_PLUGIN_ENTRY_NAME);
     m->version = strdup(get_str(json, "version"));
     m->description = strdup(desc ? desc : "");
-    m->options_schema = cJSON_GetObjectItemCaseSensitive(json,
-                                                         "options_schema");
+    m->options_schema =
+        cJSON_GetObjectItemCaseSensitive(json, "options_schema");
     m->json = json;
     json = NULL;
-    if (!m->path || !m->name || !m->library || !m->entry_point ||
-        !m->version || !m->description) {
+    if (!m->path || !m->name || !m->library || !m->entry_point || !m->version ||
+        !m->description) {
         wex__manifest_fini(m);
         status = wex__error(WEX_ERR_NOMEM, "%s: out of memory", path);
     }

@@ -12,7 +12,7 @@
 #define WEX__MANIFEST_FORMAT_MINOR 0
 
 typedef struct wex__manifest {
-    char *path;        /* the manifest file as found */
+    char *path; /* the manifest file as found */
     char *name;
     uint32_t kind;     /* WEX_KIND_* */
     char *library;     /* resolved against the manifest's directory */

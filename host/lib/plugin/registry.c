@@ -9,8 +9,8 @@
 
 static int add_bad(wex__registry *r, const char *path, const char *error)
 {
-    wex__bad_manifest *grown = realloc(r->bad, (r->bad_count + 1) *
-                                                   sizeof(*grown));
+    wex__bad_manifest *grown =
+        realloc(r->bad, (r->bad_count + 1) * sizeof(*grown));
     if (grown == NULL)
         return -1;
     r->bad = grown;
@@ -22,8 +22,8 @@ static int add_bad(wex__registry *r, const char *path, const char *error)
 
 static int add_shadowed(wex__plugin *winner, const char *path)
 {
-    char **grown = realloc(winner->shadowed, (winner->shadowed_count + 1) *
-                                                 sizeof(*grown));
+    char **grown = realloc(winner->shadowed,
+                           (winner->shadowed_count + 1) * sizeof(*grown));
     if (grown == NULL)
         return -1;
     winner->shadowed = grown;

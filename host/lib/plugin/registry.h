@@ -36,7 +36,7 @@ struct wex_host_ctx {
 struct wex__plugin {
     wex__manifest manifest;
     uint32_t state;
-    char *error; /* one line, when FAILED */
+    char *error;     /* one line, when FAILED */
     char **shadowed; /* manifest paths this entry hides */
     size_t shadowed_count;
     void *dl;

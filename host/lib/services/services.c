@@ -40,8 +40,8 @@ static int32_t svc_log_enabled(wex_host_ctx *ctx, uint32_t level)
     return wex__log_enabled(level);
 }
 
-static void svc_set_error(wex_host_ctx *ctx, wex_status status,
-                          const char *fmt, ...)
+static void svc_set_error(wex_host_ctx *ctx, wex_status status, const char *fmt,
+                          ...)
 {
     va_list ap;
 

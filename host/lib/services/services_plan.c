@@ -76,7 +76,8 @@ static uint64_t svc_rank_piece_count(const wex_layout *side, uint64_t rank)
 static wex_status svc_rank_piece(const wex_layout *side, uint64_t rank,
                                  uint64_t index, wex_piece_view *view)
 {
-    if (side == NULL || view == NULL || index >= svc_rank_piece_count(side, rank))
+    if (side == NULL || view == NULL ||
+        index >= svc_rank_piece_count(side, rank))
         return WEX_ERR_INVALID;
     give_view(side, rank, side->visible ? side->visible[rank][index] : index,
               view);

@@ -62,8 +62,8 @@ wex_status wex__store_get(wex__store_client *c, const char *key,
                           double timeout_s, void **value_p, size_t *len_p);
 /* Atomically adds `delta` to counter `key` (absent = 0); *result_p (may
  * be NULL) gets the new value. */
-wex_status wex__store_add(wex__store_client *c, const char *key,
-                          int64_t delta, int64_t *result_p);
+wex_status wex__store_add(wex__store_client *c, const char *key, int64_t delta,
+                          int64_t *result_p);
 /* Removes every key that starts with `prefix` (a finished step's);
  * *dropped_p (may be NULL) gets how many. */
 wex_status wex__store_drop(wex__store_client *c, const char *prefix,
@@ -73,8 +73,8 @@ wex_status wex__store_wait_ge(wex__store_client *c, const char *key,
                               int64_t target, double timeout_s);
 /* Barrier: adds 1 to `key`, then waits until it reaches n. A key serves
  * one barrier; use a new key (e.g. with the step number) for each. */
-wex_status wex__store_barrier(wex__store_client *c, const char *key,
-                              int64_t n, double timeout_s);
+wex_status wex__store_barrier(wex__store_client *c, const char *key, int64_t n,
+                              double timeout_s);
 /* A step barrier for a job's ranks, named "source/i" and
  * "destination/i" (i below `sources` and `destinations`); this client
  * must be one of them. It returns once every member has arrived alive,
@@ -123,8 +123,7 @@ void wex__store_abandon(wex__store_client *c);
  * WEX_ERR_PEER when the other end closed, WEX_ERR_SYSTEM. */
 /* Waits until `fd` is ready for `events` (POLLIN, POLLOUT). */
 wex_status wex__store_wait_fd(int fd, short events, double deadline);
-wex_status wex__store_read_full(int fd, void *buf, size_t n,
-                                double deadline);
+wex_status wex__store_read_full(int fd, void *buf, size_t n, double deadline);
 wex_status wex__store_write_full(int fd, const void *buf, size_t n,
                                  double deadline);
 /* Splits "HOST:PORT" ("[V6]:PORT" too); an empty host becomes

@@ -37,8 +37,7 @@ struct wex__store_client {
 
 /* ---- connecting ------------------------------------------------------- */
 
-static wex_status connect_fd(int fd, const struct addrinfo *ai,
-                             double deadline)
+static wex_status connect_fd(int fd, const struct addrinfo *ai, double deadline)
 {
     socklen_t len = sizeof(int);
     int err = 0;
@@ -136,8 +135,10 @@ static wex_status read_reply(int fd, double wait_s, uint8_t **msg_p,
         return st;
     msg = malloc(WEX__STORE_HEADER + n);
     if (msg == NULL)
-        return wex__error(WEX_ERR_NOMEM, "out of memory for a %u-byte "
-                          "reply", n);
+        return wex__error(WEX_ERR_NOMEM,
+                          "out of memory for a %u-byte "
+                          "reply",
+                          n);
     memcpy(msg, header, sizeof(header));
     st = wex__store_read_full(fd, msg + WEX__STORE_HEADER, n,
                               wex__now() + WEX__STORE_IO_S);
@@ -154,18 +155,19 @@ static wex_status read_reply(int fd, double wait_s, uint8_t **msg_p,
 /* Sends one request and reads its reply. On success *msg_p holds the
  * reply that *resp points into; the status in it is the caller's to map
  * (reply_status). */
-static wex_status call(wex__store_client *c, uint8_t op,
-                       const char *key, const void *value, size_t len,
-                       double wait_s, uint8_t **msg_p,
-                       wex__store_response *resp)
+static wex_status call(wex__store_client *c, uint8_t op, const char *key,
+                       const void *value, size_t len, double wait_s,
+                       uint8_t **msg_p, wex__store_response *resp)
 {
     uint8_t *req;
     size_t req_len;
     wex_status st;
 
     if (c->broken)
-        return wex__error(WEX_ERR_PEER, "rendezvous %s: the connection "
-                          "was lost earlier", c->address);
+        return wex__error(WEX_ERR_PEER,
+                          "rendezvous %s: the connection "
+                          "was lost earlier",
+                          c->address);
     st = wex__store_encode_request(op, key, strlen(key), value, len, &req,
                                    &req_len);
     if (st != WEX_OK)
@@ -177,8 +179,8 @@ static wex_status call(wex__store_client *c, uint8_t op,
         st = read_reply(c->fd, wait_s, msg_p, resp);
     if (st != WEX_OK) {
         c->broken = 1;
-        return wex__error_prefix(st, "rendezvous %s: %s '%.200s'",
-                                 c->address, wex__store_op_name(op), key);
+        return wex__error_prefix(st, "rendezvous %s: %s '%.200s'", c->address,
+                                 wex__store_op_name(op), key);
     }
     return WEX_OK;
 }
@@ -191,27 +193,25 @@ static wex_status reply_status(const wex__store_client *c,
     const char *text = (const char *)r->payload;
 
     switch (r->status) {
-    case WEX__STORE_R_OK:
-        return WEX_OK;
+    case WEX__STORE_R_OK: return WEX_OK;
     case WEX__STORE_R_TIMEOUT:
         return wex__error(WEX_ERR_TIMEOUT, "%.*s", n, text);
     case WEX__STORE_R_PEER_DEAD:
         return wex__error(WEX_ERR_PEER, "%.*s", n, text);
-    case WEX__STORE_R_PASSED:
-        return wex__error(WEX_ERR_PEER, "%.*s", n, text);
+    case WEX__STORE_R_PASSED: return wex__error(WEX_ERR_PEER, "%.*s", n, text);
     case WEX__STORE_R_REFUSED:
         return wex__error(WEX_ERR_INVALID, "rendezvous %s refused the token",
                           c->address);
     default:
-        return wex__error(WEX_ERR_INVALID, "rendezvous %s: %.*s", c->address,
-                          n, text);
+        return wex__error(WEX_ERR_INVALID, "rendezvous %s: %.*s", c->address, n,
+                          text);
     }
 }
 
 /* A call whose OK reply carries an i64 (ADD, WAIT_GE). */
-static wex_status call_i64(wex__store_client *c, uint8_t op,
-                           const char *key, const uint8_t *value,
-                           size_t len, double wait_s, int64_t *out)
+static wex_status call_i64(wex__store_client *c, uint8_t op, const char *key,
+                           const uint8_t *value, size_t len, double wait_s,
+                           int64_t *out)
 {
     wex__store_response resp;
     uint8_t *msg;
@@ -222,9 +222,10 @@ static wex_status call_i64(wex__store_client *c, uint8_t op,
     st = reply_status(c, &resp);
     if (st == WEX_OK && resp.len != 8) {
         c->broken = 1;
-        st = wex__error(WEX_ERR_PEER, "rendezvous %s: %s '%.200s': a "
-                        "%zu-byte reply, expected 8", c->address,
-                        wex__store_op_name(op), key, resp.len);
+        st = wex__error(WEX_ERR_PEER,
+                        "rendezvous %s: %s '%.200s': a "
+                        "%zu-byte reply, expected 8",
+                        c->address, wex__store_op_name(op), key, resp.len);
     }
     if (st == WEX_OK && out != NULL)
         *out = (int64_t)wex__store_get_u64(resp.payload);
@@ -236,8 +237,8 @@ static wex_status call_i64(wex__store_client *c, uint8_t op,
 
 /* One HELLO exchange on `fd`: WEX_ERR_PEER when the server closed or
  * reset the connection instead of answering. */
-static wex_status say_hello(wex__store_client *c, int fd,
-                            const uint8_t *hello, size_t hello_len)
+static wex_status say_hello(wex__store_client *c, int fd, const uint8_t *hello,
+                            size_t hello_len)
 {
     wex__store_response resp;
     uint8_t *msg;
@@ -268,14 +269,16 @@ wex_status wex__store_connect(const char *address, const char *token,
 
     if (token == NULL || who == NULL || client_p == NULL)
         return wex__error(WEX_ERR_INTERNAL, "wex__store_connect: NULL "
-                          "argument");
+                                            "argument");
     st = wex__store_split_address(address, host, sizeof(host), port,
                                   sizeof(port));
     if (st != WEX_OK)
         return st;
     if (strcmp(port, "0") == 0)
-        return wex__error(WEX_ERR_INVALID, "rendezvous address '%s': port 0 "
-                          "only makes sense for a server", address);
+        return wex__error(WEX_ERR_INVALID,
+                          "rendezvous address '%s': port 0 "
+                          "only makes sense for a server",
+                          address);
     st = wex__store_encode_request(WEX__STORE_HELLO, who, strlen(who), token,
                                    strlen(token), &hello, &hello_len);
     if (st != WEX_OK)
@@ -286,9 +289,10 @@ wex_status wex__store_connect(const char *address, const char *token,
     while ((st = connect_once(host, port, deadline, &fd)) != WEX_OK) {
         double left = deadline - wex__now();
         if (left <= 0) {
-            st = wex__error(WEX_ERR_TIMEOUT, "rendezvous %s: no server after "
-                            "%.1f s (%s)", address, wex__now() - start,
-                            wex__last_error());
+            st = wex__error(WEX_ERR_TIMEOUT,
+                            "rendezvous %s: no server after "
+                            "%.1f s (%s)",
+                            address, wex__now() - start, wex__last_error());
             free(hello);
             return st;
         }
@@ -315,8 +319,10 @@ wex_status wex__store_connect(const char *address, const char *token,
         backoff = backoff * 2 > 0.5 ? 0.5 : backoff * 2;
         if (connect_once(host, port, deadline, &fd) != WEX_OK) {
             fd = -1;
-            st = wex__error(WEX_ERR_TIMEOUT, "rendezvous %s: no room after "
-                            "%.1f s", address, wex__now() - start);
+            st = wex__error(WEX_ERR_TIMEOUT,
+                            "rendezvous %s: no room after "
+                            "%.1f s",
+                            address, wex__now() - start);
             break;
         }
     }
@@ -339,8 +345,7 @@ wex_status wex__store_set(wex__store_client *c, const char *key,
     uint8_t *msg;
     wex_status st;
 
-    st = call(c, WEX__STORE_SET, key, value, len, WEX__STORE_IO_S, &msg,
-                   &resp);
+    st = call(c, WEX__STORE_SET, key, value, len, WEX__STORE_IO_S, &msg, &resp);
     if (st != WEX_OK)
         return st;
     st = reply_status(c, &resp);
@@ -357,16 +362,18 @@ wex_status wex__store_get(wex__store_client *c, const char *key,
     wex_status st;
 
     wex__store_put_u64(arg, ms);
-    st = call(c, WEX__STORE_GET, key, arg, sizeof(arg),
-                   (double)ms / 1000.0, &msg, &resp);
+    st = call(c, WEX__STORE_GET, key, arg, sizeof(arg), (double)ms / 1000.0,
+              &msg, &resp);
     if (st != WEX_OK)
         return st;
     st = reply_status(c, &resp);
     if (st == WEX_OK) {
         copy = malloc(resp.len + 1);
         if (copy == NULL) {
-            st = wex__error(WEX_ERR_NOMEM, "out of memory for a %zu-byte "
-                            "value", resp.len);
+            st = wex__error(WEX_ERR_NOMEM,
+                            "out of memory for a %zu-byte "
+                            "value",
+                            resp.len);
         } else {
             if (resp.len)
                 memcpy(copy, resp.payload, resp.len);
@@ -380,21 +387,21 @@ wex_status wex__store_get(wex__store_client *c, const char *key,
     return st;
 }
 
-wex_status wex__store_add(wex__store_client *c, const char *key,
-                          int64_t delta, int64_t *result_p)
+wex_status wex__store_add(wex__store_client *c, const char *key, int64_t delta,
+                          int64_t *result_p)
 {
     uint8_t arg[8];
 
     wex__store_put_u64(arg, (uint64_t)delta);
-    return call_i64(c, WEX__STORE_ADD, key, arg, sizeof(arg),
-                         WEX__STORE_IO_S, result_p);
+    return call_i64(c, WEX__STORE_ADD, key, arg, sizeof(arg), WEX__STORE_IO_S,
+                    result_p);
 }
 
 wex_status wex__store_drop(wex__store_client *c, const char *prefix,
                            int64_t *dropped_p)
 {
-    return call_i64(c, WEX__STORE_DROP, prefix, NULL, 0,
-                         WEX__STORE_IO_S, dropped_p);
+    return call_i64(c, WEX__STORE_DROP, prefix, NULL, 0, WEX__STORE_IO_S,
+                    dropped_p);
 }
 
 wex_status wex__store_wait_ge(wex__store_client *c, const char *key,
@@ -406,11 +413,11 @@ wex_status wex__store_wait_ge(wex__store_client *c, const char *key,
     wex__store_put_u64(arg, (uint64_t)target);
     wex__store_put_u64(arg + 8, ms);
     return call_i64(c, WEX__STORE_WAIT_GE, key, arg, sizeof(arg),
-                         (double)ms / 1000.0, NULL);
+                    (double)ms / 1000.0, NULL);
 }
 
-wex_status wex__store_barrier(wex__store_client *c, const char *key,
-                              int64_t n, double timeout_s)
+wex_status wex__store_barrier(wex__store_client *c, const char *key, int64_t n,
+                              double timeout_s)
 {
     int64_t arrived;
     wex_status st = wex__store_add(c, key, 1, &arrived);
@@ -442,8 +449,8 @@ wex_status wex__store_arrive(wex__store_client *c, const char *key,
     if (optional != NULL && bitmap)
         memcpy(arg + 32, optional, bitmap);
     c->missed = 0;
-    st = call(c, WEX__STORE_ARRIVE, key, arg, 32 + bitmap,
-                   (double)ms / 1000.0, &msg, &resp);
+    st = call(c, WEX__STORE_ARRIVE, key, arg, 32 + bitmap, (double)ms / 1000.0,
+              &msg, &resp);
     free(arg);
     if (st != WEX_OK)
         return st;
@@ -453,9 +460,10 @@ wex_status wex__store_arrive(wex__store_client *c, const char *key,
         n = resp.len >= 16 ? wex__store_get_u64(resp.payload + 8) : 0;
         if (resp.len < 16 || n > sources || resp.len != 16 + 8 * n) {
             c->broken = 1;
-            st = wex__error(WEX_ERR_PEER, "rendezvous %s: ARRIVE '%.200s': "
-                            "a malformed %zu-byte reply", c->address, key,
-                            resp.len);
+            st = wex__error(WEX_ERR_PEER,
+                            "rendezvous %s: ARRIVE '%.200s': "
+                            "a malformed %zu-byte reply",
+                            c->address, key, resp.len);
         }
     }
     if (st == WEX_OK && (dead = malloc(n ? n * 8 : 1)) == NULL)
@@ -494,7 +502,7 @@ wex_status wex__store_gather(wex__store_client *c, const char *prefix,
     wex__store_put_u64(arg + 8, n);
     memcpy(arg + 16, owner_prefix, owner_len);
     st = call(c, WEX__STORE_GATHER, prefix, arg, 16 + owner_len,
-                   (double)ms / 1000.0, &msg, &resp);
+              (double)ms / 1000.0, &msg, &resp);
     free(arg);
     if (st != WEX_OK)
         return st;
@@ -510,8 +518,10 @@ wex_status wex__store_gather(wex__store_client *c, const char *prefix,
             (len = wex__store_get_u32(resp.payload + at + 1)) >
                 resp.len - at - 5) {
             c->broken = 1;
-            st = wex__error(WEX_ERR_PEER, "rendezvous %s: GATHER '%.200s': "
-                            "a malformed reply", c->address, prefix);
+            st = wex__error(WEX_ERR_PEER,
+                            "rendezvous %s: GATHER '%.200s': "
+                            "a malformed reply",
+                            c->address, prefix);
             break;
         }
         items[i].present = resp.payload[at] != 0;
@@ -541,9 +551,8 @@ void wex__store_close(wex__store_client *c)
         return;
     /* Wait for the server's answer, so the goodbye is read before the
      * connection closes, whatever is left unread on either side. */
-    if (!c->broken &&
-        wex__store_encode_request(WEX__STORE_BYE, "", 0, NULL, 0, &req,
-                                  &len) == WEX_OK) {
+    if (!c->broken && wex__store_encode_request(WEX__STORE_BYE, "", 0, NULL, 0,
+                                                &req, &len) == WEX_OK) {
         double deadline = wex__now() + WEX__STORE_BYE_S;
         if (wex__store_write_full(c->fd, req, len, deadline) == WEX_OK &&
             read_reply(c->fd, 0, &msg, &resp) == WEX_OK)

@@ -22,7 +22,8 @@ int wex__store_on_set(wex__store_conn *c, const char *key,
     if (value == NULL)
         return wex__store_replyf(c, WEX__STORE_R_ERROR,
                                  "out of memory for %zu "
-                                 "bytes", req->value_len);
+                                 "bytes",
+                                 req->value_len);
     if (req->value_len)
         memcpy(value, req->value, req->value_len);
     pthread_mutex_lock(&s->mu);
@@ -53,8 +54,10 @@ int wex__store_on_get(wex__store_conn *c, const char *key, const char *shown,
         why = wex__store_wait_step(c, deadline, &next_check, 1);
         if (why == WEX__STORE_WAIT_MORE)
             continue;
-        snprintf(text, sizeof(text), "rendezvous: key '%s' not set within "
-                 "%.1f s", shown, wait);
+        snprintf(text, sizeof(text),
+                 "rendezvous: key '%s' not set within "
+                 "%.1f s",
+                 shown, wait);
         return wex__store_end_wait(c, why, text);
     }
     uint8_t *copy = malloc(e->len ? e->len : 1);
@@ -65,7 +68,8 @@ int wex__store_on_get(wex__store_conn *c, const char *key, const char *shown,
     if (copy == NULL)
         return wex__store_replyf(c, WEX__STORE_R_ERROR,
                                  "out of memory for %zu "
-                                 "bytes", len);
+                                 "bytes",
+                                 len);
     int keep = wex__store_reply(c, WEX__STORE_R_OK, copy, len);
     free(copy);
     return keep;
@@ -101,14 +105,15 @@ int wex__store_on_add(wex__store_conn *c, const char *key, const char *shown,
         pthread_mutex_unlock(&s->mu);
         return wex__store_replyf(c, WEX__STORE_R_ERROR,
                                  "key '%s' holds %zu "
-                                 "bytes, not a counter", shown, len);
+                                 "bytes, not a counter",
+                                 shown, len);
     }
     if (__builtin_add_overflow(v, delta, &sum)) {
         pthread_mutex_unlock(&s->mu);
         return wex__store_replyf(c, WEX__STORE_R_ERROR,
                                  "counter '%s': %lld + "
-                                 "%lld overflows", shown, (long long)v,
-                                 (long long)delta);
+                                 "%lld overflows",
+                                 shown, (long long)v, (long long)delta);
     }
     if (e != NULL) {
         wex__store_put_u64(e->value, (uint64_t)sum);
@@ -145,16 +150,18 @@ int wex__store_on_wait_ge(wex__store_conn *c, const char *key,
             pthread_mutex_unlock(&s->mu);
             return wex__store_replyf(c, WEX__STORE_R_ERROR,
                                      "key '%s' holds %zu "
-                                     "bytes, not a counter", shown, len);
+                                     "bytes, not a counter",
+                                     shown, len);
         }
         if (v >= target)
             break;
         why = wex__store_wait_step(c, deadline, &next_check, 1);
         if (why == WEX__STORE_WAIT_MORE)
             continue;
-        snprintf(text, sizeof(text), "rendezvous: counter '%s' is %lld, "
-                 "not %lld, after %.1f s", shown, (long long)v,
-                 (long long)target, wait);
+        snprintf(text, sizeof(text),
+                 "rendezvous: counter '%s' is %lld, "
+                 "not %lld, after %.1f s",
+                 shown, (long long)v, (long long)target, wait);
         return wex__store_end_wait(c, why, text);
     }
     pthread_mutex_unlock(&s->mu);

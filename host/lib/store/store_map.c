@@ -59,8 +59,7 @@ wex_status wex__store_map_put(wex__store_server *s, const char *key,
         e = malloc(sizeof(*e) + key_len + 1);
         if (e == NULL) {
             free(value);
-            return wex__error(WEX_ERR_NOMEM, "out of memory for key '%s'",
-                              key);
+            return wex__error(WEX_ERR_NOMEM, "out of memory for key '%s'", key);
         }
         memcpy(e->key, key, key_len + 1);
         e->value = NULL;

@@ -19,8 +19,7 @@ typedef struct store_roll {
 } store_roll;
 
 /* "source/12" -> 12 in the source range, "destination/3" -> ns + 3. */
-static int member_index(const store_roll *r, const char *who,
-                        uint64_t *index_p)
+static int member_index(const store_roll *r, const char *who, uint64_t *index_p)
 {
     const char *digits;
     char *end;
@@ -67,8 +66,8 @@ static void roll_free(store_roll *r)
     free(r->died);
 }
 
-static const char *member_name(const store_roll *r, uint64_t i,
-                               char *buf, size_t cap)
+static const char *member_name(const store_roll *r, uint64_t i, char *buf,
+                               size_t cap)
 {
     if (i < r->ns)
         snprintf(buf, cap, "source/%llu", (unsigned long long)i);
@@ -256,10 +255,10 @@ int wex__store_on_arrive(wex__store_conn *c, const char *key, const char *shown,
     wex__store_server *s = c->server;
     double deadline = wex__store_deadline(req->value);
     double wait = (double)wex__store_get_u64(req->value) / 1000.0;
-    int fail_fast = (wex__store_get_u64(req->value + 8) &
-                     WEX__ARRIVE_FAIL_FAST) != 0;
+    int fail_fast =
+        (wex__store_get_u64(req->value + 8) & WEX__ARRIVE_FAIL_FAST) != 0;
     store_roll r = {wex__store_get_u64(req->value + 16),
-                   wex__store_get_u64(req->value + 24), NULL, NULL};
+                    wex__store_get_u64(req->value + 24), NULL, NULL};
     const uint8_t *optional = req->value + 32;
     double next_check = 0;
     char missing[512] = "", text[WEX__ERROR_MAX];
@@ -273,7 +272,8 @@ int wex__store_on_arrive(wex__store_conn *c, const char *key, const char *shown,
                                  "rendezvous: barrier '%s' was passed "
                                  "without %s: that step went on without it "
                                  "(a replayed step, or a rank that joined "
-                                 "after it)", shown, c->who);
+                                 "after it)",
+                                 shown, c->who);
     }
     if (wex__store_map_find(s, key) == NULL && mark_arrival(c, key) != WEX_OK) {
         pthread_mutex_unlock(&s->mu);
@@ -284,8 +284,8 @@ int wex__store_on_arrive(wex__store_conn *c, const char *key, const char *shown,
         if ((e = wex__store_map_find(s, key)) != NULL)
             break;
         if (worth_a_look(c, key, r.ns + r.nd, fail_fast) &&
-            look(c, key, &r, optional, fail_fast, missing,
-                      sizeof(missing)) != WEX__BARRIER_WAIT) {
+            look(c, key, &r, optional, fail_fast, missing, sizeof(missing)) !=
+                WEX__BARRIER_WAIT) {
             pthread_cond_broadcast(&s->changed);
             continue;
         }
@@ -294,14 +294,16 @@ int wex__store_on_arrive(wex__store_conn *c, const char *key, const char *shown,
             continue;
         /* Ending: one last look, which also says who is missing. */
         if (why == WEX__STORE_WAIT_TIMEOUT &&
-            look(c, key, &r, optional, fail_fast, missing,
-                      sizeof(missing)) != WEX__BARRIER_WAIT) {
+            look(c, key, &r, optional, fail_fast, missing, sizeof(missing)) !=
+                WEX__BARRIER_WAIT) {
             pthread_cond_broadcast(&s->changed);
             continue;
         }
         roll_free(&r);
-        snprintf(text, sizeof(text), "rendezvous: barrier '%s': still "
-                 "waiting after %.1f s for %s", shown, wait, missing);
+        snprintf(text, sizeof(text),
+                 "rendezvous: barrier '%s': still "
+                 "waiting after %.1f s for %s",
+                 shown, wait, missing);
         return wex__store_end_wait(c, why, text);
     }
     roll_free(&r);
@@ -309,7 +311,8 @@ int wex__store_on_arrive(wex__store_conn *c, const char *key, const char *shown,
         pthread_mutex_unlock(&s->mu);
         return wex__store_replyf(c, WEX__STORE_R_ERROR,
                                  "key '%s' holds something "
-                                 "other than a barrier", shown);
+                                 "other than a barrier",
+                                 shown);
     }
     /* Deaths up to the barrier are accounted for: its dead sources are
      * left out, every other member is there, alive; or the barrier
@@ -319,9 +322,10 @@ int wex__store_on_arrive(wex__store_conn *c, const char *key, const char *shown,
     if (!fail_fast)
         c->step_acked = (size_t)wex__store_get_u64(e->value + 1);
     if (e->value[0] == 0) {
-        snprintf(text, sizeof(text), "rendezvous: barrier '%s': %.*s "
-                 "disconnected without saying goodbye", shown,
-                 (int)(e->len - 9), (const char *)e->value + 9);
+        snprintf(text, sizeof(text),
+                 "rendezvous: barrier '%s': %.*s "
+                 "disconnected without saying goodbye",
+                 shown, (int)(e->len - 9), (const char *)e->value + 9);
         pthread_mutex_unlock(&s->mu);
         return wex__store_reply(c, WEX__STORE_R_PEER_DEAD, text, strlen(text));
     }
@@ -414,13 +418,16 @@ int wex__store_on_gather(wex__store_conn *c, const char *key, const char *shown,
     owner[req->value_len - 16] = '\0';
     pthread_mutex_lock(&s->mu);
     /* Deaths matter only as answers, never as a reason to stop. */
-    while ((out = gathered_records(c, key, n, owner, &len, &pending,
-                                &nomem)) == NULL && !nomem) {
+    while ((out = gathered_records(c, key, n, owner, &len, &pending, &nomem)) ==
+               NULL &&
+           !nomem) {
         why = wex__store_wait_step(c, deadline, &next_check, 0);
         if (why == WEX__STORE_WAIT_MORE)
             continue;
-        snprintf(text, sizeof(text), "rendezvous: '%s%llu' not set within "
-                 "%.1f s", shown, (unsigned long long)pending, wait);
+        snprintf(text, sizeof(text),
+                 "rendezvous: '%s%llu' not set within "
+                 "%.1f s",
+                 shown, (unsigned long long)pending, wait);
         return wex__store_end_wait(c, why, text);
     }
     /* The verdicts are the step's outcome: a death so far either shows

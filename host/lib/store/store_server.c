@@ -28,8 +28,8 @@
 
 /* ---- helpers ---------------------------------------------------------- */
 
-static int token_matches(const wex__store_server *s,
-                         const uint8_t *given, size_t len)
+static int token_matches(const wex__store_server *s, const uint8_t *given,
+                         size_t len)
 {
     volatile uint8_t diff = (uint8_t)(len != s->token_len);
 
@@ -51,8 +51,7 @@ static int on_hello(wex__store_conn *c, const char *who,
         return 0;
     }
     if (!token_matches(c->server, req->value, req->value_len)) {
-        wex__log(WEX_LOG_WARN, "rendezvous", "refused %s: wrong token",
-                 name);
+        wex__log(WEX_LOG_WARN, "rendezvous", "refused %s: wrong token", name);
         wex__store_replyf(c, WEX__STORE_R_REFUSED, "wrong token");
         return 0;
     }
@@ -88,8 +87,7 @@ static int serve_request(wex__store_conn *c, const wex__store_request *req)
     key[req->key_len] = '\0';
     wex__store_printable(key, shown, sizeof(shown));
     if (!c->hello && req->op != WEX__STORE_HELLO) {
-        wex__store_replyf(c, WEX__STORE_R_ERROR,
-                          "expected HELLO first, got %s",
+        wex__store_replyf(c, WEX__STORE_R_ERROR, "expected HELLO first, got %s",
                           wex__store_op_name(req->op));
         return 0;
     }
@@ -131,8 +129,10 @@ static wex_status read_request(wex__store_conn *c, uint8_t **msg_p,
         return st;
     msg = malloc(WEX__STORE_HEADER + n);
     if (msg == NULL) /* INVALID, so the client is told why it is dropped */
-        return wex__error(WEX_ERR_INVALID, "out of memory for a %u-byte "
-                          "message", n);
+        return wex__error(WEX_ERR_INVALID,
+                          "out of memory for a %u-byte "
+                          "message",
+                          n);
     memcpy(msg, header, sizeof(header));
     st = wex__store_read_full(c->fd, msg + WEX__STORE_HEADER, n,
                               wex__now() + WEX__STORE_MESSAGE_S);
@@ -268,8 +268,10 @@ static void start_conn(wex__store_server *s, int fd)
     pthread_mutex_unlock(&s->mu);
     pthread_attr_destroy(&attr);
     if (rc != 0) {
-        wex__log(WEX_LOG_WARN, "rendezvous", "cannot start a thread for a "
-                 "connection: %s", strerror(rc));
+        wex__log(WEX_LOG_WARN, "rendezvous",
+                 "cannot start a thread for a "
+                 "connection: %s",
+                 strerror(rc));
         close(fd);
         free(c);
     }
@@ -349,8 +351,7 @@ static wex_status listen_on(wex__store_server *s, const char *address,
         }
         /* A restarted server must not wait out TIME_WAIT on its port. */
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
-            listen(fd, 1024) == 0)
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1024) == 0)
             s->listen_fd = fd;
         else {
             err = errno;
@@ -359,13 +360,17 @@ static wex_status listen_on(wex__store_server *s, const char *address,
     }
     freeaddrinfo(list);
     if (s->listen_fd < 0)
-        return wex__error(WEX_ERR_SYSTEM, "rendezvous: cannot listen on %s: "
-                          "%s", address, strerror(err));
+        return wex__error(WEX_ERR_SYSTEM,
+                          "rendezvous: cannot listen on %s: "
+                          "%s",
+                          address, strerror(err));
     if (getsockname(s->listen_fd, (struct sockaddr *)&bound, &len) < 0 ||
-        getnameinfo((struct sockaddr *)&bound, len, h, sizeof(h), p,
-                    sizeof(p), NI_NUMERICHOST | NI_NUMERICSERV) != 0)
-        return wex__error(WEX_ERR_SYSTEM, "rendezvous: cannot read the "
-                          "address bound for %s", address);
+        getnameinfo((struct sockaddr *)&bound, len, h, sizeof(h), p, sizeof(p),
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+        return wex__error(WEX_ERR_SYSTEM,
+                          "rendezvous: cannot read the "
+                          "address bound for %s",
+                          address);
     snprintf(s->address, sizeof(s->address),
              bound.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", h, p);
     return WEX_OK;
@@ -381,12 +386,14 @@ wex_status wex__store_serve(const char *address, const char *token,
     int rc;
 
     if (token == NULL || token[0] == '\0')
-        return wex__error(WEX_ERR_INVALID, "rendezvous: a token is "
+        return wex__error(WEX_ERR_INVALID,
+                          "rendezvous: a token is "
                           "required; every client must present it");
     if (strlen(token) > WEX__STORE_TOKEN_MAX)
-        return wex__error(WEX_ERR_INVALID, "rendezvous: token of %zu bytes "
-                          "is over the %u-byte limit", strlen(token),
-                          WEX__STORE_TOKEN_MAX);
+        return wex__error(WEX_ERR_INVALID,
+                          "rendezvous: token of %zu bytes "
+                          "is over the %u-byte limit",
+                          strlen(token), WEX__STORE_TOKEN_MAX);
     st = wex__store_split_address(address, host, sizeof(host), port,
                                   sizeof(port));
     if (st != WEX_OK)
@@ -414,8 +421,10 @@ wex_status wex__store_serve(const char *address, const char *token,
         st = wex__error(WEX_ERR_SYSTEM, "pipe: %s", strerror(errno));
     if (st == WEX_OK &&
         (rc = pthread_create(&s->acceptor, NULL, accept_main, s)) != 0)
-        st = wex__error(WEX_ERR_SYSTEM, "rendezvous: cannot start a "
-                        "thread: %s", strerror(rc));
+        st = wex__error(WEX_ERR_SYSTEM,
+                        "rendezvous: cannot start a "
+                        "thread: %s",
+                        strerror(rc));
     if (st != WEX_OK) {
         server_free(s);
         return st;

@@ -56,12 +56,12 @@ typedef struct wex__store_conn {
     struct wex__store_conn *next;
     pthread_t thread;
     int fd;
-    int done;       /* the thread has finished (under server->mu) */
-    int hello;      /* said HELLO with the right token */
-    int pending;    /* counted in pending_count (under server->mu) */
-    int bye;        /* said BYE */
-    uint64_t serial; /* this connection, never reused in a server's life */
-    size_t acked;   /* deaths this connection has acknowledged */
+    int done;          /* the thread has finished (under server->mu) */
+    int hello;         /* said HELLO with the right token */
+    int pending;       /* counted in pending_count (under server->mu) */
+    int bye;           /* said BYE */
+    uint64_t serial;   /* this connection, never reused in a server's life */
+    size_t acked;      /* deaths this connection has acknowledged */
     size_t step_acked; /* ... when its last barrier that was no retry
                           passed: deaths after it are this step's */
     char who[WEX__STORE_WHO_MAX];

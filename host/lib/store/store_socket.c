@@ -107,34 +107,42 @@ wex_status wex__store_split_address(const char *address, char *host,
 
     if (address == NULL || address[0] == '\0')
         return wex__error(WEX_ERR_INVALID, "rendezvous address is empty; "
-                          "expected HOST:PORT");
+                                           "expected HOST:PORT");
     colon = strrchr(address, ':');
     if (colon == NULL)
-        return wex__error(WEX_ERR_INVALID, "rendezvous address '%s': "
-                          "expected HOST:PORT", address);
+        return wex__error(WEX_ERR_INVALID,
+                          "rendezvous address '%s': "
+                          "expected HOST:PORT",
+                          address);
     h = address;
     host_len = (size_t)(colon - address);
     if (host_len >= 2 && h[0] == '[' && h[host_len - 1] == ']') {
         h++;
         host_len -= 2;
     } else if (memchr(h, ':', host_len) != NULL) {
-        return wex__error(WEX_ERR_INVALID, "rendezvous address '%s': write "
-                          "an IPv6 host in brackets, [HOST]:PORT", address);
+        return wex__error(WEX_ERR_INVALID,
+                          "rendezvous address '%s': write "
+                          "an IPv6 host in brackets, [HOST]:PORT",
+                          address);
     }
     port_len = strlen(colon + 1);
     errno = 0;
     value = strtoul(colon + 1, &end, 10);
     if (port_len == 0 || port_len > 5 || *end != '\0' || errno != 0 ||
         value > 65535 || colon[1] < '0' || colon[1] > '9')
-        return wex__error(WEX_ERR_INVALID, "rendezvous address '%s': bad "
-                          "port '%s'", address, colon + 1);
+        return wex__error(WEX_ERR_INVALID,
+                          "rendezvous address '%s': bad "
+                          "port '%s'",
+                          address, colon + 1);
     if (host_len == 0) {
         h = "127.0.0.1"; /* loopback unless asked otherwise */
         host_len = strlen(h);
     }
     if (host_len >= host_cap || port_len >= port_cap)
-        return wex__error(WEX_ERR_INVALID, "rendezvous address '%s' is too "
-                          "long", address);
+        return wex__error(WEX_ERR_INVALID,
+                          "rendezvous address '%s' is too "
+                          "long",
+                          address);
     memcpy(host, h, host_len);
     host[host_len] = '\0';
     memcpy(port, colon + 1, port_len + 1);

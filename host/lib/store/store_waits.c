@@ -114,8 +114,10 @@ void wex__store_record_death(wex__store_server *s, const char *who)
         snprintf(key, sizeof(key), "dead/%s", who);
         wex__store_map_put(s, key, (uint8_t *)value, strlen(value));
     }
-    wex__log(WEX_LOG_WARN, "rendezvous", "%s disconnected without saying "
-             "goodbye", who);
+    wex__log(WEX_LOG_WARN, "rendezvous",
+             "%s disconnected without saying "
+             "goodbye",
+             who);
     pthread_cond_broadcast(&s->changed);
 }
 
@@ -173,8 +175,7 @@ int wex__store_end_wait(wex__store_conn *c, int why, const char *timeout_text)
     if (why == WEX__STORE_WAIT_DEAD)
         return wex__store_reply(c, WEX__STORE_R_PEER_DEAD, text, strlen(text));
     if (why == WEX__STORE_WAIT_TIMEOUT)
-        return wex__store_reply(c, WEX__STORE_R_TIMEOUT,
-                                timeout_text,
+        return wex__store_reply(c, WEX__STORE_R_TIMEOUT, timeout_text,
                                 strlen(timeout_text));
     return 0;
 }

@@ -22,8 +22,8 @@ void wex_tool_host_abi(uint32_t *min_p, uint32_t *max_p)
     *max_p = WEX__HOST_ABI_MAX;
 }
 
-wex_status wex_tool_transport_publish_check(const char *name,
-                                            const void *value, uint64_t len)
+wex_status wex_tool_transport_publish_check(const char *name, const void *value,
+                                            uint64_t len)
 {
     return wex__transport_publish_check(name, value, len);
 }

@@ -53,8 +53,8 @@ int wex_tool_schema_apply_defaults(const cJSON *schema, cJSON *doc)
 
 wex_status wex_tool_check_parallel(const cJSON *parallel, const char *name)
 {
-    const cJSON *schema = wex__json_pointer_get(wex__schema("job"),
-                                                "/$defs/parallel");
+    const cJSON *schema =
+        wex__json_pointer_get(wex__schema("job"), "/$defs/parallel");
 
     /* the job schema always has it; without it there is nothing to
      * hold the config to */

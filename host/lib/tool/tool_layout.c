@@ -13,8 +13,7 @@ wex_status wex_tool_engine_open(wex_tool_registry *registry, const char *name,
                                 const cJSON *options,
                                 wex_tool_engine **engine_p)
 {
-    return wex__engine_open(registry, name, model, parallel, options,
-                            engine_p);
+    return wex__engine_open(registry, name, model, parallel, options, engine_p);
 }
 
 void wex_tool_engine_close(wex_tool_engine *engine)

@@ -60,8 +60,7 @@ typedef struct wex_tool_layout_info {
  * errors name the file and the field. */
 wex_status wex_tool_model_load(const char *config_path, wex_model **model_p);
 void wex_tool_model_free(wex_model *model); /* NULL is a no-op */
-void wex_tool_model_get_info(const wex_model *model,
-                             wex_tool_model_info *info);
+void wex_tool_model_get_info(const wex_model *model, wex_tool_model_info *info);
 /* Canonical tensor `index` (< count), in canonical order. */
 void wex_tool_model_tensor(const wex_model *model, uint64_t index,
                            wex_tool_tensor *tensor);

@@ -29,7 +29,7 @@ typedef struct wex_tool_job_info {
     wex_tool_plugin *transport_plugin; /* NULL when not installed */
     const char *plan_shares;           /* "plan_shares" resolved, or NULL */
     uint64_t source_ranks, destination_ranks;
-    uint64_t hosts; /* the topology's */
+    uint64_t hosts;                            /* the topology's */
     double nic_bytes_per_s, intra_bytes_per_s; /* per rank, per direction */
     double quantize_bytes_per_s; /* floats one source quantizes to fp8 */
     double layout_seconds;       /* describing every rank of both sides */
@@ -94,8 +94,7 @@ wex_status wex_tool_job_check(wex_tool_registry *registry, const char *path,
 
 /* Opens the job file `path` (its transport need not be installed):
  * lays out both sides and opens the policy. */
-wex_status wex_tool_planner_open(wex_tool_registry *registry,
-                                 const char *path,
+wex_status wex_tool_planner_open(wex_tool_registry *registry, const char *path,
                                  wex_tool_planner **planner_p);
 /* The same for a job's JSON text; `name` stands for the file in
  * messages, and paths in it are relative to the working directory. */

@@ -37,13 +37,13 @@ wex_status wex_tool_planner_ops(wex_tool_planner *planner, uint32_t side,
     *ops_p = NULL;
     *count_p = 0;
     wex__plan_builder_init(&b, &planner->src, &planner->dst);
-    st = dead_count > 0 ? wex__planner_rank_without(planner, side, rank,
-                                                    dead, dead_count, &b)
+    st = dead_count > 0 ? wex__planner_rank_without(planner, side, rank, dead,
+                                                    dead_count, &b)
                         : wex__planner_rank(planner, side, rank, &b);
     if (st == WEX_OK &&
         (*ops_p = malloc((b.count ? b.count : 1) * sizeof(**ops_p))) == NULL)
-        st = wex__error(WEX_ERR_NOMEM, "%zu operations: out of memory",
-                        b.count);
+        st =
+            wex__error(WEX_ERR_NOMEM, "%zu operations: out of memory", b.count);
     for (size_t i = 0; st == WEX_OK && i < b.count; i++)
         copy_op(&b.ops[i], &(*ops_p)[i]);
     if (st == WEX_OK)
@@ -119,9 +119,8 @@ wex_status wex_tool_planner_delta_memory(wex_tool_planner *planner,
     wex__plan_builder_init(&b, &planner->src, &planner->dst);
     st = wex__planner_rank(planner, WEX_SIDE_SOURCE, rank, &b);
     if (st == WEX_OK)
-        st = wex__delta_memory(b.ops, b.count,
-                               planner->job->delta_max_fraction, snapshot_p,
-                               outbox_p);
+        st = wex__delta_memory(b.ops, b.count, planner->job->delta_max_fraction,
+                               snapshot_p, outbox_p);
     wex__plan_builder_fini(&b);
     return st;
 }

@@ -49,8 +49,7 @@ static wex_status hand_over(wex__planner *p, wex_status st,
     return WEX_OK;
 }
 
-wex_status wex_tool_planner_open(wex_tool_registry *registry,
-                                 const char *path,
+wex_status wex_tool_planner_open(wex_tool_registry *registry, const char *path,
                                  wex_tool_planner **planner_p)
 {
     wex__planner *p = new_planner();
@@ -70,8 +69,8 @@ wex_status wex_tool_planner_open_text(wex_tool_registry *registry,
     wex_status st;
 
     *planner_p = NULL;
-    st = wex__job_config_parse(name, text, NULL, registry,
-                               WEX__JOB_PLAN_ONLY, &job, NULL);
+    st = wex__job_config_parse(name, text, NULL, registry, WEX__JOB_PLAN_ONLY,
+                               &job, NULL);
     if (st != WEX_OK)
         return st;
     if ((p = new_planner()) == NULL) {
@@ -92,8 +91,7 @@ void wex_tool_planner_close(wex_tool_planner *planner)
 /* Whether the host quantizes any fp8 weight on the way. */
 static int quantizes(const wex__planner *p)
 {
-    for (uint64_t c = 0; p->quantized != NULL && c < p->src_model->count;
-         c++)
+    for (uint64_t c = 0; p->quantized != NULL && c < p->src_model->count; c++)
         if (p->quantized[c])
             return 1;
     return 0;

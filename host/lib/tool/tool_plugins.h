@@ -24,7 +24,7 @@ typedef struct wex__manifest wex_tool_manifest;
 /* A manifest, read and validated (borrowed from its registry entry or
  * its wex_tool_manifest). */
 typedef struct wex_tool_manifest_info {
-    const char *path;        /* the manifest file as found */
+    const char *path; /* the manifest file as found */
     const char *name;
     const char *library;     /* resolved against the manifest's directory */
     const char *entry_point; /* wex_plugin_negotiate unless overridden */
@@ -43,9 +43,9 @@ typedef struct wex_tool_manifest_info {
 
 typedef struct wex_tool_plugin_info {
     wex_tool_manifest_info manifest;
-    uint32_t state;       /* WEX_TOOL_PLUGIN_* */
-    uint32_t abi_version; /* negotiated, once loaded */
-    const char *error;    /* one line when FAILED, else NULL */
+    uint32_t state;        /* WEX_TOOL_PLUGIN_* */
+    uint32_t abi_version;  /* negotiated, once loaded */
+    const char *error;     /* one line when FAILED, else NULL */
     char *const *shadowed; /* manifest paths this plugin hides */
     size_t shadowed_count;
 } wex_tool_plugin_info;
@@ -71,8 +71,7 @@ wex_tool_plugin *wex_tool_registry_find(wex_tool_registry *registry,
                                         uint32_t kind, const char *name);
 /* "a, b, c": the names of a kind ("" when none), for "(available: ...)"
  * messages; malloc'd (free it), NULL when out of memory. */
-char *wex_tool_registry_names(const wex_tool_registry *registry,
-                              uint32_t kind);
+char *wex_tool_registry_names(const wex_tool_registry *registry, uint32_t kind);
 /* Manifests that could not be used: the file and why, one line. */
 size_t wex_tool_registry_bad_count(const wex_tool_registry *registry);
 void wex_tool_registry_bad(const wex_tool_registry *registry, size_t index,
@@ -125,10 +124,9 @@ void wex_tool_host_abi(uint32_t *min_p, uint32_t *max_p);
  * through the rendezvous it is lent (ABI 1.3): names of 1 to 64
  * characters of [A-Za-z0-9_.-], values of at most WEX_TRANSPORT_KEY_MAX
  * bytes. WEX_OK, or WEX_ERR_INVALID told. */
-wex_status wex_tool_transport_publish_check(const char *name,
-                                            const void *value, uint64_t len);
+wex_status wex_tool_transport_publish_check(const char *name, const void *value,
+                                            uint64_t len);
 wex_status wex_tool_transport_fetch_check(const char *name, const void *value,
-                                          uint64_t cap,
-                                          const uint64_t *len_p);
+                                          uint64_t cap, const uint64_t *len_p);
 
 #endif /* WEX_TOOL_PLUGINS_H */

@@ -36,8 +36,7 @@ wex_tool_plugin *wex_tool_registry_find(wex_tool_registry *registry,
     return wex__registry_find(registry, kind, name);
 }
 
-char *wex_tool_registry_names(const wex_tool_registry *registry,
-                              uint32_t kind)
+char *wex_tool_registry_names(const wex_tool_registry *registry, uint32_t kind)
 {
     return wex__registry_names(registry, kind);
 }

@@ -41,8 +41,7 @@ wex_status wex_tool_store_set(wex_tool_store_client *client, const char *key,
 /* Waits until `key` exists (up to timeout_s) and returns a malloc'd copy
  * of its value with a NUL byte after it (not counted in *len_p). */
 wex_status wex_tool_store_get(wex_tool_store_client *client, const char *key,
-                              double timeout_s, void **value_p,
-                              size_t *len_p);
+                              double timeout_s, void **value_p, size_t *len_p);
 /* Adds `delta` to counter `key` (absent: 0); *result_p (may be NULL)
  * gets the new value. */
 wex_status wex_tool_store_add(wex_tool_store_client *client, const char *key,

@@ -187,9 +187,14 @@ void wex__delta_enc_start(wex__delta_enc *e, unsigned elem, uint8_t *out,
  * that holds a difference, and so on. */
 static uint64_t lanes_changed(uint64_t diff, unsigned elem)
 {
-    static const uint64_t low[9] = {0, 0x7f7f7f7f7f7f7f7full,
-                                    0x7fff7fff7fff7fffull, 0,
-                                    0x7fffffff7fffffffull, 0, 0, 0,
+    static const uint64_t low[9] = {0,
+                                    0x7f7f7f7f7f7f7f7full,
+                                    0x7fff7fff7fff7fffull,
+                                    0,
+                                    0x7fffffff7fffffffull,
+                                    0,
+                                    0,
+                                    0,
                                     0x7fffffffffffffffull};
     uint64_t m = low[elem];
 
@@ -199,7 +204,7 @@ static uint64_t lanes_changed(uint64_t diff, unsigned elem)
 /* Records the changed elements of the 8-byte word at element `at` of
  * the chunk and brings the snapshot's word up to date. */
 static inline void word_changed(wex__delta_enc *e, uint32_t at, uint64_t diff,
-                         uint8_t *snap, const uint8_t *cur)
+                                uint8_t *snap, const uint8_t *cur)
 {
     unsigned elem = e->elem;
     uint64_t lanes = lanes_changed(diff, elem);
@@ -305,11 +310,11 @@ static void scan(wex__delta_enc *e, const uint8_t *cur, uint8_t *snap,
             word_changed(e, at + (uint32_t)((i + 8) / elem), a1, snap + i + 8,
                          cur + i + 8);
         if (a2)
-            word_changed(e, at + (uint32_t)((i + 16) / elem), a2,
-                         snap + i + 16, cur + i + 16);
+            word_changed(e, at + (uint32_t)((i + 16) / elem), a2, snap + i + 16,
+                         cur + i + 16);
         if (a3)
-            word_changed(e, at + (uint32_t)((i + 24) / elem), a3,
-                         snap + i + 24, cur + i + 24);
+            word_changed(e, at + (uint32_t)((i + 24) / elem), a3, snap + i + 24,
+                         cur + i + 24);
     }
     for (; i + 8 <= bytes; i += 8) {
         uint64_t x, y;
@@ -461,8 +466,7 @@ static int read_sparse(reader *r, uint32_t u, unsigned elem, uint32_t *pos,
                 return fail(r, "fewer high parts than positions", chunk);
             x |= (uint32_t)(j - i) << l;
             if (x >= u || (i > 0 && x <= pos[i - 1]))
-                return fail(r, "sparse positions out of order or range",
-                            chunk);
+                return fail(r, "sparse positions out of order or range", chunk);
             pos[i] = x;
         }
     }
@@ -472,8 +476,8 @@ static int read_sparse(reader *r, uint32_t u, unsigned elem, uint32_t *pos,
 }
 
 int wex__delta_walk(const uint8_t *payload, size_t len, unsigned elem,
-                    uint64_t elems, wex__delta_sink sink, void *arg,
-                    char *why, size_t why_cap)
+                    uint64_t elems, wex__delta_sink sink, void *arg, char *why,
+                    size_t why_cap)
 {
     uint64_t chunks = (elems + WEX__DELTA_CHUNK - 1) / WEX__DELTA_CHUNK;
     uint64_t c = 0;
@@ -485,9 +489,9 @@ int wex__delta_walk(const uint8_t *payload, size_t len, unsigned elem,
         return fail(&r, "out of memory", 0);
     while (rc == 0 && r.p < r.end) {
         uint64_t base = c * WEX__DELTA_CHUNK, k;
-        uint32_t u = (uint32_t)(elems - base < WEX__DELTA_CHUNK
-                                    ? elems - base
-                                    : WEX__DELTA_CHUNK);
+        uint32_t u =
+            (uint32_t)(elems - base < WEX__DELTA_CHUNK ? elems - base
+                                                       : WEX__DELTA_CHUNK);
         uint8_t tag = *r.p++;
         uint32_t n = 0;
 
@@ -531,9 +535,7 @@ int wex__delta_walk(const uint8_t *payload, size_t len, unsigned elem,
             r.p += rc == 0 ? (size_t)u * elem : 0;
             c++;
             continue;
-        default:
-            rc = fail(&r, "an unknown tag", c);
-            continue;
+        default: rc = fail(&r, "an unknown tag", c); continue;
         }
         if (rc == 0 && n > 0 && sink(arg, base, pos, n, r.p) != 0)
             rc = fail(&r, "the sink stopped", c);

@@ -41,15 +41,15 @@ enum {
 };
 
 typedef struct wex__delta_enc {
-    unsigned elem;        /* bytes an element */
-    uint8_t *out;         /* the payload */
+    unsigned elem; /* bytes an element */
+    uint8_t *out;  /* the payload */
     size_t cap, used;
-    int overflow;         /* the payload outgrew cap: nothing more written */
-    uint32_t fill;        /* elements scanned of the current chunk */
-    uint32_t n;           /* ... of which changed */
-    uint64_t skip;        /* unchanged chunks not yet written */
+    int overflow;            /* the payload outgrew cap: nothing more written */
+    uint32_t fill;           /* elements scanned of the current chunk */
+    uint32_t n;              /* ... of which changed */
+    uint64_t skip;           /* unchanged chunks not yet written */
     uint64_t elems, changed; /* totals */
-    uint16_t *pos;        /* [WEX__DELTA_CHUNK]: changed positions */
+    uint16_t *pos;           /* [WEX__DELTA_CHUNK]: changed positions */
     /* the snapshot of the chunk's first element: the caller's snapshot
      * is one contiguous stream, and after the scan it holds the chunk's
      * current bytes, which the payload's values are taken from */
@@ -92,8 +92,8 @@ typedef int (*wex__delta_sink)(void *arg, uint64_t base, const uint32_t *pos,
  * the payload, positions out of order or out of the chunk, a stream
  * longer or shorter than elems) or the sink stopped. */
 int wex__delta_walk(const uint8_t *payload, size_t len, unsigned elem,
-                    uint64_t elems, wex__delta_sink sink, void *arg,
-                    char *why, size_t why_cap);
+                    uint64_t elems, wex__delta_sink sink, void *arg, char *why,
+                    size_t why_cap);
 
 /* delta_model.c: what `wex plan --changed F` predicts. The expected
  * payload of a stream of `elems` elements of `elem` bytes when each

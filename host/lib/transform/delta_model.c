@@ -36,8 +36,7 @@ static double chunk_bytes(uint32_t u, unsigned elem, double f)
            (double)wex__delta_chunk_bytes((uint32_t)(n + 0.5), u, elem);
 }
 
-double wex__delta_expected_bytes(uint64_t elems, unsigned elem,
-                                 double fraction)
+double wex__delta_expected_bytes(uint64_t elems, unsigned elem, double fraction)
 {
     uint64_t whole = elems / WEX__DELTA_CHUNK;
     uint32_t tail = (uint32_t)(elems % WEX__DELTA_CHUNK);

@@ -11,7 +11,7 @@
 /* The hot loops are built twice where the compiler can, for AVX2 and for
  * the baseline, and the loader picks one per machine (ifunc): one binary,
  * twice the lanes where the CPU has them. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&         \
     !defined(__SANITIZE_ADDRESS__)
 #define HOT __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
@@ -80,8 +80,8 @@ HOT float wex__amax(uint32_t dtype, const void *src, uint64_t n, float amax)
  * torch's, so is this. */
 float wex__quant_mult(float amax)
 {
-    float a = amax > WEX__QUANT_AMAX_MIN || amax != amax ? amax
-                                                         : WEX__QUANT_AMAX_MIN;
+    float a =
+        amax > WEX__QUANT_AMAX_MIN || amax != amax ? amax : WEX__QUANT_AMAX_MIN;
     float reciprocal = 1.0f / a; /* rounded before the product */
 
     return reciprocal * WEX__E4M3_MAX;
@@ -113,16 +113,16 @@ HOT void wex__quantize_e4m3(uint32_t dtype, const void *src, uint64_t n,
         if (dtype == WEX_DTYPE_BF16 && bounded) {
             const uint16_t *s = (const uint16_t *)src + at;
             for (uint64_t i = 0; i < m; i++)
-                words[i] = wex__e4m3_word_from_bounded(wex__bf16_to_f32(s[i]) *
-                                                       mult);
+                words[i] =
+                    wex__e4m3_word_from_bounded(wex__bf16_to_f32(s[i]) * mult);
         } else if (dtype == WEX_DTYPE_F32 && bounded) {
             const float *s = (const float *)src + at;
             for (uint64_t i = 0; i < m; i++)
                 words[i] = wex__e4m3_word_from_bounded(s[i] * mult);
         } else {
             for (uint64_t i = 0; i < m; i++)
-                words[i] = wex__e4m3_word_quantized(load(dtype, src, at + i),
-                                                    mult);
+                words[i] =
+                    wex__e4m3_word_quantized(load(dtype, src, at + i), mult);
         }
         for (uint64_t i = 0; i < m; i++)
             dst[at + i] = (uint8_t)words[i];
@@ -142,9 +142,8 @@ static inline void quantize_128_bf16(const uint16_t *restrict x, float m,
  * block j by the amax amax[j] (a division a block row is cheaper than
  * keeping the multipliers too). Words for 16 blocks at a time, then one
  * narrowing loop over them. */
-HOT static void quantize_row_bf16(const uint16_t *s, uint64_t nb,
-                                  uint64_t last, const float *amax,
-                                  uint8_t *dst)
+HOT static void quantize_row_bf16(const uint16_t *s, uint64_t nb, uint64_t last,
+                                  const float *amax, uint8_t *dst)
 {
     uint32_t words[16 * WEX__QUANT_BLOCK];
 
@@ -180,7 +179,8 @@ void wex__quantize_blocks(uint32_t dtype, const void *src, uint64_t src_ld,
     uint64_t last = cols - (nbc - 1) * WEX__QUANT_BLOCK;
 
     for (uint64_t r0 = 0; r0 < rows; r0 += WEX__QUANT_BLOCK) {
-        uint64_t r1 = rows - r0 < WEX__QUANT_BLOCK ? rows : r0 + WEX__QUANT_BLOCK;
+        uint64_t r1 =
+            rows - r0 < WEX__QUANT_BLOCK ? rows : r0 + WEX__QUANT_BLOCK;
         float *scale = scales + (r0 / WEX__QUANT_BLOCK) * scale_ld;
         int fast = dtype == WEX_DTYPE_BF16;
 
@@ -189,11 +189,9 @@ void wex__quantize_blocks(uint32_t dtype, const void *src, uint64_t src_ld,
             scale[j] = 0.0f;
         for (uint64_t r = r0; r < r1; r++)
             for (uint64_t j = 0; j < nbc; j++)
-                scale[j] = wex__amax(dtype,
-                                     s + (r * src_ld + j * WEX__QUANT_BLOCK) *
-                                             esize,
-                                     j + 1 == nbc ? last : WEX__QUANT_BLOCK,
-                                     scale[j]);
+                scale[j] = wex__amax(
+                    dtype, s + (r * src_ld + j * WEX__QUANT_BLOCK) * esize,
+                    j + 1 == nbc ? last : WEX__QUANT_BLOCK, scale[j]);
         for (uint64_t j = 0; j < nbc; j++) {
             float mult = wex__quant_mult(scale[j]);
             /* an infinite or NaN amax needs the full conversion */

@@ -42,8 +42,8 @@ float wex__quant_mult(float amax);
 float wex__quant_scale_inv(float amax);
 
 /* dst[i] = e4m3(x_i * mult) for `n` elements of float dtype `dtype`. */
-void wex__quantize_e4m3(uint32_t dtype, const void *src, uint64_t n,
-                        float mult, uint8_t *dst);
+void wex__quantize_e4m3(uint32_t dtype, const void *src, uint64_t n, float mult,
+                        uint8_t *dst);
 
 /* dst[i] = round_dtype(e4m3_i * scale_inv) for `n` e4m3 elements. */
 void wex__dequantize_e4m3(const uint8_t *src, uint64_t n, float scale_inv,

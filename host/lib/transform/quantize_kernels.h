@@ -43,13 +43,13 @@ int wex_cuda_box_quantize(const void *src, uint32_t dtype, uint64_t ld,
                           uint64_t mult_ld, uint8_t *dst, void *stream);
 
 typedef int (*wex_cuda_kernels_abi_fn)(void);
-typedef int (*wex_cuda_box_amax_fn)(const void *, uint32_t, uint64_t,
-                                    uint64_t, uint64_t, uint32_t, uint32_t,
-                                    float *, void *);
+typedef int (*wex_cuda_box_amax_fn)(const void *, uint32_t, uint64_t, uint64_t,
+                                    uint64_t, uint32_t, uint32_t, float *,
+                                    void *);
 typedef int (*wex_cuda_box_quantize_fn)(const void *, uint32_t, uint64_t,
-                                        uint64_t, uint64_t, uint32_t,
-                                        uint32_t, const float *, uint64_t,
-                                        uint8_t *, void *);
+                                        uint64_t, uint64_t, uint32_t, uint32_t,
+                                        const float *, uint64_t, uint8_t *,
+                                        void *);
 
 #ifdef __cplusplus
 }

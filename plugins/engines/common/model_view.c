@@ -101,9 +101,10 @@ wex_status ws_model_read(ws_emit *e, ws_model *m)
         need(e, "num_key_value_heads", m->kv_heads) != WEX_OK)
         return e->status;
     if (m->embed < 0 || m->final_norm < 0)
-        return ws_fail(e, WEX_ERR_INVALID,
-                       "model: no model.embed_tokens.weight or model.norm.weight "
-                       "in the catalog; not a decoder-only transformer");
+        return ws_fail(
+            e, WEX_ERR_INVALID,
+            "model: no model.embed_tokens.weight or model.norm.weight "
+            "in the catalog; not a decoder-only transformer");
     m->vocab = (int64_t)ws_dim(e, m->embed, 0);
     m->hidden = (int64_t)ws_dim(e, m->embed, 1);
     m->head_dim = cfg_int(e, "/head_dim", m->hidden / m->heads);
@@ -151,7 +152,8 @@ static void probe_moe(const ws_emit *e, const ws_model *m, int64_t layer,
     l->router_bias = find_layer(e, layer, rest);
     for (size_t s = 0; s < 2; s++) {
         for (int w = 0; w < 3; w++) {
-            snprintf(rest, sizeof(rest), "mlp.%s.%s.weight", shared[s], proj[w]);
+            snprintf(rest, sizeof(rest), "mlp.%s.%s.weight", shared[s],
+                     proj[w]);
             l->sh[w] = find_layer(e, layer, rest);
         }
         if (l->sh[0] >= 0) {

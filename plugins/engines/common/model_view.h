@@ -19,16 +19,16 @@ typedef struct ws_model {
     int64_t layers;     /* decoder layers (num_hidden_layers) */
     int64_t mtp_layers; /* multi-token-prediction layers after them */
     int64_t hidden;
-    int64_t vocab;     /* rows of embed_tokens */
-    int64_t heads;     /* query heads */
-    int64_t kv_heads;  /* KV heads (GQA); heads for MHA */
-    int64_t head_dim;  /* q/k/v rows per head (non-MLA) */
-    int64_t experts;   /* routed experts; 0 for a dense model */
+    int64_t vocab;          /* rows of embed_tokens */
+    int64_t heads;          /* query heads */
+    int64_t kv_heads;       /* KV heads (GQA); heads for MHA */
+    int64_t head_dim;       /* q/k/v rows per head (non-MLA) */
+    int64_t experts;        /* routed experts; 0 for a dense model */
     int64_t shared_experts; /* config.json n_shared_experts; 0 when absent */
-    int mla;           /* DeepSeek multi-head latent attention */
-    int64_t q_lora_rank; /* 0: no q compression (q_proj) */
+    int mla;                /* DeepSeek multi-head latent attention */
+    int64_t q_lora_rank;    /* 0: no q compression (q_proj) */
     int64_t kv_lora_rank, qk_nope_dim, qk_rope_dim, v_head_dim;
-    const char *moe;   /* "mlp" or "block_sparse_moe" (Mixtral) */
+    const char *moe;         /* "mlp" or "block_sparse_moe" (Mixtral) */
     const char *expert_w[3]; /* gate, up, down: gate_proj.. or w1, w3, w2 */
     int64_t embed, lm_head, final_norm; /* lm_head -1 when tied */
     /* Lookups kept across the ranks one context describes: every rank
@@ -57,8 +57,8 @@ struct ws_layer {
     /* MoE */
     int moe;
     int64_t router, router_bias;
-    int64_t sh[3];     /* shared experts: gate, up, down */
-    int64_t sh_router; /* shared_expert_gate (Qwen2-MoE) */
+    int64_t sh[3];       /* shared experts: gate, up, down */
+    int64_t sh_router;   /* shared_expert_gate (Qwen2-MoE) */
     const char *sh_name; /* "shared_experts" or "shared_expert" */
 };
 typedef struct ws_layer ws_layer;

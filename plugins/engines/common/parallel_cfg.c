@@ -63,8 +63,9 @@ wex_status ws_parallel_read(const wex_host_services *host,
 }
 
 static wex_status explicit_split(const wex_host_services *host,
-                                 const wex_options *parallel, const char *engine,
-                                 int64_t layers, int64_t pp, int64_t *counts)
+                                 const wex_options *parallel,
+                                 const char *engine, int64_t layers, int64_t pp,
+                                 int64_t *counts)
 {
     uint64_t n = 0;
     int64_t sum = 0;

@@ -51,8 +51,8 @@ static wex_status block_split(ws_emit *e, const ws_serving_flavor *f,
                    f->engine);
 }
 
-static wex_status divides(ws_emit *e, const ws_serving_flavor *f,
-                          int64_t total, const char *what, int64_t parts,
+static wex_status divides(ws_emit *e, const ws_serving_flavor *f, int64_t total,
+                          const char *what, int64_t parts,
                           const char *size_name)
 {
     if (parts > 0 && total % parts == 0)
@@ -75,8 +75,8 @@ static wex_status check_attention(ws_emit *e, const ws_model *m,
         return ws_fail(e, WEX_ERR_INVALID,
                        "parallel/%s: %s (%lld) must be a multiple of "
                        "num_key_value_heads (%lld) to replicate KV heads in %s",
-                       tp_name, tp_name, (long long)tp,
-                       (long long)m->kv_heads, f->engine);
+                       tp_name, tp_name, (long long)tp, (long long)m->kv_heads,
+                       f->engine);
     if (tp < m->kv_heads)
         divides(e, f, m->kv_heads, "num_key_value_heads", tp, tp_name);
     return e->status;
@@ -106,8 +106,8 @@ static wex_status check_layer(ws_emit *e, const ws_model *m,
     ws_layer_probe(e, m, layer, &l);
     sh_parts = shared_parts(s, &l);
     if (l.gate >= 0)
-        divides(e, f, (int64_t)ws_dim(e, l.gate, 0), "intermediate_size",
-                s->tp, tp_name);
+        divides(e, f, (int64_t)ws_dim(e, l.gate, 0), "intermediate_size", s->tp,
+                tp_name);
     if (l.sh[0] >= 0 && sh_parts > 1)
         divides(e, f, (int64_t)ws_dim(e, l.sh[0], 0),
                 "the shared experts' intermediate size", sh_parts, tp_name);
@@ -133,8 +133,8 @@ wex_status ws_serving_check(ws_emit *e, const ws_model *m,
                             const ws_serving_sizes *s)
 {
     const char *attn_name = s->attn_tp == s->tp ? "tp" : "attn_dp";
-    int64_t padded = (m->vocab + f->vocab_padding - 1) / f->vocab_padding *
-                     f->vocab_padding;
+    int64_t padded =
+        (m->vocab + f->vocab_padding - 1) / f->vocab_padding * f->vocab_padding;
 
     check_attention(e, m, f, s->attn_tp, attn_name);
     if (!s->embed_replicated)
@@ -160,11 +160,12 @@ wex_status ws_serving_check(ws_emit *e, const ws_model *m,
                        "MTP layers (num_nextn_predict_layers); expected "
                        "\"main\"");
     if (s->drafter && f->nextn_renamed && m->mtp_layers > 1)
-        return ws_fail(e, WEX_ERR_INVALID,
-                       "options/model: %s's NextN drafter is one MTP layer; the "
-                       "model has %lld (num_nextn_predict_layers), which %s "
-                       "refuses",
-                       f->engine, (long long)m->mtp_layers, f->engine);
+        return ws_fail(
+            e, WEX_ERR_INVALID,
+            "options/model: %s's NextN drafter is one MTP layer; the "
+            "model has %lld (num_nextn_predict_layers), which %s "
+            "refuses",
+            f->engine, (long long)m->mtp_layers, f->engine);
     /* The main model holds none of the MTP layers: vLLM and SGLang load
      * them into a separate drafter model, and only when asked to. */
     for (int64_t layer = s->drafter ? m->layers : 0;
@@ -177,8 +178,9 @@ wex_status ws_serving_check(ws_emit *e, const ws_model *m,
 
 /* ---- layout ---------------------------------------------------------- */
 
-static void vocab_shard(ws_emit *e, const ws_serving_flavor *f, int64_t canonical,
-                        int64_t parts, int64_t part, const char *name)
+static void vocab_shard(ws_emit *e, const ws_serving_flavor *f,
+                        int64_t canonical, int64_t parts, int64_t part,
+                        const char *name)
 {
     ws_canon c = ws_canon_of(e, canonical);
     uint64_t vocab = c.shape[0], pad = (uint64_t)f->vocab_padding;
@@ -197,15 +199,14 @@ static void vocab_shard(ws_emit *e, const ws_serving_flavor *f, int64_t canonica
 
 /* q heads of rank t, then its K and V heads; with more ranks than KV
  * heads each KV head is replicated over tp / kv_heads ranks. */
-static void qkv(ws_emit *e, const ws_model *m, int64_t tp, int64_t t,
-                int64_t q, int64_t k, int64_t v, const char *pre, const char *param)
+static void qkv(ws_emit *e, const ws_model *m, int64_t tp, int64_t t, int64_t q,
+                int64_t k, int64_t v, const char *pre, const char *param)
 {
     uint64_t d = (uint64_t)m->head_dim, hidden = ws_dim(e, q, 1);
     uint64_t q_rows = (uint64_t)(m->heads / tp) * d;
     uint64_t kv_heads = tp <= m->kv_heads ? (uint64_t)(m->kv_heads / tp) : 1;
-    uint64_t kv_first = tp <= m->kv_heads
-                            ? (uint64_t)t * kv_heads
-                            : (uint64_t)(t / (tp / m->kv_heads));
+    uint64_t kv_first = tp <= m->kv_heads ? (uint64_t)t * kv_heads
+                                          : (uint64_t)(t / (tp / m->kv_heads));
     uint64_t kv_rows = kv_heads * d;
     uint64_t shape[2] = {q_rows + 2 * kv_rows, hidden};
 
@@ -233,15 +234,15 @@ static void mla(ws_emit *e, const ws_model *m, const ws_serving_flavor *f,
         ws_end(e);
         ws_whole_if(e, l->q_a_norm, pre, "self_attn.q_a_layernorm.weight");
         ws_row_part(e, l->q_b, s->attn_tp, r->attn_rank, pre,
-                 "self_attn.q_b_proj.weight");
+                    "self_attn.q_b_proj.weight");
     } else {
         ws_row_part(e, l->q, s->attn_tp, r->attn_rank, pre,
-                 "self_attn.q_proj.weight");
+                    "self_attn.q_proj.weight");
         ws_whole_if(e, l->kv_a, pre, "self_attn.kv_a_proj_with_mqa.weight");
     }
     ws_whole_if(e, l->kv_a_norm, pre, "self_attn.kv_a_layernorm.weight");
     ws_row_part(e, l->kv_b, s->attn_tp, r->attn_rank, pre,
-             "self_attn.kv_b_proj.weight");
+                "self_attn.kv_b_proj.weight");
 }
 
 static void attention(ws_emit *e, const ws_model *m, const ws_serving_flavor *f,
@@ -253,12 +254,13 @@ static void attention(ws_emit *e, const ws_model *m, const ws_serving_flavor *f,
     } else {
         qkv(e, m, s->attn_tp, r->attn_rank, l->q, l->k, l->v, pre, "weight");
         if (l->q_bias >= 0)
-            qkv(e, m, s->attn_tp, r->attn_rank, l->q_bias, l->k_bias,
-                l->v_bias, pre, "bias");
+            qkv(e, m, s->attn_tp, r->attn_rank, l->q_bias, l->k_bias, l->v_bias,
+                pre, "bias");
         ws_whole_if(e, l->q_norm, pre, "self_attn.q_norm.weight");
         ws_whole_if(e, l->k_norm, pre, "self_attn.k_norm.weight");
     }
-    ws_col_part(e, l->o, s->attn_tp, r->attn_rank, pre, "self_attn.o_proj.weight");
+    ws_col_part(e, l->o, s->attn_tp, r->attn_rank, pre,
+                "self_attn.o_proj.weight");
     /* Row-parallel biases are added once, after the reduction: whole. */
     ws_whole_if(e, l->o_bias, pre, "self_attn.o_proj.bias");
 }
@@ -389,10 +391,11 @@ static void mtp_layer(ws_emit *e, const ws_model *m, const ws_serving_flavor *f,
     else
         snprintf(pre, sizeof(pre), "model.layers.%lld.", (long long)layer);
     for (size_t i = 0; i < sizeof(whole) / sizeof(whole[0]); i++)
-        ws_whole_if(e, ws_find(e, "model.layers.%lld.%s", (long long)layer,
-                               whole[i]),
-                    pre, whole[i]);
-    t = ws_find(e, "model.layers.%lld.shared_head.head.weight", (long long)layer);
+        ws_whole_if(
+            e, ws_find(e, "model.layers.%lld.%s", (long long)layer, whole[i]),
+            pre, whole[i]);
+    t = ws_find(e, "model.layers.%lld.shared_head.head.weight",
+                (long long)layer);
     if (f->drafter_head && t >= 0) {
         snprintf(name, sizeof(name), "%sshared_head.head.weight", pre);
         vocab_shard(e, f, t, s->tp, r->tp_rank, name);

@@ -37,8 +37,8 @@ typedef struct ws_serving_sizes {
     int64_t ep;      /* expert-parallel ranks */
     int64_t pp;
     const char *moe_tp_name; /* how refusals name moe_tp ("tp", "tp / ep") */
-    int embed_replicated; /* the embedding is whole on every rank */
-    int shared_whole;     /* shared experts whole on every rank (no TP) */
+    int embed_replicated;    /* the embedding is whole on every rank */
+    int shared_whole;        /* shared experts whole on every rank (no TP) */
     /* The shared expert is routed expert `experts` inside w13_weight /
      * w2_weight (SGLang's shared-experts fusion): no shared_experts.* */
     int fused_shared;

@@ -64,8 +64,8 @@ static wex_status configure(wex_engine_ctx *ctx, const wex_options *parallel,
         return st;
     if (ws_serving_check(&e, &ctx->view, en->flavor, &ctx->sizes) != WEX_OK)
         return e.status;
-    return ws_stage_table(h, parallel, name, ctx->view.layers,
-                          ctx->p[WS_P_PP], 0, &ctx->stage_first);
+    return ws_stage_table(h, parallel, name, ctx->view.layers, ctx->p[WS_P_PP],
+                          0, &ctx->stage_first);
 }
 
 wex_status ws_serving_ctx_create(const ws_serving_engine *engine,

@@ -180,8 +180,9 @@ void ws_piece_add(ws_emit *e, int64_t canonical, const uint64_t *offset,
         return;
     }
     if (c.ndim == 0) {
-        ws_fail(e, WEX_ERR_INTERNAL, "local tensor %s: no canonical tensor #%lld",
-                e->name, (long long)canonical);
+        ws_fail(e, WEX_ERR_INTERNAL,
+                "local tensor %s: no canonical tensor #%lld", e->name,
+                (long long)canonical);
         return;
     }
     if (e->count == e->cap) {
@@ -302,15 +303,16 @@ static int scales_of(ws_emit *e, int64_t *scales)
         scales[i] = -1;
         if (c.dtype == WEX_DTYPE_F8_E4M3 || c.dtype == WEX_DTYPE_F8_E5M2)
             scales[i] = ws_find_kept(
-                e, e->scale_memo ? &e->scale_memo[e->pieces[i].canonical]
-                                 : NULL,
+                e,
+                e->scale_memo ? &e->scale_memo[e->pieces[i].canonical] : NULL,
                 "%s_scale_inv", c.name);
         with += scales[i] >= 0;
     }
     if (with != 0 && with != e->count)
-        ws_fail(e, WEX_ERR_INVALID,
-                "local tensor %s mixes fp8 pieces with and without block scales",
-                e->name);
+        ws_fail(
+            e, WEX_ERR_INVALID,
+            "local tensor %s mixes fp8 pieces with and without block scales",
+            e->name);
     return with != 0 && with == e->count;
 }
 
@@ -327,10 +329,13 @@ static wex_status add_tensor(ws_emit *e, const char *name, uint32_t dtype,
 
 static wex_status add_piece(ws_emit *e, uint64_t tensor, const ws_piece *p)
 {
-    wex_piece_desc d = {sizeof(d),
-                        ws_held_transform(e->hold,
-                                          ws_canon_of(e, p->canonical).dtype),
-                        (uint64_t)p->canonical, p->offset, p->extent, p->at};
+    wex_piece_desc d = {
+        sizeof(d),
+        ws_held_transform(e->hold, ws_canon_of(e, p->canonical).dtype),
+        (uint64_t)p->canonical,
+        p->offset,
+        p->extent,
+        p->at};
     wex_status st = e->host->layout_add_piece(e->builder, tensor, &d);
 
     if (st != WEX_OK)
@@ -387,7 +392,8 @@ wex_status ws_end(ws_emit *e)
         e->dtype = e->hold;
     if (e->dtype == 0)
         return ws_fail(e, WEX_ERR_INTERNAL,
-                       "local tensor %s has neither pieces nor a dtype", e->name);
+                       "local tensor %s has neither pieces nor a dtype",
+                       e->name);
     if (e->block[0] != 0 && e->count > 0) {
         scales = malloc(e->count * sizeof(*scales));
         if (scales == NULL)
@@ -421,8 +427,8 @@ static void vbegin_like(ws_emit *e, int64_t canonical, uint32_t dim,
         return;
     }
     if (c.ndim == 0) {
-        ws_fail(e, WEX_ERR_INTERNAL, "local tensor %s: missing canonical tensor",
-                name);
+        ws_fail(e, WEX_ERR_INTERNAL,
+                "local tensor %s: missing canonical tensor", name);
         return;
     }
     memcpy(shape, c.shape, c.ndim * sizeof(*shape));

@@ -94,8 +94,8 @@ uint64_t ws_dim(const ws_emit *e, int64_t canonical, uint32_t dim);
 wex_status ws_coord(ws_emit *e, const char *key, int64_t value);
 
 /* Starts a local tensor. dtype 0 takes the first piece's dtype. */
-void ws_begin(ws_emit *e, uint32_t dtype, uint32_t ndim,
-              const uint64_t *shape, const char *fmt, ...) WEX_PRINTF(5, 6);
+void ws_begin(ws_emit *e, uint32_t dtype, uint32_t ndim, const uint64_t *shape,
+              const char *fmt, ...) WEX_PRINTF(5, 6);
 void ws_piece_add(ws_emit *e, int64_t canonical, const uint64_t *offset,
                   const uint64_t *extent, const uint64_t *at);
 /* Rows [row, row+rows) of a canonical tensor (every other dimension

@@ -96,12 +96,13 @@ static wex_status shard(wex_engine_ctx *ctx, uint64_t rank, uint64_t index,
     wex_local_tensor_desc local = {sizeof(local), 0, 0, 0, NULL, NULL};
     uint64_t shape[WEX_MAX_DIMS], offset[WEX_MAX_DIMS] = {0};
     uint64_t extent[WEX_MAX_DIMS], rows, parts, chunk, lo, hi, tensor;
-    wex_piece_desc piece = {sizeof(piece), WEX_TRANSFORM_NONE, index, offset,
-                            extent, zeros};
+    wex_piece_desc piece = {
+        sizeof(piece), WEX_TRANSFORM_NONE, index, offset, extent, zeros};
     wex_status st;
 
     st = host->model_tensor(ctx->model, index, &info);
-    if (st != WEX_OK || (ctx->hold && ws_is_block_scale(host, ctx->model, index)))
+    if (st != WEX_OK ||
+        (ctx->hold && ws_is_block_scale(host, ctx->model, index)))
         return st; /* floats hold no block scales */
     rows = info.shape[0];
     parts = is_buffer(info.name) ? 1 : (uint64_t)ctx->dp;

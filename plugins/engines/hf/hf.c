@@ -26,8 +26,7 @@ static wex_status read_parallel(const wex_host_services *host,
                                 const wex_options *parallel,
                                 uint64_t *replicas_p)
 {
-    static const char *const keys[] = {"/tp", "/pp", "/ep", "/etp",
-                                       "/attn_dp"};
+    static const char *const keys[] = {"/tp", "/pp", "/ep", "/etp", "/attn_dp"};
     int64_t dp = 1;
 
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
@@ -100,8 +99,8 @@ static wex_status hf_describe_rank(wex_engine_ctx *ctx, uint64_t rank,
     for (uint64_t i = 0; status == WEX_OK && i < count; i++) {
         wex_tensor_info info = {sizeof(info), 0, 0, 0, NULL, NULL};
         wex_local_tensor_desc local = {sizeof(local), 0, 0, 0, NULL, NULL};
-        wex_piece_desc piece = {sizeof(piece), WEX_TRANSFORM_NONE, 0,
-                                zeros, NULL, zeros};
+        wex_piece_desc piece = {
+            sizeof(piece), WEX_TRANSFORM_NONE, 0, zeros, NULL, zeros};
         uint64_t tensor;
 
         status = host->model_tensor(ctx->model, i, &info);

@@ -29,8 +29,8 @@ struct wex_engine_ctx {
 
 /* One rank's coordinates, in Megatron's process-group terms. */
 typedef struct mg_rank {
-    int64_t tp, pp, dp;  /* the dense grid: tp fastest, then dp, then pp */
-    int64_t ep, etp;     /* the expert grid: etp fastest, then ep, then edp */
+    int64_t tp, pp, dp; /* the dense grid: tp fastest, then dp, then pp */
+    int64_t ep, etp;    /* the expert grid: etp fastest, then ep, then edp */
     int64_t layer_lo, layer_hi; /* this stage's global layer numbers */
     int first_stage, last_stage;
 } mg_rank;

@@ -158,8 +158,8 @@ static wex_status check_layer(ws_emit *e, const wex_engine_ctx *ctx,
         divides(e, (int64_t)ws_dim(e, l.sh[WS_GATE], 0),
                 "the shared experts' intermediate size", tp, "tp");
     if (expert_gate >= 0)
-        divides(e, (int64_t)ws_dim(e, expert_gate, 0),
-                "moe_intermediate_size", etp, "etp");
+        divides(e, (int64_t)ws_dim(e, expert_gate, 0), "moe_intermediate_size",
+                etp, "etp");
     eh = ws_find(e, "model.layers.%lld.eh_proj.weight", (long long)layer);
     if (eh >= 0)
         divides(e, (int64_t)ws_dim(e, eh, 0), "eh_proj's rows (hidden_size)",
@@ -219,7 +219,8 @@ static wex_status check_model(ws_emit *e, const wex_engine_ctx *ctx)
     return e->status;
 }
 
-static wex_status read_parallel(wex_engine_ctx *ctx, const wex_options *parallel)
+static wex_status read_parallel(wex_engine_ctx *ctx,
+                                const wex_options *parallel)
 {
     static const char *const keys[] = {"tp", "pp", "ep", "etp", "dp", NULL};
     static const char *const extra[] = {"pp_layers", "first_stage_layers",
@@ -285,8 +286,7 @@ wex_status mg_configure(wex_engine_ctx *ctx, const wex_engine_args *args)
         return st;
     ws_emit_init(&e, ctx->host, ctx->model, NULL);
     ws_hold(&e, ctx->hold);
-    if (ws_model_read(&e, &ctx->view) == WEX_OK &&
-        check_mtp(&e, ctx) == WEX_OK)
+    if (ws_model_read(&e, &ctx->view) == WEX_OK && check_mtp(&e, ctx) == WEX_OK)
         check_model(&e, ctx);
     ws_emit_fini(&e);
     if (e.status != WEX_OK)

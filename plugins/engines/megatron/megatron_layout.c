@@ -33,8 +33,8 @@ static WEX_PRINTF(2, 3) mg_name named(const char *pre, const char *fmt, ...)
  * [t * Vp/tp, (t+1) * Vp/tp). Rows past the vocabulary are padding:
  * held, never written. */
 static void vocab_parallel(ws_emit *e, const wex_engine_ctx *ctx,
-                           const mg_rank *r, int64_t canonical,
-                           const char *pre, const char *rest)
+                           const mg_rank *r, int64_t canonical, const char *pre,
+                           const char *rest)
 {
     ws_canon c = ws_canon_of(e, canonical);
     uint64_t per, lo, hi, shape[2];
@@ -88,15 +88,17 @@ static void mla(ws_emit *e, int64_t tp, int64_t t, const ws_layer *l,
     if (l->q_a >= 0) {
         ws_whole_if(e, l->q_a, pre, "self_attention.linear_q_down_proj.weight");
         ws_whole_if(e, l->q_a_norm, pre,
-                 "self_attention.linear_q_up_proj.layer_norm_weight");
-        ws_row_part(e, l->q_b, tp, t, pre, "self_attention.linear_q_up_proj.weight");
+                    "self_attention.linear_q_up_proj.layer_norm_weight");
+        ws_row_part(e, l->q_b, tp, t, pre,
+                    "self_attention.linear_q_up_proj.weight");
     } else {
         ws_row_part(e, l->q, tp, t, pre, "self_attention.linear_q_proj.weight");
     }
     ws_whole_if(e, l->kv_a, pre, "self_attention.linear_kv_down_proj.weight");
     ws_whole_if(e, l->kv_a_norm, pre,
-             "self_attention.linear_kv_up_proj.layer_norm_weight");
-    ws_row_part(e, l->kv_b, tp, t, pre, "self_attention.linear_kv_up_proj.weight");
+                "self_attention.linear_kv_up_proj.layer_norm_weight");
+    ws_row_part(e, l->kv_b, tp, t, pre,
+                "self_attention.linear_kv_up_proj.weight");
 }
 
 static void attention(ws_emit *e, const ws_model *m, const mg_rank *r,
@@ -106,7 +108,7 @@ static void attention(ws_emit *e, const ws_model *m, const mg_rank *r,
         mla(e, tp, r->tp, l, pre);
     } else {
         ws_whole_if(e, l->in_norm, pre,
-                 "self_attention.linear_qkv.layer_norm_weight");
+                    "self_attention.linear_qkv.layer_norm_weight");
         linear_qkv(e, m, tp, r->tp, l->q, l->k, l->v, pre, "weight");
         if (l->q_bias >= 0)
             linear_qkv(e, m, tp, r->tp, l->q_bias, l->k_bias, l->v_bias, pre,
@@ -152,12 +154,13 @@ static void experts(ws_emit *e, const wex_engine_ctx *ctx, const mg_rank *r,
 
     for (int64_t j = 0; j < per && e->status == WEX_OK; j++) {
         int64_t x = first + j;
-        mg_name n = ctx->grouped_gemm
-                        ? named(pre, "mlp.experts.linear_fc1.weight%lld",
-                                (long long)j)
-                        : named(pre, "mlp.experts.local_experts.%lld."
-                                     "linear_fc1.weight",
-                                (long long)j);
+        mg_name n =
+            ctx->grouped_gemm
+                ? named(pre, "mlp.experts.linear_fc1.weight%lld", (long long)j)
+                : named(pre,
+                        "mlp.experts.local_experts.%lld."
+                        "linear_fc1.weight",
+                        (long long)j);
         fc1(e, ws_expert(e, m, l->index, x, WS_GATE),
             ws_expert(e, m, l->index, x, WS_UP), etp, r->etp, &n);
         if (ctx->grouped_gemm)
@@ -168,8 +171,8 @@ static void experts(ws_emit *e, const wex_engine_ctx *ctx, const mg_rank *r,
     }
     for (int64_t j = 0; ctx->grouped_gemm && j < per && e->status == WEX_OK;
          j++) {
-        mg_name n = named(pre, "mlp.experts.linear_fc2.weight%lld",
-                          (long long)j);
+        mg_name n =
+            named(pre, "mlp.experts.linear_fc2.weight%lld", (long long)j);
         fc2(e, ws_expert(e, m, l->index, first + j, WS_DOWN), etp, r->etp, &n);
     }
 }
@@ -235,9 +238,10 @@ static void mtp_layer(ws_emit *e, const wex_engine_ctx *ctx, const mg_rank *r,
     ws_whole_if(e, MTP("enorm.weight"), pre.s, "enorm.weight");
     ws_whole_if(e, MTP("hnorm.weight"), pre.s, "hnorm.weight");
     ws_row_part(e, MTP("eh_proj.weight"), ctx->p[MG_TP], r->tp, pre.s,
-             "eh_proj.weight");
+                "eh_proj.weight");
     decoder_layer(e, ctx, r, layer, block.s);
-    ws_whole_if(e, MTP("shared_head.norm.weight"), pre.s, "final_layernorm.weight");
+    ws_whole_if(e, MTP("shared_head.norm.weight"), pre.s,
+                "final_layernorm.weight");
 #undef MTP
 }
 
@@ -248,10 +252,11 @@ wex_status mg_describe(ws_emit *e, const wex_engine_ctx *ctx, const mg_rank *r)
     /* gpt_model.py builds the embedding on the first stage and, for the
      * MTP layers' inputs, on the stage holding them (the last). */
     if (r->first_stage || (r->last_stage && ctx->mtp_layers > 0))
-        vocab_parallel(e, ctx, r, m->embed, "", "embedding.word_embeddings.weight");
+        vocab_parallel(e, ctx, r, m->embed, "",
+                       "embedding.word_embeddings.weight");
     for (int64_t layer = r->layer_lo; layer < r->layer_hi; layer++) {
-        mg_name pre = named("", "decoder.layers.%lld.",
-                            (long long)(layer - r->layer_lo));
+        mg_name pre =
+            named("", "decoder.layers.%lld.", (long long)(layer - r->layer_lo));
         decoder_layer(e, ctx, r, layer, pre.s);
         if (e->status != WEX_OK)
             return e->status;

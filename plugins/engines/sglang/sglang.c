@@ -41,13 +41,13 @@
 enum { P_EP = WS_P_DP + 1, P_ATTN_DP };
 enum { FUSION_AUTO, FUSION_ON, FUSION_OFF };
 
-static const ws_serving_flavor flavor = {"sglang", "fused_qkv_a_proj_with_mqa",
-                                         0, 64, 1, 0};
+static const ws_serving_flavor flavor = {
+    "sglang", "fused_qkv_a_proj_with_mqa", 0, 64, 1, 0};
 
 /* --moe-a2a-backend values modelled, "none" first. */
 static const char *const a2a_backends[] = {
-    "none", "deepep", "mooncake", "nixl", "mori", "ascend_fuseep",
-    "flashinfer", "megamoe", NULL};
+    "none",          "deepep",     "mooncake", "nixl", "mori",
+    "ascend_fuseep", "flashinfer", "megamoe",  NULL};
 
 static wex_status check_sizes(const wex_engine_ctx *ctx, int a2a)
 {

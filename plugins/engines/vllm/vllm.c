@@ -48,18 +48,19 @@ static const ws_serving_flavor flavor = {"vllm", "fused_qkv_a_proj", 1, 64, 0,
  * use_sequence_parallel_moe names (vLLM config/parallel.py). */
 static const char *const backends[] = {
     "allgather_reducescatter", "naive", "deepep_high_throughput",
-    "deepep_low_latency", "mori", "pplx", "flashinfer_all2allv", NULL};
+    "deepep_low_latency",      "mori",  "pplx",
+    "flashinfer_all2allv",     NULL};
 static const int sequence_parallel[] = {1, 1, 1, 1, 1, 0, 0};
 
 /* Architectures whose embed_tokens, norm and lm_head vLLM builds on
  * every pipeline stage. */
 static int ends_every_stage(const char *arch)
 {
-    static const char *const archs[] = {"Qwen2MoeForCausalLM",
-                                        "Qwen3MoeForCausalLM",
-                                        "MixtralForCausalLM"};
+    static const char *const archs[] = {
+        "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "MixtralForCausalLM"};
 
-    for (size_t i = 0; arch != NULL && i < sizeof(archs) / sizeof(archs[0]); i++)
+    for (size_t i = 0; arch != NULL && i < sizeof(archs) / sizeof(archs[0]);
+         i++)
         if (strcmp(arch, archs[i]) == 0)
             return 1;
     return 0;

@@ -73,9 +73,8 @@ static int cmp_u64(const void *a, const void *b)
 
 static int is_dead(const pb_job *job, uint64_t rank)
 {
-    return job->dead_count > 0 &&
-           bsearch(&rank, job->dead, job->dead_count, sizeof(uint64_t),
-                   cmp_u64) != NULL;
+    return job->dead_count > 0 && bsearch(&rank, job->dead, job->dead_count,
+                                          sizeof(uint64_t), cmp_u64) != NULL;
 }
 
 /* Sorted distinct cut points of dimension `dim` inside piece d. */
@@ -220,7 +219,8 @@ static wex_status one_cell(pb_job *job, uint64_t c, uint64_t ndst, uint64_t j,
         memcpy(plo, lo, d->ndim * sizeof(uint64_t));
         memcpy(pext, ext, d->ndim * sizeof(uint64_t));
         if (parts > 1) {
-            uint64_t a = ext[split] * p / parts, b = ext[split] * (p + 1) / parts;
+            uint64_t a = ext[split] * p / parts,
+                     b = ext[split] * (p + 1) / parts;
             plo[split] = lo[split] + a;
             pext[split] = b - a;
         }

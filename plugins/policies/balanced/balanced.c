@@ -112,9 +112,9 @@ static wex_status emit_all(pb_job *job, wex_plan_builder *b)
 
     for (size_t i = 0; st == WEX_OK && i < job->out->count; i++) {
         const pb_op *o = &job->out->v[i];
-        wex_plan_op op = {sizeof(op), o->ndim, o->src_rank, o->src_tensor,
-                          o->dst_rank, o->dst_tensor, o->src_off, o->dst_off,
-                          o->ext};
+        wex_plan_op op = {sizeof(op),    o->ndim,     o->src_rank,
+                          o->src_tensor, o->dst_rank, o->dst_tensor,
+                          o->src_off,    o->dst_off,  o->ext};
         st = h->plan_add_op(b, &op);
     }
     return st;
@@ -141,8 +141,8 @@ static wex_status pb_plan(wex_policy_ctx *ctx, const wex_plan_request *req,
         job.dead = req->dead_sources;
         job.dead_count = req->dead_sources ? req->dead_source_count : 0;
     }
-    st = held(&job, req->side == WEX_SIDE_SOURCE ? req->source
-                                                 : req->destination,
+    st = held(&job,
+              req->side == WEX_SIDE_SOURCE ? req->source : req->destination,
               &list, &count);
     for (uint64_t i = 0; st == WEX_OK && i < count; i++)
         st = plan_canonical(&job, list[i]);

@@ -59,7 +59,7 @@ typedef struct pb_job {
     const wex_host_services *host;
     const wex_plan_request *req;
     pb_config cfg;
-    uint32_t side;      /* of the rank planned for */
+    uint32_t side; /* of the rank planned for */
     uint64_t rank;
     pb_ops *out;
     /* one canonical tensor's pieces on each side (host-owned arrays) */

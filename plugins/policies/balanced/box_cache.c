@@ -21,8 +21,8 @@ void pb_cache_fini(pb_cache *cache)
 
 /* Grows the table to hold canonical c; a request over other layouts
  * than the cached ones starts it afresh. */
-static wex_status slot(pb_cache *cache, const wex_plan_request *req,
-                       uint64_t c, pb_packed **slot_p)
+static wex_status slot(pb_cache *cache, const wex_plan_request *req, uint64_t c,
+                       pb_packed **slot_p)
 {
     if (cache->src != req->source || cache->dst != req->destination) {
         pb_cache_fini(cache);
@@ -70,8 +70,8 @@ wex_status pb_cache_get(pb_cache *cache, const wex_host_services *h,
     if (p->src_host == NULL)
         return WEX_ERR_NOMEM;
     for (uint64_t i = 0; i < nsrc; i++)
-        p->src_host[i] = h->layout_host(req->source,
-                                        WEX_PIECE_VIEW_AT(src, i)->rank);
+        p->src_host[i] =
+            h->layout_host(req->source, WEX_PIECE_VIEW_AT(src, i)->rank);
     st = pb_pack_boxes(src, nsrc, p->ndim, &p->sbox, &cap);
     cap = 0;
     if (st == WEX_OK)

@@ -17,13 +17,15 @@ wex_status wt_cuda_device(const wex_host_services *h, const wex_options *o,
         return st;
     e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0)
-        return WP_FAIL(h, WEX_ERR_UNSUPPORTED, "no CUDA device (cudaGetDevice"
-                       "Count: %s)", e != cudaSuccess ? cudaGetErrorString(e)
-                                                      : "0 devices");
+        return WP_FAIL(h, WEX_ERR_UNSUPPORTED,
+                       "no CUDA device (cudaGetDevice"
+                       "Count: %s)",
+                       e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
     if (device >= count)
-        return WP_FAIL(h, WEX_ERR_INVALID, "options/device: %lld, but this "
-                       "host has CUDA devices 0..%d", (long long)device,
-                       count - 1);
+        return WP_FAIL(h, WEX_ERR_INVALID,
+                       "options/device: %lld, but this "
+                       "host has CUDA devices 0..%d",
+                       (long long)device, count - 1);
     if (device < 0 && (e = cudaGetDevice(&current)) != cudaSuccess)
         return WP_FAIL(h, WEX_ERR_SYSTEM, "cudaGetDevice: %s",
                        cudaGetErrorString(e));

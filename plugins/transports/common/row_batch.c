@@ -2,8 +2,8 @@
 
 #include <string.h>
 
-static void start(wt_rows *b, const void *peer, uint64_t dst,
-                  const void *src, uint64_t bytes)
+static void start(wt_rows *b, const void *peer, uint64_t dst, const void *src,
+                  uint64_t bytes)
 {
     memset(b, 0, sizeof(*b));
     b->peer = peer;

@@ -23,7 +23,7 @@ typedef struct wt_rows {
     const unsigned char *src; /* the first row */
     uint64_t width;           /* bytes a row */
     uint64_t dst_pitch, src_pitch; /* from one row to the next (height >= 2) */
-    uint64_t height;          /* rows */
+    uint64_t height;               /* rows */
 } wt_rows;
 
 /* Takes a put of `bytes` (> 0) from `src` to `peer`'s buffer at `dst`.

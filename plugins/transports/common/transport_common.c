@@ -28,14 +28,18 @@ wex_status wt_check_args(const wex_host_services *h,
                        args ? args->struct_size : 0u,
                        (unsigned)WEX_TRANSPORT_ARGS_SIZE_1_0);
     if (args->side != WEX_SIDE_SOURCE && args->side != WEX_SIDE_DESTINATION)
-        return WP_FAIL(h, WEX_ERR_INVALID, "side %u is neither source nor "
-                       "destination", args->side);
+        return WP_FAIL(h, WEX_ERR_INVALID,
+                       "side %u is neither source nor "
+                       "destination",
+                       args->side);
     ranks = args->side == WEX_SIDE_SOURCE ? args->source_ranks
                                           : args->destination_ranks;
     if (ranks == 0)
-        return WP_FAIL(h, WEX_ERR_INVALID, "%s rank %llu: the job has no %s "
-                       "ranks", side_name(args->side),
-                       (unsigned long long)args->rank, side_name(args->side));
+        return WP_FAIL(h, WEX_ERR_INVALID,
+                       "%s rank %llu: the job has no %s "
+                       "ranks",
+                       side_name(args->side), (unsigned long long)args->rank,
+                       side_name(args->side));
     if (args->rank >= ranks)
         return WP_FAIL(h, WEX_ERR_INVALID, "%s rank %llu is outside 0..%llu",
                        side_name(args->side), (unsigned long long)args->rank,
@@ -48,9 +52,8 @@ wex_status wt_check_args(const wex_host_services *h,
     return WEX_OK;
 }
 
-wex_status wt_check_register(const wex_host_services *h,
-                             const char *transport, uint32_t kind,
-                             const void *address, uint64_t bytes,
+wex_status wt_check_register(const wex_host_services *h, const char *transport,
+                             uint32_t kind, const void *address, uint64_t bytes,
                              uint32_t memory_kind)
 {
     uint64_t at = (uint64_t)(uintptr_t)address;

@@ -27,9 +27,8 @@ wex_status wt_check_args(const wex_host_services *h,
 /* mem_register's arguments: memory of kind `kind` (WEX_MEMORY_HOST or
  * WEX_MEMORY_CUDA), the only one `transport` moves (WEX_ERR_UNSUPPORTED
  * otherwise), and a non-empty range that does not wrap around. */
-wex_status wt_check_register(const wex_host_services *h,
-                             const char *transport, uint32_t kind,
-                             const void *address, uint64_t bytes,
+wex_status wt_check_register(const wex_host_services *h, const char *transport,
+                             uint32_t kind, const void *address, uint64_t bytes,
                              uint32_t memory_kind);
 
 /* mem_key's arguments on a context of side `side` and rank `rank`: only
@@ -51,8 +50,7 @@ wex_status wt_key_check(const wex_host_services *h, const char *transport,
 
 /* `bytes` at `offset` lie inside a `size`-byte buffer; no sum that could
  * overflow is formed. */
-static inline int wt_span_inside(uint64_t offset, uint64_t bytes,
-                                 uint64_t size)
+static inline int wt_span_inside(uint64_t offset, uint64_t bytes, uint64_t size)
 {
     return offset <= size && bytes <= size - offset;
 }

@@ -16,8 +16,8 @@ typedef struct wt_link {
 } wt_link;
 
 /* The `type` whose member `member` is the wt_link at `link`. */
-#define WT_MEMBER_OF(link, type, member)                                   \
-    ((type *)(void *)((char *)(link) - offsetof(type, member)))
+#define WT_MEMBER_OF(link, type, member)                                       \
+    ((type *)(void *)((char *)(link)-offsetof(type, member)))
 
 /* The registration or peer that list link `l` is in, for a transport
  * whose wex_transport_mem and wex_transport_peer embed theirs as `link`. */
@@ -53,8 +53,8 @@ static inline void wt_list_unlink(wt_link **head, wt_link *l)
  * that thread; a call that needs the lock for reasons of its own (ucx's
  * ucp_mem_unmap, against the progress thread) takes it again for just
  * that call. */
-static inline void wt_list_unlink_locked(pthread_mutex_t *lock,
-                                         wt_link **head, wt_link *l)
+static inline void wt_list_unlink_locked(pthread_mutex_t *lock, wt_link **head,
+                                         wt_link *l)
 {
     pthread_mutex_lock(lock);
     wt_list_unlink(head, l);

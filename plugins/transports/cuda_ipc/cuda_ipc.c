@@ -69,9 +69,9 @@ struct wex_transport_ctx {
 static wex_status cuda_fail(const wex_host_services *h, cudaError_t e,
                             const char *what)
 {
-    return WP_FAIL(h, e == cudaErrorMemoryAllocation ? WEX_ERR_NOMEM
-                                                     : WEX_ERR_SYSTEM,
-                   "%s: %s", what, cudaGetErrorString(e));
+    return WP_FAIL(
+        h, e == cudaErrorMemoryAllocation ? WEX_ERR_NOMEM : WEX_ERR_SYSTEM,
+        "%s: %s", what, cudaGetErrorString(e));
 }
 
 static void ipc_ctx_destroy(wex_transport_ctx *ctx);
@@ -110,9 +110,9 @@ static wex_status ipc_ctx_create(wex_plugin_state *state,
     if (e == cudaSuccess)
         e = cudaEventCreateWithFlags(&ctx->done, cudaEventDisableTiming);
     if (e == cudaSuccess)
-        e = cudaGetDriverEntryPointByVersion(
-            "cuMemGetAddressRange", (void **)&ctx->address_range, 12000,
-            cudaEnableDefault, &found);
+        e = cudaGetDriverEntryPointByVersion("cuMemGetAddressRange",
+                                             (void **)&ctx->address_range,
+                                             12000, cudaEnableDefault, &found);
     if (e == cudaSuccess && found != cudaDriverEntryPointSuccess)
         e = cudaErrorSymbolNotFound;
     if (e != cudaSuccess) {
@@ -179,8 +179,10 @@ static wex_status export_alloc(wex_transport_ctx *ctx, uint64_t address,
         return WEX_OK;
     }
     if (ctx->address_range(&base, &size, address) != 0)
-        return WP_FAIL(h, WEX_ERR_INVALID, "0x%llx is not device memory of a "
-                       "CUDA allocation", (unsigned long long)address);
+        return WP_FAIL(h, WEX_ERR_INVALID,
+                       "0x%llx is not device memory of a "
+                       "CUDA allocation",
+                       (unsigned long long)address);
     if (address + bytes > base + size)
         return WP_FAIL(h, WEX_ERR_INVALID,
                        "buffer 0x%llx + %llu bytes runs past its allocation "
@@ -189,7 +191,8 @@ static wex_status export_alloc(wex_transport_ctx *ctx, uint64_t address,
                        base, size);
     e = cudaIpcGetMemHandle(&handle, (void *)(uintptr_t)base);
     if (e != cudaSuccess)
-        return cuda_fail(h, e, "cudaIpcGetMemHandle (memory from cudaMalloc "
+        return cuda_fail(h, e,
+                         "cudaIpcGetMemHandle (memory from cudaMalloc "
                          "can be shared; from cudaMallocAsync pools or VMM "
                          "it cannot)");
     a = ipc_allocs_add(&ctx->exported, 0, base, size);
@@ -205,8 +208,8 @@ static wex_status ipc_mem_register(wex_transport_ctx *ctx, void *address,
                                    wex_transport_mem **mem_p)
 {
     const wex_host_services *h = ctx->host;
-    wex_status st = wt_check_register(h, "cuda-ipc", WEX_MEMORY_CUDA,
-                                      address, bytes, memory_kind);
+    wex_status st = wt_check_register(h, "cuda-ipc", WEX_MEMORY_CUDA, address,
+                                      bytes, memory_kind);
     wex_transport_mem *m;
 
     if (st != WEX_OK)
@@ -253,7 +256,8 @@ static wex_status ipc_mem_key(wex_transport_ctx *ctx, wex_transport_mem *m,
     memcpy(k.handle, m->alloc->handle, sizeof(k.handle));
     len = cuda_ipc_key_encode(&k, key, (size_t)*key_len);
     if (len == 0)
-        return WP_FAIL(ctx->host, WEX_ERR_INVALID, "mem_key: a %llu-byte key "
+        return WP_FAIL(ctx->host, WEX_ERR_INVALID,
+                       "mem_key: a %llu-byte key "
                        "buffer is too small (%u bytes needed)",
                        (unsigned long long)*key_len, CUDA_IPC_KEY_BYTES);
     *key_len = len;
@@ -277,14 +281,15 @@ static wex_status open_alloc(wex_transport_ctx *ctx, const cuda_ipc_key *k,
         return WEX_OK;
     }
     if (k->pid == (uint32_t)getpid())
-        return WP_FAIL(h, WEX_ERR_UNSUPPORTED, "destination rank %llu is this "
+        return WP_FAIL(h, WEX_ERR_UNSUPPORTED,
+                       "destination rank %llu is this "
                        "process: CUDA IPC shares memory between processes only",
                        (unsigned long long)k->rank);
     memcpy(&handle, k->handle, sizeof(handle));
-    e = cudaIpcOpenMemHandle(&mapped, handle,
-                             cudaIpcMemLazyEnablePeerAccess);
+    e = cudaIpcOpenMemHandle(&mapped, handle, cudaIpcMemLazyEnablePeerAccess);
     if (e != cudaSuccess)
-        return WP_FAIL(h, WEX_ERR_PEER, "opening destination rank %llu's (pid "
+        return WP_FAIL(h, WEX_ERR_PEER,
+                       "opening destination rank %llu's (pid "
                        "%u, device %u) memory: cudaIpcOpenMemHandle: %s",
                        (unsigned long long)k->rank, k->pid, k->device,
                        cudaGetErrorString(e));
@@ -365,7 +370,8 @@ static wex_status issue(wex_transport_ctx *ctx, const wt_rows *r)
                               r->src_pitch, r->width, r->height,
                               cudaMemcpyDefault, ctx->stream);
     if (e != cudaSuccess)
-        return WP_FAIL(ctx->host, WEX_ERR_SYSTEM, "copy of %llu rows of %llu "
+        return WP_FAIL(ctx->host, WEX_ERR_SYSTEM,
+                       "copy of %llu rows of %llu "
                        "bytes into destination rank %llu: %s",
                        (unsigned long long)r->height,
                        (unsigned long long)r->width,
@@ -376,8 +382,7 @@ static wex_status issue(wex_transport_ctx *ctx, const wt_rows *r)
 static wex_status ipc_put(wex_transport_ctx *ctx, wex_transport_peer *p,
                           uint64_t offset, const void *src, uint64_t bytes)
 {
-    wex_status st = wt_check_put(ctx->host, p->rank, p->bytes, offset,
-                                 bytes);
+    wex_status st = wt_check_put(ctx->host, p->rank, p->bytes, offset, bytes);
     wt_rows ready;
 
     if (st != WEX_OK)
@@ -405,7 +410,8 @@ static wex_status ipc_flush(wex_transport_ctx *ctx)
     while (e == cudaSuccess &&
            (e = cudaEventQuery(ctx->done)) == cudaErrorNotReady) {
         if (wt_now_ms() > deadline)
-            return WP_FAIL(ctx->host, WEX_ERR_TIMEOUT, "device copies did not "
+            return WP_FAIL(ctx->host, WEX_ERR_TIMEOUT,
+                           "device copies did not "
                            "complete within flush_timeout_ms (%lld ms)",
                            (long long)ctx->flush_timeout_ms);
         nanosleep(&nap, NULL);

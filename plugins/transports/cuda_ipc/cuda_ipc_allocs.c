@@ -15,8 +15,8 @@ ipc_alloc *ipc_allocs_containing(ipc_allocs *t, uint64_t owner,
 {
     for (ipc_alloc *a = t->head; a != NULL; a = a->next)
         if (a->owner == owner && address >= a->base &&
-            address - a->base <= a->size && bytes <= a->size -
-                                                         (address - a->base))
+            address - a->base <= a->size &&
+            bytes <= a->size - (address - a->base))
             return a;
     return NULL;
 }

@@ -17,7 +17,7 @@ typedef struct ipc_alloc {
     uint64_t base;  /* in the owner's address space */
     uint64_t size;
     uint64_t refs;
-    void *mapped;   /* opened: where it is mapped here */
+    void *mapped; /* opened: where it is mapped here */
     unsigned char handle[64];
 } ipc_alloc;
 

@@ -45,8 +45,10 @@ static wex_status ctx_setup(wex_transport_ctx *ctx)
     if (e == cudaSuccess)
         e = cudaEventCreateWithFlags(&ctx->done, cudaEventDisableTiming);
     if (e != cudaSuccess)
-        return WP_FAIL(ctx->host, WEX_ERR_SYSTEM, "setting up the CUDA stream: "
-                       "%s", cudaGetErrorString(e));
+        return WP_FAIL(ctx->host, WEX_ERR_SYSTEM,
+                       "setting up the CUDA stream: "
+                       "%s",
+                       cudaGetErrorString(e));
     return WEX_OK;
 }
 
@@ -66,7 +68,8 @@ static wex_status nccl_ctx_create(wex_plugin_state *state,
         return st;
     if (nccl_group_rank(args->side, args->rank, args->source_ranks,
                         args->destination_ranks) < 0)
-        return WP_FAIL(h, WEX_ERR_INVALID, "%llu source and %llu destination "
+        return WP_FAIL(h, WEX_ERR_INVALID,
+                       "%llu source and %llu destination "
                        "ranks do not make one communicator with this rank in "
                        "it",
                        (unsigned long long)args->source_ranks,
@@ -85,15 +88,14 @@ static wex_status nccl_ctx_create(wex_plugin_state *state,
     ctx->rank = args->rank;
     ctx->source_ranks = args->source_ranks;
     ctx->destination_ranks = args->destination_ranks;
-    ctx->group_rank = (int)nccl_group_rank(args->side, args->rank,
-                                           args->source_ranks,
-                                           args->destination_ranks);
-    ctx->group_size = (int)nccl_group_size(args->source_ranks,
-                                           args->destination_ranks);
+    ctx->group_rank = (int)nccl_group_rank(
+        args->side, args->rank, args->source_ranks, args->destination_ranks);
+    ctx->group_size =
+        (int)nccl_group_size(args->source_ranks, args->destination_ranks);
     ctx->timeout_ms = timeout;
     ctx->peer_count = args->peer_count;
-    ctx->peers = calloc(args->peer_count ? args->peer_count : 1,
-                        sizeof(uint64_t));
+    ctx->peers =
+        calloc(args->peer_count ? args->peer_count : 1, sizeof(uint64_t));
     if (ctx->peers == NULL) {
         free(ctx);
         return WP_FAIL(h, WEX_ERR_NOMEM, "out of memory");
@@ -153,9 +155,11 @@ static wex_status nccl_connect(wex_transport_ctx *ctx,
     } else {
         st = ex->fetch(ex->ctx, NCCL_ID_NAME, &id, sizeof(id), &len);
         if (st == WEX_OK && len != sizeof(id))
-            return WP_FAIL(h, WEX_ERR_INVALID, "connect: the unique id "
+            return WP_FAIL(h, WEX_ERR_INVALID,
+                           "connect: the unique id "
                            "destination rank 0 published has %llu bytes, not "
-                           "%zu", (unsigned long long)len, sizeof(id));
+                           "%zu",
+                           (unsigned long long)len, sizeof(id));
     }
     if (st != WEX_OK)
         return st; /* the host's message */
@@ -170,7 +174,8 @@ static wex_status nccl_mem_alloc(wex_transport_ctx *ctx, uint64_t bytes,
     (void)bytes;
     (void)address_p;
     (void)mem_p;
-    return WP_FAIL(ctx->host, WEX_ERR_UNSUPPORTED, "nccl does not allocate: "
+    return WP_FAIL(ctx->host, WEX_ERR_UNSUPPORTED,
+                   "nccl does not allocate: "
                    "register device memory (wex allocates it with cudaMalloc)");
 }
 
@@ -202,8 +207,8 @@ static void nccl_mem_deregister(wex_transport_ctx *ctx, wex_transport_mem *m)
 static wex_status nccl_mem_key(wex_transport_ctx *ctx, wex_transport_mem *m,
                                void *key, uint64_t *key_len)
 {
-    wex_status st = wt_check_mem_key(ctx->host, ctx->side, ctx->rank, m,
-                                     key, key_len);
+    wex_status st =
+        wt_check_mem_key(ctx->host, ctx->side, ctx->rank, m, key, key_len);
     nccl_key k;
     size_t len;
 

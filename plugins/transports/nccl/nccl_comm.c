@@ -30,9 +30,10 @@ wex_status nccl_join(wex_transport_ctx *ctx, const ncclUniqueId *id)
             ncclCommAbort(ctx->comm);
         ctx->comm = NULL;
         ctx->broken = 1;
-        return WP_FAIL(ctx->host, WEX_ERR_SYSTEM, "joining the job's "
-                       "communicator as rank %d of %d: %s", ctx->group_rank,
-                       ctx->group_size, ncclGetErrorString(r));
+        return WP_FAIL(ctx->host, WEX_ERR_SYSTEM,
+                       "joining the job's "
+                       "communicator as rank %d of %d: %s",
+                       ctx->group_rank, ctx->group_size, ncclGetErrorString(r));
     }
     return WEX_OK;
 }
@@ -59,10 +60,11 @@ wex_status nccl_settle(wex_transport_ctx *ctx, double deadline,
     }
     nccl_abort(ctx);
     if (state == ncclInProgress)
-        return WP_FAIL(ctx->host, WEX_ERR_TIMEOUT, "%s: the job's %d ranks did "
+        return WP_FAIL(ctx->host, WEX_ERR_TIMEOUT,
+                       "%s: the job's %d ranks did "
                        "not all answer within timeout_ms (%lld ms); "
-                       "communicator aborted", what, ctx->group_size,
-                       (long long)ctx->timeout_ms);
+                       "communicator aborted",
+                       what, ctx->group_size, (long long)ctx->timeout_ms);
     return WP_FAIL(ctx->host, WEX_ERR_PEER, "%s: %s; communicator aborted",
                    what, ncclGetErrorString(state));
 }

@@ -29,10 +29,12 @@ wex_status nccl_peer_attach(wex_transport_ctx *ctx, uint64_t peer_rank,
     if (st != WEX_OK)
         return st;
     if (k.group_size != (uint64_t)ctx->group_size)
-        return WP_FAIL(h, WEX_ERR_INVALID, "destination rank %llu's key counts "
+        return WP_FAIL(h, WEX_ERR_INVALID,
+                       "destination rank %llu's key counts "
                        "%llu ranks in the job, this rank %d: the ranks "
                        "disagree "
-                       "on the job", (unsigned long long)peer_rank,
+                       "on the job",
+                       (unsigned long long)peer_rank,
                        (unsigned long long)k.group_size, ctx->group_size);
     p = calloc(1, sizeof(*p));
     if (p == NULL)
@@ -51,14 +53,16 @@ void nccl_peer_detach(wex_transport_ctx *ctx, wex_transport_peer *p)
 
 /* ---- data path ----------------------------------------------------- */
 
-static wex_status enqueue(wex_transport_ctx *ctx, int peer, int send,
-                          void *ptr, uint64_t bytes)
+static wex_status enqueue(wex_transport_ctx *ctx, int peer, int send, void *ptr,
+                          uint64_t bytes)
 {
     if (ctx->broken)
-        return WP_FAIL(ctx->host, WEX_ERR_PEER, "the job's communicator was "
+        return WP_FAIL(ctx->host, WEX_ERR_PEER,
+                       "the job's communicator was "
                        "aborted after an earlier failure");
     if (ctx->comm == NULL)
-        return WP_FAIL(ctx->host, WEX_ERR_INVALID, "not connected: the host "
+        return WP_FAIL(ctx->host, WEX_ERR_INVALID,
+                       "not connected: the host "
                        "calls connect (ABI 1.3) before any transfer");
     if (ctx->queued == ctx->queue_cap) {
         size_t cap = ctx->queue_cap ? ctx->queue_cap * 2 : 256;
@@ -77,8 +81,7 @@ wex_status nccl_put(wex_transport_ctx *ctx, wex_transport_peer *p,
 {
     /* The offset is the destination's business (its matching recv); it
      * is still checked, so both sides fail the same plan the same way. */
-    wex_status st = wt_check_put(ctx->host, p->rank, p->bytes, offset,
-                                 bytes);
+    wex_status st = wt_check_put(ctx->host, p->rank, p->bytes, offset, bytes);
 
     if (st != WEX_OK)
         return st;
@@ -119,9 +122,10 @@ wex_status nccl_recv(wex_transport_ctx *ctx, uint64_t peer_rank,
                        (unsigned long long)m->bytes);
     if (bytes == 0)
         return WEX_OK;
-    return enqueue(ctx, (int)nccl_group_rank(WEX_SIDE_SOURCE, peer_rank,
-                                             ctx->source_ranks,
-                                             ctx->destination_ranks),
+    return enqueue(ctx,
+                   (int)nccl_group_rank(WEX_SIDE_SOURCE, peer_rank,
+                                        ctx->source_ranks,
+                                        ctx->destination_ranks),
                    0, m->address + offset, bytes);
 }
 
@@ -131,10 +135,10 @@ static wex_status issue(wex_transport_ctx *ctx)
 
     for (size_t i = 0; i < ctx->queued && r == ncclSuccess; i++) {
         const nccl_transfer *t = &ctx->queue[i];
-        r = t->send ? ncclSend(t->ptr, t->bytes, ncclUint8, t->peer,
-                               ctx->comm, ctx->stream)
-                    : ncclRecv(t->ptr, t->bytes, ncclUint8, t->peer,
-                               ctx->comm, ctx->stream);
+        r = t->send ? ncclSend(t->ptr, t->bytes, ncclUint8, t->peer, ctx->comm,
+                               ctx->stream)
+                    : ncclRecv(t->ptr, t->bytes, ncclUint8, t->peer, ctx->comm,
+                               ctx->stream);
     }
     if (r == ncclSuccess || r == ncclInProgress)
         r = ncclGroupEnd();
@@ -142,9 +146,10 @@ static wex_status issue(wex_transport_ctx *ctx)
         ncclGroupEnd();
     if (r != ncclSuccess && r != ncclInProgress) {
         nccl_abort(ctx);
-        return WP_FAIL(ctx->host, WEX_ERR_SYSTEM, "issuing %zu transfers: %s; "
-                       "communicator aborted", ctx->queued,
-                       ncclGetErrorString(r));
+        return WP_FAIL(ctx->host, WEX_ERR_SYSTEM,
+                       "issuing %zu transfers: %s; "
+                       "communicator aborted",
+                       ctx->queued, ncclGetErrorString(r));
     }
     return WEX_OK;
 }
@@ -157,7 +162,8 @@ wex_status nccl_flush(wex_transport_ctx *ctx)
     wex_status st;
 
     if (ctx->broken)
-        return WP_FAIL(ctx->host, WEX_ERR_PEER, "the job's communicator was "
+        return WP_FAIL(ctx->host, WEX_ERR_PEER,
+                       "the job's communicator was "
                        "aborted after an earlier failure");
     if (ctx->queued == 0)
         return WEX_OK;
@@ -175,12 +181,15 @@ wex_status nccl_flush(wex_transport_ctx *ctx)
         ncclCommGetAsyncError(ctx->comm, &state);
         if (state != ncclSuccess && state != ncclInProgress) {
             nccl_abort(ctx);
-            return WP_FAIL(ctx->host, WEX_ERR_PEER, "transfers failed: %s; "
-                           "communicator aborted", ncclGetErrorString(state));
+            return WP_FAIL(ctx->host, WEX_ERR_PEER,
+                           "transfers failed: %s; "
+                           "communicator aborted",
+                           ncclGetErrorString(state));
         }
         if (wt_now_ms() > deadline) {
             nccl_abort(ctx);
-            return WP_FAIL(ctx->host, WEX_ERR_TIMEOUT, "transfers did not "
+            return WP_FAIL(ctx->host, WEX_ERR_TIMEOUT,
+                           "transfers did not "
                            "complete within timeout_ms (%lld ms): a peer is "
                            "gone or stuck; communicator aborted",
                            (long long)ctx->timeout_ms);
@@ -210,12 +219,14 @@ wex_status nccl_fence(wex_transport_ctx *ctx, wex_transport_fence *f)
     int destination = ctx->side == WEX_SIDE_DESTINATION;
 
     if (f == NULL || f->struct_size < WEX_TRANSPORT_FENCE_SIZE_1_4)
-        return WP_FAIL(h, WEX_ERR_ABI, "fence: a wex_transport_fence smaller "
+        return WP_FAIL(h, WEX_ERR_ABI,
+                       "fence: a wex_transport_fence smaller "
                        "than ABI 1.4's");
     if (f->op == WEX_FENCE_WRITE && !destination && f->epoch != 0)
         return WEX_OK;
     if (f->op == WEX_FENCE_OPEN && destination && f->epoch != 0)
-        return ctx->broken ? WP_FAIL(h, WEX_ERR_PEER, "the job's communicator "
+        return ctx->broken ? WP_FAIL(h, WEX_ERR_PEER,
+                                     "the job's communicator "
                                      "was aborted after an earlier failure: "
                                      "open the job again")
                            : WEX_OK;
@@ -223,7 +234,8 @@ wex_status nccl_fence(wex_transport_ctx *ctx, wex_transport_fence *f)
         f->rekeyed = 0;
         if (f->abandoned && !ctx->broken) {
             nccl_abort(ctx);
-            WEX_WARN(h, "destination rank %llu aborted the job's "
+            WEX_WARN(h,
+                     "destination rank %llu aborted the job's "
                      "communicator: it gave a try up, and a source's late "
                      "sends must not reach a later one",
                      (unsigned long long)ctx->rank);

@@ -57,8 +57,8 @@ struct wex_transport_ctx {
     int broken; /* the communicator aborted: every call fails */
     cudaStream_t stream;
     cudaEvent_t done;
-    ncclComm_t comm; /* NULL until connect */
-    int ready;       /* its init completed */
+    ncclComm_t comm;      /* NULL until connect */
+    int ready;            /* its init completed */
     nccl_transfer *queue; /* kept across steps: a step allocates nothing */
     size_t queued, queue_cap;
 };

@@ -49,8 +49,8 @@ int nccl_key_decode(const void *data, size_t len, nccl_key *key, char *why,
 
 int64_t nccl_group_size(uint64_t source_ranks, uint64_t destination_ranks)
 {
-    if (source_ranks == 0 || destination_ranks == 0 ||
-        source_ranks > INT_MAX || destination_ranks > INT_MAX - source_ranks)
+    if (source_ranks == 0 || destination_ranks == 0 || source_ranks > INT_MAX ||
+        destination_ranks > INT_MAX - source_ranks)
         return -1;
     return (int64_t)(source_ranks + destination_ranks);
 }
@@ -63,7 +63,6 @@ int64_t nccl_group_rank(uint32_t side, uint64_t rank, uint64_t source_ranks,
     if (side == WEX_SIDE_DESTINATION)
         return rank < destination_ranks ? (int64_t)rank : -1;
     if (side == WEX_SIDE_SOURCE)
-        return rank < source_ranks ? (int64_t)(destination_ranks + rank)
-                                   : -1;
+        return rank < source_ranks ? (int64_t)(destination_ranks + rank) : -1;
     return -1;
 }

@@ -38,8 +38,8 @@ int nccl_key_decode(const void *data, size_t len, nccl_key *key, char *why,
 
 /* A rank's place in the job's communicator: `side` is WEX_SIDE_*; -1 when
  * the rank is outside its side or the group would not fit an int. */
-int64_t nccl_group_rank(uint32_t side, uint64_t rank,
-                        uint64_t source_ranks, uint64_t destination_ranks);
+int64_t nccl_group_rank(uint32_t side, uint64_t rank, uint64_t source_ranks,
+                        uint64_t destination_ranks);
 /* The communicator's size (D + S); -1 when it would not fit an int. */
 int64_t nccl_group_size(uint64_t source_ranks, uint64_t destination_ranks);
 

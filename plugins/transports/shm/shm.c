@@ -70,8 +70,7 @@ static int name_safe(const char *s)
 {
     for (; *s; s++)
         if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-              (*s >= '0' && *s <= '9') || *s == '-' || *s == '_' ||
-              *s == '.'))
+              (*s >= '0' && *s <= '9') || *s == '-' || *s == '_' || *s == '.'))
             return 0;
     return 1;
 }
@@ -84,8 +83,8 @@ static void make_name(wex_transport_ctx *ctx, const char *job_id)
     int fits = 0;
 
     if (job_id != NULL && job_id[0] != '\0' && name_safe(job_id)) {
-        int n = snprintf(ctx->name, sizeof(ctx->name), "wex-%s-d%llu",
-                         job_id, rank);
+        int n = snprintf(ctx->name, sizeof(ctx->name), "wex-%s-d%llu", job_id,
+                         rank);
         fits = n > 0 && (size_t)n <= SHM_NAME_MAX;
     }
     if (!fits && job_id != NULL && job_id[0] != '\0') {
@@ -106,8 +105,7 @@ static void make_name(wex_transport_ctx *ctx, const char *job_id)
 }
 
 /* The server thread's view of the buffer table and the fence page. */
-static uint32_t lookup(void *arg, shm_asked *asked, shm_reply *reply,
-                       int *fd_p)
+static uint32_t lookup(void *arg, shm_asked *asked, shm_reply *reply, int *fd_p)
 {
     wex_transport_ctx *ctx = arg;
     const shm_request *req = asked->request;

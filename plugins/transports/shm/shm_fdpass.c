@@ -59,8 +59,8 @@ static void sleep_ms(int64_t ms)
  * at most one SCM_RIGHTS descriptor into *fd_p (when fd_p is not NULL;
  * extras are closed). 0 on success; -1 with errno (ETIMEDOUT, ECANCELED
  * when woken, EPIPE on end of stream). */
-static int read_full(int fd, void *buf, size_t n, int64_t deadline,
-                     int wake_fd, int *fd_p)
+static int read_full(int fd, void *buf, size_t n, int64_t deadline, int wake_fd,
+                     int *fd_p)
 {
     size_t got = 0;
 
@@ -80,7 +80,8 @@ static int read_full(int fd, void *buf, size_t n, int64_t deadline,
             errno = ETIMEDOUT;
             return -1;
         }
-        rc = poll(pfd, wake_fd >= 0 ? 2 : 1, (int)(left > 60000 ? 60000 : left));
+        rc =
+            poll(pfd, wake_fd >= 0 ? 2 : 1, (int)(left > 60000 ? 60000 : left));
         if (rc < 0 && errno == EINTR)
             continue;
         if (rc < 0)
@@ -182,12 +183,13 @@ static int serve_one(shm_server *s, int client)
     int fd = -1;
 
     if (getsockopt(client, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0) {
-        WEX_WARN(h, "@%s: SO_PEERCRED: %s; dropping the connection",
-                 s->name, strerror(errno));
+        WEX_WARN(h, "@%s: SO_PEERCRED: %s; dropping the connection", s->name,
+                 strerror(errno));
         return 0;
     }
     if (!same_user(cred.uid)) {
-        WEX_WARN(h, "@%s: refusing pid %ld of uid %ld: only uid %ld and root "
+        WEX_WARN(h,
+                 "@%s: refusing pid %ld of uid %ld: only uid %ld and root "
                  "may attach this rank's buffers",
                  s->name, (long)cred.pid, (long)cred.uid, (long)geteuid());
         return 0;
@@ -266,8 +268,8 @@ wex_status shm_server_start(const wex_host_services *h, const char *name,
     s->wake[0] = s->wake[1] = -1;
     memcpy(s->name, name, name_len);
     addr_len = abstract_addr(&addr, name, name_len);
-    s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                          0);
+    s->listen_fd =
+        socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (s->listen_fd < 0) {
         h->set_error(h->ctx, st, "socket(AF_UNIX): %s", strerror(errno));
         goto fail;
@@ -280,8 +282,7 @@ wex_status shm_server_start(const wex_host_services *h, const char *name,
                          "with the same job id and rank runs on this host",
                          s->name);
         } else {
-            h->set_error(h->ctx, st, "bind @%s: %s", s->name,
-                         strerror(errno));
+            h->set_error(h->ctx, st, "bind @%s: %s", s->name, strerror(errno));
         }
         goto fail;
     }
@@ -389,8 +390,8 @@ static int connect_retrying(const wex_host_services *h, const shm_fetch *f,
 }
 
 /* The listening process is the one the key names, and runs as us. */
-static wex_status check_server(const wex_host_services *h,
-                               const shm_fetch *f, int sock)
+static wex_status check_server(const wex_host_services *h, const shm_fetch *f,
+                               int sock)
 {
     struct ucred cred;
     socklen_t len = sizeof(cred);
@@ -466,8 +467,7 @@ static wex_status exchange(const wex_host_services *h, const shm_fetch *f,
         goto out;
     }
     switch (reply.status) {
-    case SHM_REPLY_OK:
-        break;
+    case SHM_REPLY_OK: break;
     case SHM_REPLY_UNKNOWN:
         st = WEX_ERR_INVALID;
         h->set_error(h->ctx, st,
@@ -497,8 +497,8 @@ static wex_status exchange(const wex_host_services *h, const shm_fetch *f,
     if (f->request.kind != SHM_KIND_PRIVATE && fd < 0) {
         st = WEX_ERR_PEER;
         h->set_error(h->ctx, st,
-                     "%s accepted buffer %llu but passed no descriptor",
-                     f->who, (unsigned long long)f->request.buffer_id);
+                     "%s accepted buffer %llu but passed no descriptor", f->who,
+                     (unsigned long long)f->request.buffer_id);
         goto out;
     }
     if (f->request.kind == SHM_KIND_PRIVATE && fd >= 0) {

@@ -60,8 +60,8 @@ typedef struct shm_asked {
  * slot; for an accepted memfd or fence request *fd_p receives a
  * descriptor the server closes after sending. Called on the server's
  * thread. */
-typedef uint32_t (*shm_lookup_fn)(void *arg, shm_asked *asked,
-                                  shm_reply *reply, int *fd_p);
+typedef uint32_t (*shm_lookup_fn)(void *arg, shm_asked *asked, shm_reply *reply,
+                                  int *fd_p);
 
 typedef struct shm_server shm_server;
 
@@ -76,9 +76,9 @@ void shm_server_stop(shm_server *server);
 typedef struct shm_fetch {
     const char *name; /* the destination's abstract socket name */
     size_t name_len;
-    const char *who;  /* "destination rank 3 (pid 1234)", for messages */
-    pid_t pid;        /* the destination's pid, from the key */
-    int timeout_ms;   /* for connecting (retried) and the exchange */
+    const char *who; /* "destination rank 3 (pid 1234)", for messages */
+    pid_t pid;       /* the destination's pid, from the key */
+    int timeout_ms;  /* for connecting (retried) and the exchange */
     shm_request request;
 } shm_fetch;
 
@@ -94,7 +94,7 @@ wex_status shm_fetch_buffer(const wex_host_services *host,
  * the connection in *sock_p, which the source keeps open for as long as
  * it holds the slot (closing it gives the slot back). */
 wex_status shm_fetch_fence(const wex_host_services *host,
-                           const shm_fetch *fetch, int *fd_p,
-                           uint32_t *slot_p, int *sock_p);
+                           const shm_fetch *fetch, int *fd_p, uint32_t *slot_p,
+                           int *sock_p);
 
 #endif /* WEX_SHM_FDPASS_H */

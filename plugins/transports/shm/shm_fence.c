@@ -111,8 +111,8 @@ wex_status shm_fence_setup(wex_transport_ctx *ctx)
                        strerror(errno));
     (void)fcntl(ctx->fence_fd, F_ADD_SEALS,
                 F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
-    map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->fence_fd,
-               0);
+    map =
+        mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->fence_fd, 0);
     if (map == MAP_FAILED)
         return WP_FAIL(h, WEX_ERR_SYSTEM, "mapping the fence page: %s",
                        strerror(errno));
@@ -174,9 +174,10 @@ uint32_t shm_fence_serve(wex_transport_ctx *ctx, shm_asked *asked,
             slot = i;
         }
     if (slot == SHM_FENCE_SLOTS) {
-        WEX_WARN(ctx->host, "@%s: all %u fence slots are held by live "
-                 "sources: refusing pid %ld", ctx->name, SHM_FENCE_SLOTS,
-                 (long)asked->pid);
+        WEX_WARN(ctx->host,
+                 "@%s: all %u fence slots are held by live "
+                 "sources: refusing pid %ld",
+                 ctx->name, SHM_FENCE_SLOTS, (long)asked->pid);
     } else if ((*fd_p = fcntl(ctx->fence_fd, F_DUPFD_CLOEXEC, 0)) < 0) {
         WEX_WARN(ctx->host, "@%s: cannot pass the fence page: dup: %s",
                  ctx->name, strerror(errno));
@@ -233,15 +234,16 @@ static wex_status stop_by_force(wex_transport_ctx *ctx, uint32_t *inside,
         if (w->pidfd < 0 || w->pid == getpid()) {
             cannot = 1;
             snprintf(why, sizeof(why), "%s",
-                     w->pid == 0 ? "it runs in a pid namespace this process "
-                                   "cannot see"
+                     w->pid == 0    ? "it runs in a pid namespace this process "
+                                      "cannot see"
                      : w->pidfd < 0 ? "no pidfd for it"
                                     : "it is this process");
         } else if (kill_by_pidfd(w->pidfd) != 0) {
             cannot = 1;
             snprintf(why, sizeof(why), "kill: %s", strerror(errno));
         } else {
-            WEX_WARN(h, "destination rank %llu killed source process pid %ld:"
+            WEX_WARN(h,
+                     "destination rank %llu killed source process pid %ld:"
                      " it was still inside a write of a try the destination "
                      "gave up on when its grace ran out (%u ms left of "
                      "timeouts.fence_seconds)",
@@ -313,7 +315,8 @@ wex_status shm_fence(wex_transport_ctx *ctx, wex_transport_fence *f)
     int destination = ctx->side == WEX_SIDE_DESTINATION;
 
     if (f == NULL || f->struct_size < WEX_TRANSPORT_FENCE_SIZE_1_4)
-        return WP_FAIL(h, WEX_ERR_ABI, "fence: a wex_transport_fence smaller "
+        return WP_FAIL(h, WEX_ERR_ABI,
+                       "fence: a wex_transport_fence smaller "
                        "than ABI 1.4's");
     if (f->op == WEX_FENCE_WRITE && !destination && f->epoch != 0) {
         ctx->epoch = f->epoch;
@@ -410,8 +413,7 @@ static wex_status fenced(wex_transport_ctx *ctx, const wex_transport_peer *p)
                    (unsigned long long)p->rank, (long)p->pid);
 }
 
-wex_status shm_fence_enter(wex_transport_ctx *ctx,
-                           const wex_transport_peer *p)
+wex_status shm_fence_enter(wex_transport_ctx *ctx, const wex_transport_peer *p)
 {
     shm_fence_page *page;
 
@@ -437,6 +439,6 @@ wex_status shm_fence_still_open(wex_transport_ctx *ctx,
 void shm_fence_leave(wex_transport_ctx *ctx, const wex_transport_peer *p)
 {
     if (ctx->epoch != 0 && p->fence != NULL)
-        atomic_store_explicit(&p->fence->page->writing[p->fence->slot].word,
-                              0, memory_order_release);
+        atomic_store_explicit(&p->fence->page->writing[p->fence->slot].word, 0,
+                              memory_order_release);
 }

@@ -112,18 +112,18 @@ struct wex_transport_ctx {
     int connect_timeout_ms;
     char name[SHM_NAME_MAX + 1]; /* destination: the abstract socket */
     size_t name_len;
-    shm_server *server; /* destination only */
+    shm_server *server;   /* destination only */
     pthread_mutex_t lock; /* mems and next_id; the server thread reads them */
     wt_link *mems;        /* wex_transport_mem */
     uint64_t next_id;
     wt_link *peers; /* wex_transport_peer */
     /* fencing (shm_fence.c) */
-    int fence_fd;           /* destination: the fence page's memfd */
-    shm_fence_page *fence;  /* destination: the page, mapped */
-    shm_writer *writers;    /* destination: [SHM_FENCE_SLOTS] */
-    uint64_t epoch;         /* source: the try its puts are for; 0: the
+    int fence_fd;          /* destination: the fence page's memfd */
+    shm_fence_page *fence; /* destination: the page, mapped */
+    shm_writer *writers;   /* destination: [SHM_FENCE_SLOTS] */
+    uint64_t epoch;        /* source: the try its puts are for; 0: the
                                host never said (no fencing) */
-    shm_fence_ref *fences;  /* source: one per destination process */
+    shm_fence_ref *fences; /* source: one per destination process */
 };
 
 /* ---- shm_mem.c ----------------------------------------------------- */
@@ -134,8 +134,8 @@ wex_status shm_mem_register(wex_transport_ctx *ctx, void *address,
                             uint64_t bytes, uint32_t memory_kind,
                             wex_transport_mem **mem_p);
 void shm_mem_deregister(wex_transport_ctx *ctx, wex_transport_mem *m);
-wex_status shm_mem_key(wex_transport_ctx *ctx, wex_transport_mem *m,
-                       void *key, uint64_t *key_len);
+wex_status shm_mem_key(wex_transport_ctx *ctx, wex_transport_mem *m, void *key,
+                       uint64_t *key_len);
 /* Unmaps and frees `m`, already unlinked from ctx->mems. */
 void shm_mem_free(wex_transport_ctx *ctx, wex_transport_mem *m);
 
@@ -171,8 +171,7 @@ void shm_fence_release(wex_transport_ctx *ctx, wex_transport_peer *p);
  * open is asked again before each chunk); leave clears the mark. Both
  * fail with WEX_ERR_PEER saying the source is fenced, the mark cleared.
  * A no-op where the host names no epoch. */
-wex_status shm_fence_enter(wex_transport_ctx *ctx,
-                           const wex_transport_peer *p);
+wex_status shm_fence_enter(wex_transport_ctx *ctx, const wex_transport_peer *p);
 wex_status shm_fence_still_open(wex_transport_ctx *ctx,
                                 const wex_transport_peer *p);
 void shm_fence_leave(wex_transport_ctx *ctx, const wex_transport_peer *p);

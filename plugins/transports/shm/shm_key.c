@@ -30,8 +30,8 @@ int shm_key_decode(const void *data, size_t len, shm_key *key, char *why,
     const uint8_t *p = data;
 
     memset(key, 0, sizeof(*key));
-    if (wt_key_header(data, len, SHM_KEY_HEADER, SHM_KEY_MAGIC,
-                      SHM_KEY_VERSION, "an shm key", why, why_cap) != 0)
+    if (wt_key_header(data, len, SHM_KEY_HEADER, SHM_KEY_MAGIC, SHM_KEY_VERSION,
+                      "an shm key", why, why_cap) != 0)
         return -1;
     key->kind = (uint32_t)wex_get_le(p + 6, 1);
     if (key->kind != SHM_KIND_MEMFD && key->kind != SHM_KIND_PRIVATE)
@@ -58,7 +58,8 @@ int shm_key_decode(const void *data, size_t len, shm_key *key, char *why,
         return WT_WHY("buffer size 0");
     if (key->address == 0 || key->address + key->size < key->address)
         return WT_WHY("buffer address 0x%llx + %llu bytes is not a valid "
-                      "range", (unsigned long long)key->address,
+                      "range",
+                      (unsigned long long)key->address,
                       (unsigned long long)key->size);
     memcpy(key->name, p + SHM_KEY_HEADER, key->name_len);
     for (uint32_t i = 0; i < key->name_len; i++)

@@ -69,8 +69,10 @@ wex_status shm_mem_alloc(wex_transport_ctx *ctx, uint64_t bytes,
     if (ftruncate(fd, (off_t)map_bytes) != 0) {
         err = errno;
         close(fd);
-        return WP_FAIL(h, err == ENOMEM || err == ENOSPC || err == EFBIG
-                              ? WEX_ERR_NOMEM : WEX_ERR_SYSTEM,
+        return WP_FAIL(h,
+                       err == ENOMEM || err == ENOSPC || err == EFBIG
+                           ? WEX_ERR_NOMEM
+                           : WEX_ERR_SYSTEM,
                        "memfd of %llu bytes: ftruncate: %s",
                        (unsigned long long)map_bytes, strerror(err));
     }
@@ -80,14 +82,13 @@ wex_status shm_mem_alloc(wex_transport_ctx *ctx, uint64_t bytes,
         errno != ENOSYS) {
         err = errno;
         close(fd);
-        return WP_FAIL(h, err == ENOSPC || err == ENOMEM ? WEX_ERR_NOMEM
-                                                         : WEX_ERR_SYSTEM,
-                       "cannot reserve %llu bytes of shared memory: %s",
-                       (unsigned long long)map_bytes, strerror(err));
+        return WP_FAIL(
+            h, err == ENOSPC || err == ENOMEM ? WEX_ERR_NOMEM : WEX_ERR_SYSTEM,
+            "cannot reserve %llu bytes of shared memory: %s",
+            (unsigned long long)map_bytes, strerror(err));
     }
     /* Nobody, sources included, may resize it under a mapping. */
-    if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) !=
-        0)
+    if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
         WEX_DEBUG(h, "memfd seals: %s", strerror(errno));
     address = mmap(NULL, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (address == MAP_FAILED) {
@@ -119,8 +120,8 @@ wex_status shm_mem_register(wex_transport_ctx *ctx, void *address,
                             wex_transport_mem **mem_p)
 {
     const wex_host_services *h = ctx->host;
-    wex_status st = wt_check_register(h, "shm", WEX_MEMORY_HOST, address,
-                                      bytes, memory_kind);
+    wex_status st = wt_check_register(h, "shm", WEX_MEMORY_HOST, address, bytes,
+                                      memory_kind);
     wex_transport_mem *m;
 
     if (st != WEX_OK)
@@ -158,12 +159,11 @@ void shm_mem_deregister(wex_transport_ctx *ctx, wex_transport_mem *m)
     shm_mem_free(ctx, m);
 }
 
-wex_status shm_mem_key(wex_transport_ctx *ctx, wex_transport_mem *m,
-                       void *key, uint64_t *key_len)
+wex_status shm_mem_key(wex_transport_ctx *ctx, wex_transport_mem *m, void *key,
+                       uint64_t *key_len)
 {
     const wex_host_services *h = ctx->host;
-    wex_status st = wt_check_mem_key(h, ctx->side, ctx->rank, m, key,
-                                     key_len);
+    wex_status st = wt_check_mem_key(h, ctx->side, ctx->rank, m, key, key_len);
     shm_key k;
     size_t len;
 
@@ -178,9 +178,10 @@ wex_status shm_mem_key(wex_transport_ctx *ctx, wex_transport_mem *m,
     k.address = (uint64_t)(uintptr_t)m->address;
     k.name_len = (uint32_t)ctx->name_len;
     memcpy(k.name, ctx->name, ctx->name_len);
-    len = shm_key_encode(&k, key, (size_t)(*key_len < WEX_TRANSPORT_KEY_MAX
-                                               ? *key_len
-                                               : WEX_TRANSPORT_KEY_MAX));
+    len = shm_key_encode(&k, key,
+                         (size_t)(*key_len < WEX_TRANSPORT_KEY_MAX
+                                      ? *key_len
+                                      : WEX_TRANSPORT_KEY_MAX));
     if (len == 0)
         return WP_FAIL(h, WEX_ERR_INVALID,
                        "mem_key: a %llu-byte key buffer is too small (%u bytes "

@@ -47,9 +47,8 @@ static int ptrace_scope(void)
 }
 
 /* Explains a failed process_vm_{read,write}v into peer `p`. */
-static wex_status vm_error(wex_transport_ctx *ctx,
-                           const wex_transport_peer *p, int err,
-                           uint64_t offset, uint64_t bytes)
+static wex_status vm_error(wex_transport_ctx *ctx, const wex_transport_peer *p,
+                           int err, uint64_t offset, uint64_t bytes)
 {
     const wex_host_services *h = ctx->host;
     unsigned long long rank = (unsigned long long)p->rank;
@@ -127,9 +126,10 @@ static wex_status attach_memfd(wex_transport_ctx *ctx, wex_transport_peer *p,
     void *map;
 
     if (fstat(fd, &st) != 0)
-        return WP_FAIL(h, WEX_ERR_SYSTEM, "fstat of destination rank %llu's "
-                       "memfd: %s", (unsigned long long)p->rank,
-                       strerror(errno));
+        return WP_FAIL(h, WEX_ERR_SYSTEM,
+                       "fstat of destination rank %llu's "
+                       "memfd: %s",
+                       (unsigned long long)p->rank, strerror(errno));
     if ((uint64_t)st.st_size < p->bytes)
         return WP_FAIL(h, WEX_ERR_PEER,
                        "destination rank %llu (pid %ld) passed a memfd of %lld "
@@ -235,8 +235,7 @@ void shm_peer_detach(wex_transport_ctx *ctx, wex_transport_peer *p)
 /* process_vm_writev into a registered buffer, a chunk at a time, looking
  * at the fence before each. */
 static wex_status private_put(wex_transport_ctx *ctx, wex_transport_peer *p,
-                              uint64_t offset, const void *src,
-                              uint64_t bytes)
+                              uint64_t offset, const void *src, uint64_t bytes)
 {
     uint64_t chunk = ctx->epoch != 0 ? SHM_FENCE_CHUNK : VM_CHUNK;
     uint64_t done = 0;
@@ -247,8 +246,8 @@ static wex_status private_put(wex_transport_ctx *ctx, wex_transport_peer *p,
     while (done < bytes) {
         uint64_t n = bytes - done < chunk ? bytes - done : chunk;
         struct iovec local = {(char *)(uintptr_t)src + done, (size_t)n};
-        struct iovec remote = {
-            (void *)(uintptr_t)(p->address + offset + done), (size_t)n};
+        struct iovec remote = {(void *)(uintptr_t)(p->address + offset + done),
+                               (size_t)n};
         ssize_t r;
 
         if (done > 0 && (st = shm_fence_still_open(ctx, p)) != WEX_OK)
@@ -257,8 +256,7 @@ static wex_status private_put(wex_transport_ctx *ctx, wex_transport_peer *p,
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0) /* 0: nothing moved, the first page faulted */
-            return vm_error(ctx, p, r < 0 ? errno : EFAULT, offset + done,
-                            n);
+            return vm_error(ctx, p, r < 0 ? errno : EFAULT, offset + done, n);
         done += (uint64_t)r; /* partial: resume where it stopped */
     }
     return WEX_OK;
@@ -267,8 +265,7 @@ static wex_status private_put(wex_transport_ctx *ctx, wex_transport_peer *p,
 wex_status shm_put(wex_transport_ctx *ctx, wex_transport_peer *p,
                    uint64_t offset, const void *src, uint64_t bytes)
 {
-    wex_status st = wt_check_put(ctx->host, p->rank, p->bytes, offset,
-                                 bytes);
+    wex_status st = wt_check_put(ctx->host, p->rank, p->bytes, offset, bytes);
     uint64_t done = 0;
 
     if (st != WEX_OK)
@@ -280,8 +277,8 @@ wex_status shm_put(wex_transport_ctx *ctx, wex_transport_peer *p,
     if (p->kind == SHM_KIND_MEMFD) {
         /* A dead destination's pages live on in our mapping: harmless. */
         for (; done < bytes; done += SHM_FENCE_CHUNK) {
-            uint64_t n = bytes - done < SHM_FENCE_CHUNK ? bytes - done
-                                                        : SHM_FENCE_CHUNK;
+            uint64_t n =
+                bytes - done < SHM_FENCE_CHUNK ? bytes - done : SHM_FENCE_CHUNK;
             if (done > 0 && (st = shm_fence_still_open(ctx, p)) != WEX_OK)
                 return st;
             memcpy(p->map + offset + done, (const char *)src + done, n);

@@ -106,15 +106,18 @@ static wex_status progress_start(wex_transport_ctx *ctx)
         return WP_FAIL(h, WEX_ERR_SYSTEM, "eventfd: %s", strerror(errno));
     st = ucp_worker_get_efd(ctx->worker, &ctx->efd);
     if (st != UCS_OK) {
-        WEX_DEBUG(h, "destination rank %llu: no worker event fd (%s): the "
+        WEX_DEBUG(h,
+                  "destination rank %llu: no worker event fd (%s): the "
                   "progress thread polls instead",
                   (unsigned long long)ctx->rank, ucs_status_string(st));
         ctx->efd = -1;
     }
     err = pthread_create(&ctx->thread, NULL, progress_main, ctx);
     if (err != 0)
-        return WP_FAIL(h, WEX_ERR_SYSTEM, "cannot start the progress thread: "
-                       "%s", strerror(err));
+        return WP_FAIL(h, WEX_ERR_SYSTEM,
+                       "cannot start the progress thread: "
+                       "%s",
+                       strerror(err));
     ctx->thread_started = 1;
     return WEX_OK;
 }
@@ -233,14 +236,14 @@ static wex_status ucx_ctx_create(wex_plugin_state *state,
 
     if ((st = wt_check_args(h, args)) != WEX_OK ||
         (st = wp_option_i64(h, args->options, "/flush_timeout_ms", 1,
-                         TIMEOUT_MAX_MS, &flush_timeout)) != WEX_OK ||
+                            TIMEOUT_MAX_MS, &flush_timeout)) != WEX_OK ||
         (st = wp_option_i64(h, args->options, "/connect_timeout_ms", 0,
-                         TIMEOUT_MAX_MS, &connect_timeout)) != WEX_OK ||
+                            TIMEOUT_MAX_MS, &connect_timeout)) != WEX_OK ||
         (st = wp_option_i64(h, args->options, "/max_outstanding", 1,
-                         MAX_OUTSTANDING_MAX, &max_outstanding)) != WEX_OK ||
+                            MAX_OUTSTANDING_MAX, &max_outstanding)) != WEX_OK ||
         (st = wp_option_i64(h, args->options, "/tcp_segment_bytes",
-                            TCP_SEGMENT_MIN, TCP_SEGMENT_MAX,
-                            &tcp_segment)) != WEX_OK ||
+                            TCP_SEGMENT_MIN, TCP_SEGMENT_MAX, &tcp_segment)) !=
+            WEX_OK ||
         (st = get_err_mode(h, args->options, &err_mode)) != WEX_OK ||
         (st = wp_option_enum(h, args->options, "/data_path", data_paths,
                              &data_path)) != WEX_OK)
@@ -287,10 +290,11 @@ static wex_status ucx_ctx_create(wex_plugin_state *state,
     ucp_config_release(config);
     if (us != UCS_OK) {
         ctx->context = NULL;
-        st = WP_FAIL(h,
-                     us == UCS_ERR_NO_MEMORY ? WEX_ERR_NOMEM : WEX_ERR_SYSTEM,
-                     "ucp_init: %s (check the UCX_* environment, e.g. "
-                     "UCX_TLS)", ucs_status_string(us));
+        st =
+            WP_FAIL(h, us == UCS_ERR_NO_MEMORY ? WEX_ERR_NOMEM : WEX_ERR_SYSTEM,
+                    "ucp_init: %s (check the UCX_* environment, e.g. "
+                    "UCX_TLS)",
+                    ucs_status_string(us));
         goto fail;
     }
     memset(&wp, 0, sizeof(wp));
@@ -305,8 +309,7 @@ static wex_status ucx_ctx_create(wex_plugin_state *state,
                      ucs_status_string(us));
         goto fail;
     }
-    if (ctx->data_path != UCX_PATH_PUT &&
-        (st = ucx_am_handlers(ctx)) != WEX_OK)
+    if (ctx->data_path != UCX_PATH_PUT && (st = ucx_am_handlers(ctx)) != WEX_OK)
         goto fail;
     if (ctx->side == WEX_SIDE_DESTINATION) {
         us = ucp_worker_get_address(ctx->worker, &ctx->address,
@@ -319,7 +322,8 @@ static wex_status ucx_ctx_create(wex_plugin_state *state,
         }
         if ((st = progress_start(ctx)) != WEX_OK)
             goto fail;
-        WEX_DEBUG(h, "destination rank %llu: UCX worker ready (%zu-byte "
+        WEX_DEBUG(h,
+                  "destination rank %llu: UCX worker ready (%zu-byte "
                   "address, %s)",
                   (unsigned long long)ctx->rank, ctx->address_len,
                   ctx->efd >= 0 ? "event-driven progress thread"

@@ -76,8 +76,8 @@ struct ucx_am_source {
     uint64_t fenced_total; /* dropped: sent for another try */
     uint64_t fenced_epoch; /* the epoch of the last message dropped */
     uint64_t fenced;       /* ... and the bytes of that epoch dropped */
-    uint32_t receiving; /* rendezvous receives in flight */
-    int failed;         /* a receive failed: the source is gone */
+    uint32_t receiving;    /* rendezvous receives in flight */
+    int failed;            /* a receive failed: the source is gone */
     /* the flush waiting for its answer */
     int flush_pending;
     flush_header flush;
@@ -118,8 +118,8 @@ static int lane_does_native_rma(const char *line)
 {
     const char *tl = strstr(line, "lane[");
 
-    if (tl == NULL || (strstr(line, " rma#") == NULL &&
-                       strstr(line, " rma_bw#") == NULL))
+    if (tl == NULL ||
+        (strstr(line, " rma#") == NULL && strstr(line, " rma_bw#") == NULL))
         return 0;
     tl = strchr(tl, ':'); /* "lane[0]:  1:tcp/..." */
     tl = tl != NULL ? strchr(tl + 1, ':') : NULL;
@@ -168,8 +168,7 @@ static void send_done(void *request, ucs_status_t status, void *user_data)
     ucx_conn *c = op->conn;
 
     c->ctx->outstanding--;
-    if (status != UCS_OK && status != UCS_ERR_CANCELED &&
-        c->failure == UCS_OK)
+    if (status != UCS_OK && status != UCS_ERR_CANCELED && c->failure == UCS_OK)
         c->failure = status;
     free(op);
     ucp_request_free(request);
@@ -185,8 +184,7 @@ static int send_message(ucx_conn *c, unsigned id, send_op *op,
 
     memset(&param, 0, sizeof(param));
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                         UCP_OP_ATTR_FIELD_USER_DATA |
-                         UCP_OP_ATTR_FIELD_FLAGS;
+                         UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
     param.cb.send = send_done;
     param.user_data = op;
     param.flags = flags;
@@ -340,17 +338,18 @@ static void maybe_answer(wex_transport_ctx *ctx, ucx_am_source *s)
     a->refused = s->refused;
     a->fenced = s->fenced_epoch == s->flush.epoch ? s->fenced : 0;
     memset(&param, 0, sizeof(param));
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                         UCP_OP_ATTR_FIELD_USER_DATA;
+    param.op_attr_mask =
+        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.send = ack_sent;
     param.user_data = a;
     req = ucp_am_send_nbx(s->reply_ep, AM_ACK, a, sizeof(*a), NULL, 0, &param);
     if (!UCS_PTR_IS_PTR(req))
         free(a);
     if (UCS_PTR_IS_ERR(req))
-        WEX_DEBUG(ctx->host, "destination rank %llu: answering source rank "
-                  "%llu's flush: %s", (unsigned long long)ctx->rank,
-                  (unsigned long long)s->rank,
+        WEX_DEBUG(ctx->host,
+                  "destination rank %llu: answering source rank "
+                  "%llu's flush: %s",
+                  (unsigned long long)ctx->rank, (unsigned long long)s->rank,
                   ucs_status_string(UCS_PTR_STATUS(req)));
 }
 
@@ -374,7 +373,8 @@ static void received(void *request, ucs_status_t status, size_t length,
          * these bytes as not placed. */
         s->failed = 1;
         s->refused += op->bytes;
-        WEX_DEBUG(op->ctx->host, "destination rank %llu: receiving from "
+        WEX_DEBUG(op->ctx->host,
+                  "destination rank %llu: receiving from "
                   "source rank %llu failed: %s",
                   (unsigned long long)op->ctx->rank,
                   (unsigned long long)s->rank, ucs_status_string(status));
@@ -411,7 +411,8 @@ static ucs_status_t on_data(void *arg, const void *header, size_t header_len,
     }
     if (!inside_a_buffer(ctx, d.address, length)) {
         s->refused += length;
-        WEX_DEBUG(ctx->host, "destination rank %llu: refused %zu bytes from "
+        WEX_DEBUG(ctx->host,
+                  "destination rank %llu: refused %zu bytes from "
                   "source rank %llu at 0x%llx, outside every buffer",
                   (unsigned long long)ctx->rank, length,
                   (unsigned long long)s->rank, (unsigned long long)d.address);
@@ -432,8 +433,7 @@ static ucs_status_t on_data(void *arg, const void *header, size_t header_len,
                  ? param->reply_ep
                  : NULL;
     memset(&rp, 0, sizeof(rp));
-    rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                      UCP_OP_ATTR_FIELD_USER_DATA;
+    rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     rp.cb.recv_am = received;
     rp.user_data = op;
     s->receiving++;
@@ -564,8 +564,10 @@ unsigned ucx_am_cut_receiving(wex_transport_ctx *ctx)
     for (unsigned i = 0; i < closed; i++) {
         void *req = ucp_ep_close_nbx(eps[i], &param);
         if (UCS_PTR_IS_ERR(req))
-            WEX_DEBUG(ctx->host, "destination rank %llu: closing a source's "
-                      "endpoint: %s", (unsigned long long)ctx->rank,
+            WEX_DEBUG(ctx->host,
+                      "destination rank %llu: closing a source's "
+                      "endpoint: %s",
+                      (unsigned long long)ctx->rank,
                       ucs_status_string(UCS_PTR_STATUS(req)));
     }
     free(eps);

@@ -111,9 +111,8 @@ void ucx_close_conns(wex_transport_ctx *ctx, int all)
                 continue;
             memset(&param, 0, sizeof(param));
             param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-            param.flags = c->failure != UCS_OK || c->stuck
-                              ? UCP_EP_CLOSE_FLAG_FORCE
-                              : 0;
+            param.flags =
+                c->failure != UCS_OK || c->stuck ? UCP_EP_CLOSE_FLAG_FORCE : 0;
             req = ucp_ep_close_nbx(c->ep, &param);
             c->ep = NULL;
             if (UCS_PTR_IS_PTR(req))
@@ -157,8 +156,8 @@ void ucx_flush_start(ucx_conn *c)
     void *req;
 
     memset(&param, 0, sizeof(param));
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                         UCP_OP_ATTR_FIELD_USER_DATA;
+    param.op_attr_mask =
+        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.send = flush_done;
     param.user_data = c;
     c->flush_done = 0;

@@ -98,8 +98,7 @@ static void put_done(void *request, ucs_status_t status, void *user_data)
     ucx_conn *c = user_data;
 
     c->ctx->outstanding--;
-    if (status != UCS_OK && status != UCS_ERR_CANCELED &&
-        c->failure == UCS_OK)
+    if (status != UCS_OK && status != UCS_ERR_CANCELED && c->failure == UCS_OK)
         c->failure = status;
     ucp_request_free(request);
 }
@@ -111,9 +110,9 @@ static void put_done(void *request, ucs_status_t status, void *user_data)
  * progresses until every send has completed, for DRAIN_MS at most. */
 static wex_status drained(wex_transport_ctx *ctx, wex_status st)
 {
-    int64_t deadline = ucx_now_ms() + (ctx->flush_timeout_ms < DRAIN_MS
-                                           ? ctx->flush_timeout_ms
-                                           : DRAIN_MS);
+    int64_t deadline =
+        ucx_now_ms() +
+        (ctx->flush_timeout_ms < DRAIN_MS ? ctx->flush_timeout_ms : DRAIN_MS);
     unsigned idle = 0;
 
     while (st != WEX_OK && ctx->outstanding > 0 && ucx_now_ms() < deadline)
@@ -124,8 +123,7 @@ static wex_status drained(wex_transport_ctx *ctx, wex_status st)
 static wex_status put_once(wex_transport_ctx *ctx, wex_transport_peer *p,
                            uint64_t offset, const void *src, uint64_t bytes)
 {
-    wex_status st = wt_check_put(ctx->host, p->rank, p->bytes, offset,
-                                 bytes);
+    wex_status st = wt_check_put(ctx->host, p->rank, p->bytes, offset, bytes);
     ucx_conn *c = p->conn;
     ucp_request_param_t param;
     void *req;
@@ -158,14 +156,14 @@ static wex_status put_once(wex_transport_ctx *ctx, wex_transport_peer *p,
     if (c->am)
         return ucx_am_put(ctx, p, offset, src, bytes);
     memset(&param, 0, sizeof(param));
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                         UCP_OP_ATTR_FIELD_USER_DATA;
+    param.op_attr_mask =
+        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.send = put_done;
     param.user_data = c;
     if ((param.memh = ucx_source_memh(ctx, src, bytes)) != NULL)
         param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
-    req = ucp_put_nbx(c->ep, src, (size_t)bytes, p->address + offset,
-                      p->rkey, &param);
+    req = ucp_put_nbx(c->ep, src, (size_t)bytes, p->address + offset, p->rkey,
+                      &param);
     if (UCS_PTR_IS_ERR(req)) {
         if (c->failure == UCS_OK)
             c->failure = UCS_PTR_STATUS(req);

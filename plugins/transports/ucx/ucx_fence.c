@@ -64,7 +64,8 @@ static wex_status fence_close(wex_transport_ctx *ctx, uint32_t grace_ms)
     pthread_mutex_lock(&ctx->lock);
     cut = ucx_am_cut_receiving(ctx);
     pthread_mutex_unlock(&ctx->lock);
-    WEX_WARN(h, "destination rank %llu closed %u source endpoint%s: %llu "
+    WEX_WARN(h,
+             "destination rank %llu closed %u source endpoint%s: %llu "
              "receive%s of a try it gave up on still in flight when its "
              "grace ran out (%u ms left of timeouts.fence_seconds)",
              (unsigned long long)ctx->rank, cut, cut == 1 ? "" : "s",
@@ -108,7 +109,8 @@ wex_status ucx_fence(wex_transport_ctx *ctx, wex_transport_fence *f)
     int destination = ctx->side == WEX_SIDE_DESTINATION;
 
     if (f == NULL || f->struct_size < WEX_TRANSPORT_FENCE_SIZE_1_4)
-        return WP_FAIL(h, WEX_ERR_ABI, "fence: a wex_transport_fence smaller "
+        return WP_FAIL(h, WEX_ERR_ABI,
+                       "fence: a wex_transport_fence smaller "
                        "than ABI 1.4's");
     if (f->op == WEX_FENCE_WRITE && !destination && f->epoch != 0) {
         /* answers count the dropped bytes of their flush's epoch: a new

@@ -68,21 +68,21 @@ typedef struct ucx_conn {
     char host[UCX_HOST_MAX + 1];
     uint64_t peers;       /* attached buffers using it */
     ucs_status_t failure; /* UCS_OK until the endpoint fails */
-    int stuck; /* a flush or put timed out: close it by force */
-    int dropped; /* failed, and its endpoint closed by force at once */
+    int stuck;            /* a flush or put timed out: close it by force */
+    int dropped;          /* failed, and its endpoint closed by force at once */
     /* the flush in progress */
     void *flush_req;
     int flush_done;
     ucs_status_t flush_status;
     /* active messages (ucx_am.c): used instead of puts when set */
     int am;
-    uint64_t am_sent;     /* bytes sent since the context began */
-    uint64_t am_seq;      /* the last flush asked */
-    int am_answered;      /* ... and answered */
-    uint64_t am_placed;   /* what the answer says was placed */
-    uint64_t am_refused;  /* ... and refused, in all */
+    uint64_t am_sent;         /* bytes sent since the context began */
+    uint64_t am_seq;          /* the last flush asked */
+    int am_answered;          /* ... and answered */
+    uint64_t am_placed;       /* what the answer says was placed */
+    uint64_t am_refused;      /* ... and refused, in all */
     uint64_t am_refused_told; /* refused bytes a flush already failed for */
-    uint64_t am_fenced;   /* ... and dropped as another try's, of the
+    uint64_t am_fenced;       /* ... and dropped as another try's, of the
                              flush's epoch */
     uint64_t am_fenced_told;
 } ucx_conn;
@@ -94,7 +94,7 @@ struct wex_transport_mem {
     uint64_t bytes;
     uint64_t map_bytes; /* our own mmap's length, or 0: caller's memory,
                            or UCX's (freed by ucp_mem_unmap) */
-    int ucx_owned; /* UCX allocated it: it cannot be registered again */
+    int ucx_owned;      /* UCX allocated it: it cannot be registered again */
 };
 
 struct wex_transport_peer {
@@ -126,8 +126,8 @@ struct wex_transport_ctx {
     pthread_t thread;
     int thread_started;
     atomic_int stop;
-    int efd;     /* the worker's event fd, or -1: sleep instead */
-    int wake_fd; /* an eventfd that ends the thread's sleep */
+    int efd;       /* the worker's event fd, or -1: sleep instead */
+    int wake_fd;   /* an eventfd that ends the thread's sleep */
     wt_link *mems; /* wex_transport_mem */
     /* sources: the registration the last put came from (ucx_mem.c) */
     const wex_transport_mem *last_source_mem;
@@ -142,7 +142,7 @@ struct wex_transport_ctx {
     uint64_t nonce; /* tells this context's messages from another's */
     uint64_t epoch; /* the try its messages are for (ucx_fence.c) */
     ucx_conn *conns;
-    wt_link *peers; /* wex_transport_peer */
+    wt_link *peers;       /* wex_transport_peer */
     uint64_t outstanding; /* put requests not yet completed */
 };
 
@@ -175,8 +175,8 @@ wex_status ucx_mem_register(wex_transport_ctx *ctx, void *address,
                             uint64_t bytes, uint32_t memory_kind,
                             wex_transport_mem **mem_p);
 void ucx_mem_deregister(wex_transport_ctx *ctx, wex_transport_mem *m);
-wex_status ucx_mem_key(wex_transport_ctx *ctx, wex_transport_mem *m,
-                       void *key, uint64_t *key_len);
+wex_status ucx_mem_key(wex_transport_ctx *ctx, wex_transport_mem *m, void *key,
+                       uint64_t *key_len);
 /* Unmaps and frees `m`, already unlinked from ctx->mems; takes ctx->lock
  * for the UCP call only. */
 void ucx_mem_free(wex_transport_ctx *ctx, wex_transport_mem *m);

@@ -19,8 +19,8 @@ static uint64_t checksum(const uint8_t *p, size_t len)
 
 size_t ucx_key_length(const ucx_key *key)
 {
-    return UCX_KEY_HEADER + (size_t)key->worker_address_len +
-           key->rkey_len + key->host_len;
+    return UCX_KEY_HEADER + (size_t)key->worker_address_len + key->rkey_len +
+           key->host_len;
 }
 
 size_t ucx_key_encode(const ucx_key *key, void *out, size_t cap)
@@ -58,8 +58,8 @@ int ucx_key_decode(const void *data, size_t len, ucx_key *key, char *why,
     uint64_t v, want;
 
     memset(key, 0, sizeof(*key));
-    if (wt_key_header(data, len, UCX_KEY_HEADER, UCX_KEY_MAGIC,
-                      UCX_KEY_VERSION, "a ucx key", why, why_cap) != 0)
+    if (wt_key_header(data, len, UCX_KEY_HEADER, UCX_KEY_MAGIC, UCX_KEY_VERSION,
+                      "a ucx key", why, why_cap) != 0)
         return -1;
     key->host_len = (uint32_t)wex_get_le(p + 6, 1);
     key->pid = (uint32_t)wex_get_le(p + 8, 4);
@@ -71,7 +71,8 @@ int ucx_key_decode(const void *data, size_t len, ucx_key *key, char *why,
     if (key->worker_address_len == 0 || key->rkey_len == 0 ||
         key->worker_address_len > len || key->rkey_len > len)
         return WT_WHY("worker address length %u or rkey length %u is out of "
-                      "range", key->worker_address_len, key->rkey_len);
+                      "range",
+                      key->worker_address_len, key->rkey_len);
     if (len != ucx_key_length(key))
         return WT_WHY("%zu bytes, expected %zu for a %u-byte worker address, "
                       "a %u-byte rkey and a %u-byte host name",
@@ -79,8 +80,8 @@ int ucx_key_decode(const void *data, size_t len, ucx_key *key, char *why,
                       key->rkey_len, key->host_len);
     if ((v = wex_get_le(p + 48, 8)) != (want = checksum(p, len)))
         return WT_WHY("checksum 0x%016llx, expected 0x%016llx: the key was "
-                      "altered in transit", (unsigned long long)v,
-                      (unsigned long long)want);
+                      "altered in transit",
+                      (unsigned long long)v, (unsigned long long)want);
     if (wex_get_le(p + 7, 1) != 0 || wex_get_le(p + 20, 4) != 0)
         return WT_WHY("reserved field is not zero");
     key->rank = wex_get_le(p + 24, 8);
@@ -92,7 +93,8 @@ int ucx_key_decode(const void *data, size_t len, ucx_key *key, char *why,
         return WT_WHY("buffer size 0");
     if (key->address == 0 || key->address + key->size < key->address)
         return WT_WHY("buffer address 0x%llx + %llu bytes is not a valid "
-                      "range", (unsigned long long)key->address,
+                      "range",
+                      (unsigned long long)key->address,
                       (unsigned long long)key->size);
     p += UCX_KEY_HEADER;
     key->worker_address = p;

@@ -28,25 +28,23 @@ static wex_status map_memory(wex_transport_ctx *ctx, void *address,
     ucs_status_t us;
 
     memset(&mp, 0, sizeof(mp));
-    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
-                    UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    mp.field_mask =
+        UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
     mp.address = address;
     mp.length = (size_t)bytes;
     pthread_mutex_lock(&ctx->lock);
     us = ucp_mem_map(ctx->context, &mp, memh_p);
     pthread_mutex_unlock(&ctx->lock);
     if (us != UCS_OK)
-        return WP_FAIL(ctx->host,
-                       us == UCS_ERR_NO_MEMORY ? WEX_ERR_NOMEM : WEX_ERR_SYSTEM,
-                       "ucp_mem_map of %llu bytes at %p: %s",
-                       (unsigned long long)bytes, address,
-                       ucs_status_string(us));
+        return WP_FAIL(
+            ctx->host, us == UCS_ERR_NO_MEMORY ? WEX_ERR_NOMEM : WEX_ERR_SYSTEM,
+            "ucp_mem_map of %llu bytes at %p: %s", (unsigned long long)bytes,
+            address, ucs_status_string(us));
     return WEX_OK;
 }
 
-static wex_status mem_new(wex_transport_ctx *ctx, void *address,
-                          uint64_t bytes, uint64_t map_bytes,
-                          wex_transport_mem **mem_p)
+static wex_status mem_new(wex_transport_ctx *ctx, void *address, uint64_t bytes,
+                          uint64_t map_bytes, wex_transport_mem **mem_p)
 {
     wex_transport_mem *m = calloc(1, sizeof(*m));
     wex_status st;
@@ -72,8 +70,8 @@ static wex_status mem_new(wex_transport_ctx *ctx, void *address,
  * Those transports only serve endpoints without peer error handling, so
  * only error_handling "none" asks for it. NULL when UCX cannot oblige
  * with zeroed, page-aligned memory. */
-static wex_transport_mem *ucx_allocated(wex_transport_ctx *ctx,
-                                        uint64_t bytes, uint64_t page)
+static wex_transport_mem *ucx_allocated(wex_transport_ctx *ctx, uint64_t bytes,
+                                        uint64_t page)
 {
     ucp_mem_map_params_t mp;
     ucp_mem_attr_t attr;
@@ -93,15 +91,16 @@ static wex_transport_mem *ucx_allocated(wex_transport_ctx *ctx,
     attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH;
     pthread_mutex_lock(&ctx->lock);
     us = ucp_mem_map(ctx->context, &mp, &m->memh);
-    if (us == UCS_OK && (ucp_mem_query(m->memh, &attr) != UCS_OK ||
-                         attr.length < bytes ||
-                         (uintptr_t)attr.address % page != 0)) {
+    if (us == UCS_OK &&
+        (ucp_mem_query(m->memh, &attr) != UCS_OK || attr.length < bytes ||
+         (uintptr_t)attr.address % page != 0)) {
         ucp_mem_unmap(ctx->context, m->memh);
         us = UCS_ERR_UNSUPPORTED;
     }
     pthread_mutex_unlock(&ctx->lock);
     if (us != UCS_OK) {
-        WEX_DEBUG(ctx->host, "UCX could not allocate %llu bytes (%s): "
+        WEX_DEBUG(ctx->host,
+                  "UCX could not allocate %llu bytes (%s): "
                   "using anonymous memory",
                   (unsigned long long)bytes, ucs_status_string(us));
         free(m);
@@ -226,12 +225,11 @@ void ucx_mem_deregister(wex_transport_ctx *ctx, wex_transport_mem *m)
     ucx_mem_free(ctx, m);
 }
 
-wex_status ucx_mem_key(wex_transport_ctx *ctx, wex_transport_mem *m,
-                       void *key, uint64_t *key_len)
+wex_status ucx_mem_key(wex_transport_ctx *ctx, wex_transport_mem *m, void *key,
+                       uint64_t *key_len)
 {
     const wex_host_services *h = ctx->host;
-    wex_status st = wt_check_mem_key(h, ctx->side, ctx->rank, m, key,
-                                     key_len);
+    wex_status st = wt_check_mem_key(h, ctx->side, ctx->rank, m, key, key_len);
     void *rkey = NULL;
     size_t rkey_len = 0, len, cap;
     ucs_status_t us;
@@ -257,7 +255,7 @@ wex_status ucx_mem_key(wex_transport_ctx *ctx, wex_transport_mem *m,
     k.host_len = (uint32_t)strlen(ctx->host_name);
     memcpy(k.host, ctx->host_name, k.host_len);
     cap = (size_t)(*key_len < WEX_TRANSPORT_KEY_MAX ? *key_len
-                                                     : WEX_TRANSPORT_KEY_MAX);
+                                                    : WEX_TRANSPORT_KEY_MAX);
     len = ucx_key_encode(&k, key, cap);
     ucp_rkey_buffer_release(rkey);
     if (len == 0)

@@ -60,8 +60,7 @@ static wex_status replicated_ctx_create(wex_plugin_state *state,
     }
     if (dp < 1) {
         host->set_error(host->ctx, WEX_ERR_INVALID,
-                        "parallel/dp: expected >= 1, got %lld",
-                        (long long)dp);
+                        "parallel/dp: expected >= 1, got %lld", (long long)dp);
         return WEX_ERR_INVALID;
     }
     ctx = calloc(1, sizeof(*ctx));
@@ -82,8 +81,7 @@ static void replicated_ctx_destroy(wex_engine_ctx *ctx)
     free(ctx);
 }
 
-static wex_status replicated_rank_count(wex_engine_ctx *ctx,
-                                        uint64_t *count_p)
+static wex_status replicated_rank_count(wex_engine_ctx *ctx, uint64_t *count_p)
 {
     *count_p = ctx->ranks;
     return WEX_OK;
@@ -97,8 +95,8 @@ static wex_status add_whole(wex_engine_ctx *ctx, wex_layout_builder *b,
     static const uint64_t zeros[WEX_MAX_DIMS];
     wex_tensor_info info = {sizeof(info), 0, 0, 0, NULL, NULL};
     wex_local_tensor_desc local = {sizeof(local), 0, 0, 0, NULL, NULL};
-    wex_piece_desc piece = {sizeof(piece), WEX_TRANSFORM_NONE, 0, NULL,
-                            NULL, NULL};
+    wex_piece_desc piece = {sizeof(piece), WEX_TRANSFORM_NONE, 0, NULL, NULL,
+                            NULL};
     char name[512];
     uint64_t tensor;
     wex_status status;
@@ -121,8 +119,7 @@ static wex_status add_whole(wex_engine_ctx *ctx, wex_layout_builder *b,
     return host->layout_add_piece(b, tensor, &piece);
 }
 
-static wex_status replicated_describe_rank(wex_engine_ctx *ctx,
-                                           uint64_t rank,
+static wex_status replicated_describe_rank(wex_engine_ctx *ctx, uint64_t rank,
                                            wex_layout_builder *b)
 {
     const wex_host_services *host = ctx->host;
@@ -130,10 +127,9 @@ static wex_status replicated_describe_rank(wex_engine_ctx *ctx,
     wex_status status;
 
     if (rank >= ctx->ranks) {
-        host->set_error(host->ctx, WEX_ERR_INVALID,
-                        "rank %llu is outside 0..%llu",
-                        (unsigned long long)rank,
-                        (unsigned long long)(ctx->ranks - 1));
+        host->set_error(
+            host->ctx, WEX_ERR_INVALID, "rank %llu is outside 0..%llu",
+            (unsigned long long)rank, (unsigned long long)(ctx->ranks - 1));
         return WEX_ERR_INVALID;
     }
     status = host->layout_set_coord(b, "dp", (int64_t)rank);

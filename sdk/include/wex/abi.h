@@ -26,8 +26,8 @@ extern "C" {
 /* Versions                                                            */
 /* ------------------------------------------------------------------ */
 
-#define WEX_MAKE_VERSION(major, minor) \
-    ((((uint32_t)(major)) << 16) | ((uint32_t)(minor) & 0xffffu))
+#define WEX_MAKE_VERSION(major, minor)                                         \
+    ((((uint32_t)(major)) << 16) | ((uint32_t)(minor)&0xffffu))
 #define WEX_VERSION_MAJOR(v) (((uint32_t)(v)) >> 16)
 #define WEX_VERSION_MINOR(v) (((uint32_t)(v)) & 0xffffu)
 
@@ -53,13 +53,13 @@ extern "C" {
 #define WEX_ABI_CURRENT WEX_ABI_1_5
 
 /* True when a struct whose struct_size is `size` contains `member`. */
-#define WEX_HAS_MEMBER(type, member, size)                                \
+#define WEX_HAS_MEMBER(type, member, size)                                     \
     ((size_t)(size) >= offsetof(type, member) + sizeof(((type *)0)->member))
 
 /* Bytes of `type` up to and including `member`: the struct_size of the
  * version of `type` that ends with `member`. The WEX_*_SIZE_1_0 constants
  * are written with it, so they never change when members are appended. */
-#define WEX_SIZE_THROUGH(type, member)                                    \
+#define WEX_SIZE_THROUGH(type, member)                                         \
     ((uint32_t)(offsetof(type, member) + sizeof(((type *)0)->member)))
 
 /* ------------------------------------------------------------------ */
@@ -68,7 +68,7 @@ extern "C" {
 
 #if defined(__GNUC__) || defined(__clang__)
 #define WEX_EXPORT __attribute__((visibility("default")))
-#define WEX_PRINTF(fmt_idx, arg_idx) \
+#define WEX_PRINTF(fmt_idx, arg_idx)                                           \
     __attribute__((format(printf, fmt_idx, arg_idx)))
 #else
 #define WEX_EXPORT
@@ -138,8 +138,8 @@ static inline const char *wex_status_string(wex_status status)
 /* Size in bytes of one element, 0 for an unknown type. */
 static inline uint32_t wex_dtype_size(uint32_t dtype)
 {
-    static const uint8_t sizes[WEX_DTYPE_COUNT] = {0, 2, 2, 4, 8, 1, 1,
-                                                    1, 1, 4, 8};
+    static const uint8_t sizes[WEX_DTYPE_COUNT] = {0, 2, 2, 4, 8, 1,
+                                                   1, 1, 1, 4, 8};
     return dtype < WEX_DTYPE_COUNT ? sizes[dtype] : 0u;
 }
 
@@ -147,8 +147,8 @@ static inline uint32_t wex_dtype_size(uint32_t dtype)
 static inline const char *wex_dtype_name(uint32_t dtype)
 {
     static const char *const names[WEX_DTYPE_COUNT] = {
-        NULL, "BF16", "F16", "F32", "F64", "F8_E4M3", "F8_E5M2",
-        "I8", "U8", "I32", "I64"};
+        NULL,      "BF16", "F16", "F32", "F64", "F8_E4M3",
+        "F8_E5M2", "I8",   "U8",  "I32", "I64"};
     return dtype < WEX_DTYPE_COUNT ? names[dtype] : NULL;
 }
 
@@ -216,7 +216,7 @@ typedef wex_status (*wex_plugin_negotiate_fn)(const wex_negotiate_in *in,
 
 /* The sizes ABI 1.0 froze (see the rules at the top). */
 #define WEX_PLUGIN_DESC_SIZE_1_0 WEX_SIZE_THROUGH(wex_plugin_desc, ops)
-#define WEX_NEGOTIATE_IN_SIZE_1_0                                         \
+#define WEX_NEGOTIATE_IN_SIZE_1_0                                              \
     WEX_SIZE_THROUGH(wex_negotiate_in, host_version)
 #define WEX_NEGOTIATE_OUT_SIZE_1_0 WEX_SIZE_THROUGH(wex_negotiate_out, desc)
 
@@ -230,14 +230,13 @@ typedef wex_status (*wex_plugin_negotiate_fn)(const wex_negotiate_in *in,
  * plugin's static descriptor, which states the same version. Most plugins
  * define their entry point with WEX_PLUGIN_DEFINE_ENTRY below. */
 static inline wex_status wex_negotiate_one(const wex_negotiate_in *in,
-                                           wex_negotiate_out *out,
-                                           uint32_t abi,
+                                           wex_negotiate_out *out, uint32_t abi,
                                            const wex_plugin_desc *desc)
 {
     if (in == NULL || out == NULL ||
         in->struct_size < WEX_NEGOTIATE_IN_SIZE_1_0 ||
-        out->struct_size < WEX_NEGOTIATE_OUT_SIZE_1_0 ||
-        desc == NULL || desc->abi_version != abi)
+        out->struct_size < WEX_NEGOTIATE_OUT_SIZE_1_0 || desc == NULL ||
+        desc->abi_version != abi)
         return WEX_ERR_ABI;
     if (in->abi_min > abi || in->abi_max < abi)
         return WEX_ERR_ABI;
@@ -248,13 +247,13 @@ static inline wex_status wex_negotiate_one(const wex_negotiate_in *in,
 
 /* Defines and exports wex_plugin_negotiate for a plugin of one ABI
  * version:  WEX_PLUGIN_DEFINE_ENTRY(WEX_ABI_1_0, my_plugin_desc)  */
-#define WEX_PLUGIN_DEFINE_ENTRY(abi, desc)                                \
-    WEX_PLUGIN_EXPORT wex_status wex_plugin_negotiate(                    \
-        const wex_negotiate_in *in, wex_negotiate_out *out);              \
-    WEX_PLUGIN_EXPORT wex_status wex_plugin_negotiate(                    \
-        const wex_negotiate_in *in, wex_negotiate_out *out)               \
-    {                                                                     \
-        return wex_negotiate_one(in, out, (abi), &(desc));                \
+#define WEX_PLUGIN_DEFINE_ENTRY(abi, desc)                                     \
+    WEX_PLUGIN_EXPORT wex_status wex_plugin_negotiate(                         \
+        const wex_negotiate_in *in, wex_negotiate_out *out);                   \
+    WEX_PLUGIN_EXPORT wex_status wex_plugin_negotiate(                         \
+        const wex_negotiate_in *in, wex_negotiate_out *out)                    \
+    {                                                                          \
+        return wex_negotiate_one(in, out, (abi), &(desc));                     \
     }
 
 #ifdef __cplusplus

@@ -84,7 +84,7 @@ typedef struct wex_local_tensor_desc {
     const char *name;      /* the engine's own name */
     const uint64_t *shape; /* ndim entries */
 } wex_local_tensor_desc;
-#define WEX_LOCAL_TENSOR_DESC_SIZE_1_0                                    \
+#define WEX_LOCAL_TENSOR_DESC_SIZE_1_0                                         \
     WEX_SIZE_THROUGH(wex_local_tensor_desc, shape)
 
 /* Piece transforms: how a local tensor holds the canonical tensor's
@@ -110,8 +110,8 @@ typedef struct wex_local_tensor_desc {
  * last n dimensions, and the leading local coordinates are fixed by `at`. */
 typedef struct wex_piece_desc {
     uint32_t struct_size;
-    uint32_t transform; /* WEX_TRANSFORM_* */
-    uint64_t canonical; /* index of the canonical tensor in the model */
+    uint32_t transform;     /* WEX_TRANSFORM_* */
+    uint64_t canonical;     /* index of the canonical tensor in the model */
     const uint64_t *offset; /* canonical ndim entries */
     const uint64_t *extent; /* canonical ndim entries, each >= 1 */
     const uint64_t *at;     /* local ndim entries */
@@ -126,8 +126,8 @@ typedef struct wex_piece_view {
     uint32_t ndim;        /* the canonical tensor's rank */
     uint32_t local_ndim;  /* the local tensor's rank (>= ndim) */
     uint32_t reserved0;
-    uint64_t rank;        /* rank on its side */
-    uint64_t tensor;      /* local tensor index within that rank */
+    uint64_t rank;   /* rank on its side */
+    uint64_t tensor; /* local tensor index within that rank */
     uint64_t canonical;
     const uint64_t *offset; /* ndim entries */
     const uint64_t *extent; /* ndim entries */
@@ -154,9 +154,9 @@ typedef struct wex_plan_op {
 #define WEX_PLAN_OP_SIZE_1_0 WEX_SIZE_THROUGH(wex_plan_op, extent)
 
 /* Element i of a host-owned wex_piece_view array. */
-#define WEX_PIECE_VIEW_AT(base, i)                                          \
-    ((const wex_piece_view *)(const void *)((const char *)(base) +         \
-                                            (size_t)(i) *                  \
+#define WEX_PIECE_VIEW_AT(base, i)                                             \
+    ((const wex_piece_view *)(const void *)((const char *)(base) +             \
+                                            (size_t)(i) *                      \
                                                 (base)->struct_size))
 
 typedef struct wex_host_services {
@@ -212,8 +212,8 @@ typedef struct wex_host_services {
 
     /* A named integer coordinate of the rank being described
      * ("tp", "pp", "ep", "dp", "replica", ...). */
-    wex_status (*layout_set_coord)(wex_layout_builder *builder,
-                                   const char *key, int64_t value);
+    wex_status (*layout_set_coord)(wex_layout_builder *builder, const char *key,
+                                   int64_t value);
     /* Adds a local tensor; *tensor_p is its index within the rank. */
     wex_status (*layout_add_tensor)(wex_layout_builder *builder,
                                     const wex_local_tensor_desc *desc,
@@ -221,8 +221,7 @@ typedef struct wex_host_services {
     /* The host checks the piece lies inside both tensors and that the
      * dtypes agree (WEX_TRANSFORM_NONE), or that the conversion is one
      * the host performs (WEX_TRANSFORM_CONVERT). */
-    wex_status (*layout_add_piece)(wex_layout_builder *builder,
-                                   uint64_t tensor,
+    wex_status (*layout_add_piece)(wex_layout_builder *builder, uint64_t tensor,
                                    const wex_piece_desc *piece);
 
     /* ---- layouts, read-only (policies) -------------------------------- */
@@ -241,26 +240,24 @@ typedef struct wex_host_services {
                                                      uint64_t canonical,
                                                      uint64_t *count_p);
     /* The pieces one rank holds, in the order its engine described them. */
-    uint64_t (*layout_rank_piece_count)(const wex_layout *side,
-                                        uint64_t rank);
+    uint64_t (*layout_rank_piece_count)(const wex_layout *side, uint64_t rank);
     wex_status (*layout_rank_piece)(const wex_layout *side, uint64_t rank,
                                     uint64_t index, wex_piece_view *view);
 
     /* ---- plan builder (policies) -------------------------------------- */
     /* The host checks the op against both layouts (inside both local
      * tensors, same dtype) and refuses it with a message otherwise. */
-    wex_status (*plan_add_op)(wex_plan_builder *builder,
-                              const wex_plan_op *op);
+    wex_status (*plan_add_op)(wex_plan_builder *builder, const wex_plan_op *op);
 } wex_host_services;
-#define WEX_HOST_SERVICES_SIZE_1_0                                        \
+#define WEX_HOST_SERVICES_SIZE_1_0                                             \
     WEX_SIZE_THROUGH(wex_host_services, plan_add_op)
 
 /* Logging helpers for plugins; `host` is the services pointer. */
-#define WEX_LOG(host, level, ...)                                          \
-    do {                                                                   \
-        if ((host)->log_enabled((host)->ctx, (level)))                     \
-            (host)->log((host)->ctx, (level), __FILE__, __LINE__,          \
-                        __VA_ARGS__);                                      \
+#define WEX_LOG(host, level, ...)                                              \
+    do {                                                                       \
+        if ((host)->log_enabled((host)->ctx, (level)))                         \
+            (host)->log((host)->ctx, (level), __FILE__, __LINE__,              \
+                        __VA_ARGS__);                                          \
     } while (0)
 #define WEX_WARN(host, ...) WEX_LOG(host, WEX_LOG_WARN, __VA_ARGS__)
 #define WEX_INFO(host, ...) WEX_LOG(host, WEX_LOG_INFO, __VA_ARGS__)

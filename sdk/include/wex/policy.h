@@ -29,8 +29,8 @@ typedef struct wex_policy_args {
 
 typedef struct wex_plan_request {
     uint32_t struct_size;
-    uint32_t side;        /* WEX_SIDE_* of `rank` */
-    uint64_t rank;        /* the rank whose operations are wanted */
+    uint32_t side; /* WEX_SIDE_* of `rank` */
+    uint64_t rank; /* the rank whose operations are wanted */
     const wex_layout *source;
     const wex_layout *destination;
     /* The job's topology with defaults filled in: {"gpus_per_host",
@@ -45,7 +45,7 @@ typedef struct wex_plan_request {
     const uint64_t *dead_sources;
     uint64_t dead_source_count;
 } wex_plan_request;
-#define WEX_PLAN_REQUEST_SIZE_1_0                                         \
+#define WEX_PLAN_REQUEST_SIZE_1_0                                              \
     WEX_SIZE_THROUGH(wex_plan_request, dead_source_count)
 
 typedef struct wex_policy_ops {

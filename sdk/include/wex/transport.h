@@ -74,18 +74,19 @@ typedef struct wex_transport_exchange {
     /* Waits until `name` is set, up to the job's connect timeout
      * (WEX_ERR_TIMEOUT after), and copies at most `cap` bytes of it into
      * `value`; *len_p receives its whole length. */
-    wex_status (*fetch)(void *ctx, const char *name, void *value,
-                        uint64_t cap, uint64_t *len_p);
+    wex_status (*fetch)(void *ctx, const char *name, void *value, uint64_t cap,
+                        uint64_t *len_p);
 } wex_transport_exchange;
-#define WEX_TRANSPORT_EXCHANGE_SIZE_1_3                                   \
+#define WEX_TRANSPORT_EXCHANGE_SIZE_1_3                                        \
     WEX_SIZE_THROUGH(wex_transport_exchange, fetch)
 
 /* ABI 1.4. Fencing: a destination takes the writes of one epoch at a
  * time (an epoch is one try of one step, the same number on every rank;
  * never 0), so a source it gave up on can never write into it again for
  * that try (docs/plugins.md, "Fencing"). */
-#define WEX_FENCE_OPEN 1u  /* destination: take writes of `epoch` only */
-#define WEX_FENCE_CLOSE 2u /* destination: take none; returns once no
+#define WEX_FENCE_OPEN 1u /* destination: take writes of `epoch` only */
+#define WEX_FENCE_CLOSE                                                        \
+    2u                     /* destination: take none; returns once no
                               write of an earlier epoch can land */
 #define WEX_FENCE_WRITE 3u /* source: the puts that follow are `epoch`'s */
 
@@ -107,13 +108,13 @@ typedef struct wex_transport_fence {
     uint32_t rekeyed;
     uint32_t reserved0;
 } wex_transport_fence;
-#define WEX_TRANSPORT_FENCE_SIZE_1_4                                      \
+#define WEX_TRANSPORT_FENCE_SIZE_1_4                                           \
     WEX_SIZE_THROUGH(wex_transport_fence, reserved0)
 
 typedef struct wex_transport_args {
     uint32_t struct_size;
-    uint32_t side;               /* WEX_SIDE_* */
-    uint64_t rank;               /* rank within its side */
+    uint32_t side; /* WEX_SIDE_* */
+    uint64_t rank; /* rank within its side */
     uint64_t source_ranks;
     uint64_t destination_ranks;
     const wex_options *options; /* validated against the manifest schema */
@@ -125,7 +126,7 @@ typedef struct wex_transport_args {
     const uint64_t *peer_ranks;
     uint64_t peer_count;
 } wex_transport_args;
-#define WEX_TRANSPORT_ARGS_SIZE_1_0                                       \
+#define WEX_TRANSPORT_ARGS_SIZE_1_0                                            \
     WEX_SIZE_THROUGH(wex_transport_args, peer_count)
 
 typedef struct wex_transport_ops {
@@ -173,8 +174,7 @@ typedef struct wex_transport_ops {
      * matching put sends into local buffer `mem` at byte `offset`. Posted
      * in the plan's order; flush waits. */
     wex_status (*recv)(wex_transport_ctx *ctx, uint64_t peer_rank,
-                       wex_transport_mem *mem, uint64_t offset,
-                       uint64_t bytes);
+                       wex_transport_mem *mem, uint64_t offset, uint64_t bytes);
 
     /* ABI 1.2; may be NULL. How this rank's bytes reach an attached
      * peer, as a short name the host reports (ucx: "am" for active
@@ -203,12 +203,10 @@ typedef struct wex_transport_ops {
     wex_status (*fence)(wex_transport_ctx *ctx, wex_transport_fence *fence);
 } wex_transport_ops;
 #define WEX_TRANSPORT_OPS_SIZE_1_0 WEX_SIZE_THROUGH(wex_transport_ops, recv)
-#define WEX_TRANSPORT_OPS_SIZE_1_2                                        \
+#define WEX_TRANSPORT_OPS_SIZE_1_2                                             \
     WEX_SIZE_THROUGH(wex_transport_ops, peer_path)
-#define WEX_TRANSPORT_OPS_SIZE_1_3                                        \
-    WEX_SIZE_THROUGH(wex_transport_ops, connect)
-#define WEX_TRANSPORT_OPS_SIZE_1_4                                        \
-    WEX_SIZE_THROUGH(wex_transport_ops, fence)
+#define WEX_TRANSPORT_OPS_SIZE_1_3 WEX_SIZE_THROUGH(wex_transport_ops, connect)
+#define WEX_TRANSPORT_OPS_SIZE_1_4 WEX_SIZE_THROUGH(wex_transport_ops, fence)
 
 #ifdef __cplusplus
 }

@@ -56,20 +56,20 @@ typedef struct wex_tensor {
 
 typedef struct wex_sync_report {
     uint32_t struct_size;
-    int32_t verified;       /* 1 digests matched, 0 not checked (verify none) */
+    int32_t verified; /* 1 digests matched, 0 not checked (verify none) */
     uint64_t step;
     uint64_t committed_step; /* this rank's after the call (destinations) */
-    uint64_t operations;    /* this rank's */
-    uint64_t bytes;         /* sent (source) or received (destination) */
+    uint64_t operations;     /* this rank's */
+    uint64_t bytes;          /* sent (source) or received (destination) */
     uint64_t peers;
-    double seconds;         /* from the step's start barrier to commit */
-    uint32_t attempts;      /* tries the step took: 1 unless a rank died */
+    double seconds;    /* from the step's start barrier to commit */
+    uint32_t attempts; /* tries the step took: 1 unless a rank died */
     /* 1 when the step failed because it had begun without this rank (it
      * rejoined while the step ran, or replayed it): nothing was written,
      * and the rank takes part from a later step. The slot was reserved
      * (always 0) before, so an older library reads as "not missed". */
     uint32_t missed;
-    uint64_t failed_over;   /* dead source ranks the step went without */
+    uint64_t failed_over; /* dead source ranks the step went without */
     /* ABI 1.2. Sources: the transport puts of the step's last try (short
      * strided runs packed into one put count once); 0 on a destination. */
     uint64_t puts;
@@ -81,7 +81,7 @@ typedef struct wex_sync_report {
      * as deltas, and how many of them changed; both 0 without deltas. */
     uint64_t delta_elements;
     uint64_t changed_elements;
-    uint32_t mode;          /* WEX_SYNC_FULL, _DELTA or _MIXED */
+    uint32_t mode; /* WEX_SYNC_FULL, _DELTA or _MIXED */
     uint32_t reserved0;
     /* Destinations: the time the commit spent writing deltas into the
      * live tensors, the one moment they change in a delta step. */
@@ -89,7 +89,7 @@ typedef struct wex_sync_report {
 } wex_sync_report;
 #define WEX_SYNC_REPORT_SIZE_1_0 WEX_SIZE_THROUGH(wex_sync_report, failed_over)
 #define WEX_SYNC_REPORT_SIZE_1_2 WEX_SIZE_THROUGH(wex_sync_report, puts)
-#define WEX_SYNC_REPORT_SIZE_1_5                                          \
+#define WEX_SYNC_REPORT_SIZE_1_5                                               \
     WEX_SIZE_THROUGH(wex_sync_report, apply_seconds)
 
 /* wex_sync_report.mode: every operation whole, every one a delta, or
@@ -103,13 +103,14 @@ typedef struct wex_sync_report {
  * directory). `side` is WEX_SIDE_SOURCE or WEX_SIDE_DESTINATION. Lays
  * out both sides and plans this rank's operations. */
 WEX_EXPORT wex_status wex_job_open(const char *config, uint32_t side,
-                                uint64_t rank, const wex_job_options *options,
-                                wex_job **job_p);
+                                   uint64_t rank,
+                                   const wex_job_options *options,
+                                   wex_job **job_p);
 WEX_EXPORT void wex_job_close(wex_job *job);
 
 WEX_EXPORT uint64_t wex_job_tensor_count(const wex_job *job);
 WEX_EXPORT wex_status wex_job_tensor(const wex_job *job, uint64_t index,
-                                  wex_tensor *tensor);
+                                     wex_tensor *tensor);
 
 /* Binds local tensor `index` to the application's memory (`bytes` must
  * be the tensor's size; an empty tensor, 0 bytes, binds at any address,
@@ -117,9 +118,9 @@ WEX_EXPORT wex_status wex_job_tensor(const wex_job *job, uint64_t index,
  * directly (freed by wex_job_close). Every tensor must be bound or
  * allocated before wex_job_connect. */
 WEX_EXPORT wex_status wex_job_bind(wex_job *job, uint64_t index, void *address,
-                                uint64_t bytes);
+                                   uint64_t bytes);
 WEX_EXPORT wex_status wex_job_alloc(wex_job *job, uint64_t index,
-                                 void **address_p);
+                                    void **address_p);
 
 /* The same for any memory kind (WEX_MEMORY_HOST, WEX_MEMORY_CUDA of
  * <wex/transport.h>); wex_job_bind and wex_job_alloc are the host kind.
@@ -129,11 +130,11 @@ WEX_EXPORT wex_status wex_job_alloc(wex_job *job, uint64_t index,
  * except that a source's CUDA tensors reach a host-memory transport
  * through pinned staging. */
 WEX_EXPORT wex_status wex_job_bind_memory(wex_job *job, uint64_t index,
-                                       void *address, uint64_t bytes,
-                                       uint32_t memory_kind);
+                                          void *address, uint64_t bytes,
+                                          uint32_t memory_kind);
 WEX_EXPORT wex_status wex_job_alloc_memory(wex_job *job, uint64_t index,
-                                        uint32_t memory_kind,
-                                        void **address_p);
+                                           uint32_t memory_kind,
+                                           void **address_p);
 
 /* Binds every local tensor of this source rank to checkpoint directory
  * `dir` (model.safetensors.index.json and its shards, or one
@@ -166,7 +167,7 @@ WEX_EXPORT wex_status wex_job_connect(wex_job *job);
  * every operation landed (and, with verify "digest", matched). On error
  * nothing is committed and the message names the peers at fault. */
 WEX_EXPORT wex_status wex_sync(wex_job *job, uint64_t step,
-                            wex_sync_report *report);
+                               wex_sync_report *report);
 /* The last step this destination rank committed (0: none yet). */
 WEX_EXPORT uint64_t wex_job_committed_step(const wex_job *job);
 /* 1 when a step this destination took part in failed after sources
@@ -201,7 +202,7 @@ typedef struct wex_store wex_store;
  * "127.0.0.1:0") for clients that present `token`, until
  * wex_store_close. */
 WEX_EXPORT wex_status wex_store_open(const char *listen, const char *token,
-                                  wex_store **store_p);
+                                     wex_store **store_p);
 /* "HOST:PORT" it listens on; valid until wex_store_close. */
 WEX_EXPORT const char *wex_store_address(const wex_store *store);
 /* Stops serving (clients still connected see it go) and frees. */
@@ -215,16 +216,16 @@ WEX_EXPORT void wex_store_close(wex_store *store);
  * schemas/layout.schema.json (what `wex layout --json` prints). *json_p
  * is NUL-terminated text; free it with wex_free. */
 WEX_EXPORT wex_status wex_layout_json(const char *model_config,
-                                   const char *engine, const char *parallel,
-                                   const char *options, int64_t rank,
-                                   char **json_p);
+                                      const char *engine, const char *parallel,
+                                      const char *options, int64_t rank,
+                                      char **json_p);
 /* What the plan of job `config` (a path or the JSON text, as
  * wex_job_open takes) adds up to: the whole plan when rank is -1, else
  * the operations of rank `rank` of `side`, as the document of
  * schemas/plan.schema.json (what `wex plan --json` prints). The job's
  * transport need not be installed. Free *json_p with wex_free. */
 WEX_EXPORT wex_status wex_plan_json(const char *config, uint32_t side,
-                                 int64_t rank, char **json_p);
+                                    int64_t rank, char **json_p);
 /* Frees what a wex_*_json call returned; NULL is a no-op. */
 WEX_EXPORT void wex_free(void *p);
 

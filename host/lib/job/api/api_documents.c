@@ -54,20 +54,20 @@ static wex_status give_text(cJSON *doc, char **json_p)
 }
 
 wex_status wex_layout_json(const char *model_config, const char *engine,
-                           const char *parallel_text,
-                           const char *options_text, int64_t rank,
-                           char **json_p)
+                           const char *parallel_text, const char *options_text,
+                           int64_t rank, char **json_p)
 {
     cJSON *parallel = NULL, *options = NULL, *doc = NULL;
-    const cJSON *schema = wex__json_pointer_get(wex__schema("job"),
-                                                "/$defs/parallel");
+    const cJSON *schema =
+        wex__json_pointer_get(wex__schema("job"), "/$defs/parallel");
     wex__registry *registry = NULL;
     wex_model *model = NULL;
     wex__engine *e = NULL;
     wex_status st;
 
     if (model_config == NULL || engine == NULL || json_p == NULL)
-        return wex__error(WEX_ERR_INVALID, "wex_layout_json: expected a "
+        return wex__error(WEX_ERR_INVALID,
+                          "wex_layout_json: expected a "
                           "model config, an engine and a result pointer");
     *json_p = NULL;
     st = parse_object(parallel_text, "parallel", &parallel);
@@ -82,8 +82,10 @@ wex_status wex_layout_json(const char *model_config, const char *engine,
     if (st == WEX_OK)
         st = wex__engine_open(registry, engine, model, parallel, options, &e);
     if (st == WEX_OK && rank >= 0 && (uint64_t)rank >= e->ranks)
-        st = wex__error(WEX_ERR_INVALID, "rank %lld: engine %s has ranks "
-                        "0..%llu", (long long)rank, engine,
+        st = wex__error(WEX_ERR_INVALID,
+                        "rank %lld: engine %s has ranks "
+                        "0..%llu",
+                        (long long)rank, engine,
                         (unsigned long long)(e->ranks - 1));
     if (st == WEX_OK) {
         doc = wex__layout_document(e, rank >= 0 ? (uint64_t)rank : 0,
@@ -109,7 +111,8 @@ wex_status wex_plan_json(const char *config, uint32_t side, int64_t rank,
 
     if (config == NULL || json_p == NULL ||
         (side != WEX_SIDE_SOURCE && side != WEX_SIDE_DESTINATION))
-        return wex__error(WEX_ERR_INVALID, "wex_plan_json: expected a job, "
+        return wex__error(WEX_ERR_INVALID,
+                          "wex_plan_json: expected a job, "
                           "a side (source or destination) and a result "
                           "pointer");
     *json_p = NULL;
@@ -122,23 +125,22 @@ wex_status wex_plan_json(const char *config, uint32_t side, int64_t rank,
         opened = st == WEX_OK;
     }
     if (st == WEX_OK && rank >= 0 &&
-        (uint64_t)rank >= (side == WEX_SIDE_SOURCE ? planner.src.ranks
-                                                    : planner.dst.ranks))
-        st = wex__error(WEX_ERR_INVALID, "%s rank %lld: the job has ranks "
-                        "0..%llu on that side",
-                        side == WEX_SIDE_SOURCE ? "source" : "destination",
-                        (long long)rank,
-                        (unsigned long long)((side == WEX_SIDE_SOURCE
-                                                  ? planner.src.ranks
-                                                  : planner.dst.ranks) -
-                                             1));
+        (uint64_t)rank >=
+            (side == WEX_SIDE_SOURCE ? planner.src.ranks : planner.dst.ranks))
+        st = wex__error(
+            WEX_ERR_INVALID,
+            "%s rank %lld: the job has ranks "
+            "0..%llu on that side",
+            side == WEX_SIDE_SOURCE ? "source" : "destination", (long long)rank,
+            (unsigned long long)((side == WEX_SIDE_SOURCE ? planner.src.ranks
+                                                          : planner.dst.ranks) -
+                                 1));
     if (st == WEX_OK)
         st = wex__plan_summarize(&planner, rank >= 0, side,
-                                 rank >= 0 ? (uint64_t)rank : 0, NULL, 0,
-                                 -1, &summary);
+                                 rank >= 0 ? (uint64_t)rank : 0, NULL, 0, -1,
+                                 &summary);
     if (st == WEX_OK)
-        st = give_text(wex__plan_summary_document(&planner, &summary),
-                       json_p);
+        st = give_text(wex__plan_summary_document(&planner, &summary), json_p);
     wex__plan_summary_fini(&summary);
     if (opened)
         wex__planner_close(&planner);

@@ -16,7 +16,8 @@ wex_status wex_store_open(const char *listen, const char *token,
     wex_status st;
 
     if (store_p == NULL || token == NULL || token[0] == '\0')
-        return wex__error(WEX_ERR_INVALID, "wex_store_open: expected a "
+        return wex__error(WEX_ERR_INVALID,
+                          "wex_store_open: expected a "
                           "token (every client must present it) and a "
                           "store pointer");
     *store_p = NULL;

@@ -34,7 +34,6 @@ static const char *json_string(const cJSON *obj, const char *key)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-
 static wex_status open_transport(wex_job *job)
 {
     wex__plugin_ref *ref = &job->plan.job->transport;
@@ -58,8 +57,8 @@ static wex_status open_transport(wex_job *job)
     args.peer_ranks = job->peers;
     args.peer_count = job->peer_count;
     wex__error_clear();
-    st = job->transport.ops->ctx_create(job->transport.plugin->plugin_state, &args,
-                               &job->transport.ctx);
+    st = job->transport.ops->ctx_create(job->transport.plugin->plugin_state,
+                                        &args, &job->transport.ctx);
     if (st != WEX_OK) {
         if (wex__last_error()[0] == '\0')
             wex__error(st, "failed without a message");
@@ -81,8 +80,8 @@ static wex_status plan_rank(wex_job *job, wex_plan_builder *b,
         wex__plan_builder_init(b, &job->plan.src, &job->plan.dst);
         st = wex__planner_rank(&job->plan, job->side, job->rank, b);
         if (st == WEX_OK && shares != NULL &&
-            wex__share_write(&job->plan, shares, job->side, job->rank,
-                             b->ops, b->count, NULL) != WEX_OK)
+            wex__share_write(&job->plan, shares, job->side, job->rank, b->ops,
+                             b->count, NULL) != WEX_OK)
             WEX__WARN("%s rank %llu: could not write its plan share: %s",
                       job->mine->what, (unsigned long long)job->rank,
                       wex__last_error());
@@ -105,7 +104,8 @@ static wex_status open_job(wex_job *job, const char *config,
 
     if (given != NULL) {
         if (given->struct_size < WEX_JOB_OPTIONS_SIZE_1_0)
-            return wex__error(WEX_ERR_ABI, "wex_job_open: options "
+            return wex__error(WEX_ERR_ABI,
+                              "wex_job_open: options "
                               "struct_size %u is smaller than ABI 1.0's %u",
                               given->struct_size, WEX_JOB_OPTIONS_SIZE_1_0);
         wex__abi_in(&full, sizeof(full), given);
@@ -118,10 +118,11 @@ static wex_status open_job(wex_job *job, const char *config,
         return st;
     rdv = cJSON_GetObjectItemCaseSensitive(cfg->doc, "rendezvous");
     job->rendezvous.address = env_or(o ? o->rendezvous : NULL, "WEX_RENDEZVOUS",
-                          json_string(rdv, "address"));
-    job->rendezvous.token = env_or(o ? o->token : NULL, "WEX_TOKEN",
-                        json_string(rdv, "token"));
-    job->rendezvous.job_id = env_or(o ? o->job_id : NULL, "WEX_JOB_ID", job->rendezvous.address);
+                                     json_string(rdv, "address"));
+    job->rendezvous.token =
+        env_or(o ? o->token : NULL, "WEX_TOKEN", json_string(rdv, "token"));
+    job->rendezvous.job_id =
+        env_or(o ? o->job_id : NULL, "WEX_JOB_ID", job->rendezvous.address);
     /* A share of this rank's plan spares it laying out every rank. */
     shares = secure_getenv("WEX_PLAN_SHARES");
     if (shares == NULL || shares[0] == '\0')
@@ -142,21 +143,22 @@ static wex_status open_job(wex_job *job, const char *config,
                           job->plan.job->path);
     }
     job->mine = job->side == WEX_SIDE_SOURCE ? &job->plan.src : &job->plan.dst;
-    job->theirs = job->side == WEX_SIDE_SOURCE ? &job->plan.dst
-                                               : &job->plan.src;
+    job->theirs =
+        job->side == WEX_SIDE_SOURCE ? &job->plan.dst : &job->plan.src;
     if (job->rank >= job->mine->ranks)
-        return wex__error(WEX_ERR_INVALID, "%s rank %llu: the %s engine has "
-                          "ranks 0..%llu", job->mine->what,
-                          (unsigned long long)job->rank, job->mine->what,
+        return wex__error(WEX_ERR_INVALID,
+                          "%s rank %llu: the %s engine has "
+                          "ranks 0..%llu",
+                          job->mine->what, (unsigned long long)job->rank,
+                          job->mine->what,
                           (unsigned long long)(job->mine->ranks - 1));
     job->layout = &job->mine->layouts[job->rank];
-    job->bind = calloc(job->layout->tensor_count ? job->layout->tensor_count
-                                                 : 1,
-                       sizeof(*job->bind));
-    job->memory_kind = calloc(job->layout->tensor_count
-                                  ? job->layout->tensor_count
-                                  : 1,
-                              sizeof(*job->memory_kind));
+    job->bind =
+        calloc(job->layout->tensor_count ? job->layout->tensor_count : 1,
+               sizeof(*job->bind));
+    job->memory_kind =
+        calloc(job->layout->tensor_count ? job->layout->tensor_count : 1,
+               sizeof(*job->memory_kind));
     if (job->bind == NULL || job->memory_kind == NULL) {
         wex__plan_builder_fini(&b);
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
@@ -177,7 +179,8 @@ wex_status wex_job_open(const char *config, uint32_t side, uint64_t rank,
 
     if (config == NULL || job_p == NULL ||
         (side != WEX_SIDE_SOURCE && side != WEX_SIDE_DESTINATION))
-        return wex__error(WEX_ERR_INVALID, "wex_job_open: expected a config, "
+        return wex__error(WEX_ERR_INVALID,
+                          "wex_job_open: expected a config, "
                           "a side (source or destination) and a job pointer");
     job = calloc(1, sizeof(*job));
     if (job == NULL)
@@ -269,7 +272,8 @@ static wex_status check_bindable(wex_job *job, uint64_t index)
         return wex__error(WEX_ERR_INVALID, "no local tensor %llu",
                           (unsigned long long)index);
     if (job->rendezvous.connected || job->bind[index].address != NULL)
-        return wex__error(WEX_ERR_INVALID, "local tensor %s is already bound "
+        return wex__error(WEX_ERR_INVALID,
+                          "local tensor %s is already bound "
                           "(binding is once per job, before connecting)",
                           job->layout->tensors[index].name);
     return WEX_OK;
@@ -289,25 +293,32 @@ static wex_status check_kind(wex_job *job, uint64_t index, uint32_t kind)
     wex_status st;
 
     if (kind != WEX_MEMORY_HOST && kind != WEX_MEMORY_CUDA)
-        return wex__error(WEX_ERR_INVALID, "local tensor %s: unknown memory "
+        return wex__error(WEX_ERR_INVALID,
+                          "local tensor %s: unknown memory "
                           "kind %u (WEX_MEMORY_HOST or WEX_MEMORY_CUDA)",
                           tensor, kind);
     if (kind == WEX_MEMORY_HOST && !host)
-        return wex__error(WEX_ERR_UNSUPPORTED, "local tensor %s: transport %s "
+        return wex__error(WEX_ERR_UNSUPPORTED,
+                          "local tensor %s: transport %s "
                           "moves CUDA memory only: bind or allocate it as "
-                          "WEX_MEMORY_CUDA", tensor, transport);
+                          "WEX_MEMORY_CUDA",
+                          tensor, transport);
     if (kind == WEX_MEMORY_CUDA && !cuda &&
         (!host || (caps & WEX_TRANSPORT_CAP_TWO_SIDED)))
-        return wex__error(WEX_ERR_UNSUPPORTED, "local tensor %s: transport %s "
+        return wex__error(WEX_ERR_UNSUPPORTED,
+                          "local tensor %s: transport %s "
                           "cannot write into CUDA memory (use cuda-ipc or "
-                          "nccl, or host memory)", tensor, transport);
+                          "nccl, or host memory)",
+                          tensor, transport);
     if (kind == WEX_MEMORY_CUDA && job->side == WEX_SIDE_SOURCE &&
         wex__transforms_dequantize_from(job, index))
-        return wex__error(WEX_ERR_UNSUPPORTED, "local tensor %s: the job "
+        return wex__error(WEX_ERR_UNSUPPORTED,
+                          "local tensor %s: the job "
                           "dequantizes its fp8 on the way, which wex does on "
                           "host memory only: bind it as WEX_MEMORY_HOST (on "
                           "the device, wex quantizes bf16, f16 and f32 into "
-                          "fp8)", tensor);
+                          "fp8)",
+                          tensor);
     if (kind == WEX_MEMORY_CUDA && job->device == NULL) {
         st = wex__device_open(&job->device);
         if (st != WEX_OK)
@@ -334,7 +345,8 @@ static wex_status expose(wex_job *job, uint64_t index, void *address,
         kind = WEX_MEMORY_HOST;
     }
     wex__error_clear();
-    return job->transport.ops->mem_register(job->transport.ctx, address, bytes, kind, &b->mem);
+    return job->transport.ops->mem_register(job->transport.ctx, address, bytes,
+                                            kind, &b->mem);
 }
 
 /* Refuses memory that overlaps another local tensor's: two tensors
@@ -353,7 +365,8 @@ static wex_status check_overlap(const wex_job *job, uint64_t index,
             job->memory_kind[i] != kind || other >= end ||
             start >= other + b->bytes)
             continue;
-        return wex__error(WEX_ERR_INVALID, "local tensor %s: its memory "
+        return wex__error(WEX_ERR_INVALID,
+                          "local tensor %s: its memory "
                           "[%p, +%llu) overlaps local tensor %s's [%p, "
                           "+%llu): every tensor needs memory of its own",
                           job->layout->tensors[index].name, address,
@@ -385,9 +398,10 @@ static wex_status bind_memory(wex_job *job, uint64_t index, void *address,
         return WEX_OK;
     }
     if (address == NULL || bytes != t->bytes)
-        return wex__error(WEX_ERR_INVALID, "local tensor %s: expected %llu "
-                          "bytes of memory, got %llu at %p", t->name,
-                          (unsigned long long)t->bytes,
+        return wex__error(WEX_ERR_INVALID,
+                          "local tensor %s: expected %llu "
+                          "bytes of memory, got %llu at %p",
+                          t->name, (unsigned long long)t->bytes,
                           (unsigned long long)bytes, address);
     st = check_overlap(job, index, address, bytes, memory_kind);
     if (st == WEX_OK)
@@ -407,8 +421,9 @@ static wex_status bind_memory(wex_job *job, uint64_t index, void *address,
             return wex__error_prefix(st, "local tensor %s", t->name);
     } else if (job->transport.ops->caps & WEX_TRANSPORT_CAP_REGISTER_SOURCE) {
         wex__error_clear();
-        st = job->transport.ops->mem_register(job->transport.ctx, address, bytes, memory_kind,
-                                     &job->bind[index].mem);
+        st = job->transport.ops->mem_register(job->transport.ctx, address,
+                                              bytes, memory_kind,
+                                              &job->bind[index].mem);
         if (st != WEX_OK)
             return wex__error_prefix(st, "local tensor %s", t->name);
     }
@@ -442,8 +457,10 @@ static wex_status alloc_host(wex_job *job, uint64_t index, void **address_p)
     uint64_t bytes = job->layout->tensors[index].bytes;
 
     if (posix_memalign(address_p, 4096, bytes ? bytes : 1) != 0)
-        return wex__error(WEX_ERR_NOMEM, "local tensor %s: out of memory "
-                          "(%llu bytes)", job->layout->tensors[index].name,
+        return wex__error(WEX_ERR_NOMEM,
+                          "local tensor %s: out of memory "
+                          "(%llu bytes)",
+                          job->layout->tensors[index].name,
                           (unsigned long long)bytes);
     memset(*address_p, 0, bytes);
     return WEX_OK;
@@ -459,7 +476,7 @@ static wex_status alloc_memory(wex_job *job, uint64_t index,
 
     if (st == WEX_OK && address_p == NULL)
         st = wex__error(WEX_ERR_INVALID, "wex_job_alloc_memory: no address "
-                        "pointer");
+                                         "pointer");
     if (st == WEX_OK)
         st = check_kind(job, index, memory_kind);
     if (st != WEX_OK)
@@ -468,11 +485,11 @@ static wex_status alloc_memory(wex_job *job, uint64_t index,
     bytes = job->layout->tensors[index].bytes;
     name = job->layout->tensors[index].name;
     job->memory_kind[index] = memory_kind;
-    if (memory_kind == WEX_MEMORY_HOST &&
-        job->side == WEX_SIDE_DESTINATION &&
+    if (memory_kind == WEX_MEMORY_HOST && job->side == WEX_SIDE_DESTINATION &&
         (job->transport.ops->caps & WEX_TRANSPORT_CAP_ALLOC)) {
         wex__error_clear();
-        st = job->transport.ops->mem_alloc(job->transport.ctx, bytes, &b->address, &b->mem);
+        st = job->transport.ops->mem_alloc(job->transport.ctx, bytes,
+                                           &b->address, &b->mem);
         if (st != WEX_OK)
             return wex__error_prefix(st, "local tensor %s", name);
     } else {
@@ -552,7 +569,8 @@ const char *wex_job_peer_path(const wex_job *job, uint64_t destination_rank)
         if (job->src.attached_what[k].rank != destination_rank)
             continue;
         if (job->transport.ops->peer_path != NULL)
-            path = job->transport.ops->peer_path(job->transport.ctx, job->src.attached[k]);
+            path = job->transport.ops->peer_path(job->transport.ctx,
+                                                 job->src.attached[k]);
         return path != NULL ? path : job->plan.job->transport.name;
     }
     return NULL;

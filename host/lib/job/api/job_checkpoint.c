@@ -53,25 +53,30 @@ static wex_status bind_checkpoint(wex_job *job, const char *dir)
 
     if (job == NULL || dir == NULL)
         return wex__error(WEX_ERR_INVALID, "wex_job_bind_checkpoint: no job "
-                          "or no directory");
+                                           "or no directory");
     if (job->side != WEX_SIDE_SOURCE)
-        return wex__error(WEX_ERR_INVALID, "%s: a checkpoint is read as a "
-                          "source; this rank is a destination", dir);
+        return wex__error(WEX_ERR_INVALID,
+                          "%s: a checkpoint is read as a "
+                          "source; this rank is a destination",
+                          dir);
     /* the model's tensors, which a plan share does not hold */
     if ((st = wex__job_complete_plan(job)) != WEX_OK)
         return st;
     for (uint64_t i = 0; i < job->layout->tensor_count; i++) {
         if (whole_canonical(job, i) < 0)
-            return wex__error(WEX_ERR_INVALID, "%s: local tensor %s is not "
+            return wex__error(WEX_ERR_INVALID,
+                              "%s: local tensor %s is not "
                               "a whole checkpoint tensor: a checkpoint is "
                               "bound to engine hf's layout holding the "
                               "checkpoint's dtypes (this job's source engine "
-                              "is %s)", dir, job->layout->tensors[i].name,
+                              "is %s)",
+                              dir, job->layout->tensors[i].name,
                               job->plan.job->source.name);
         if (job->rendezvous.connected || job->bind[i].address != NULL)
-            return wex__error(WEX_ERR_INVALID, "%s: local tensor %s is "
-                              "already bound", dir,
-                              job->layout->tensors[i].name);
+            return wex__error(WEX_ERR_INVALID,
+                              "%s: local tensor %s is "
+                              "already bound",
+                              dir, job->layout->tensors[i].name);
     }
     ck = calloc(1, sizeof(*ck));
     if (ck == NULL)
@@ -173,10 +178,13 @@ static wex_status savable(const wex_job *job)
 
     for (uint64_t i = 0; i < l->tensor_count; i++) {
         if (job->bind[i].address == NULL)
-            return wex__error(WEX_ERR_INVALID, "save: local tensor %s is not "
-                              "bound", l->tensors[i].name);
+            return wex__error(WEX_ERR_INVALID,
+                              "save: local tensor %s is not "
+                              "bound",
+                              l->tensors[i].name);
         if (job->memory_kind[i] != WEX_MEMORY_HOST)
-            return wex__error(WEX_ERR_UNSUPPORTED, "save: local tensor %s is "
+            return wex__error(WEX_ERR_UNSUPPORTED,
+                              "save: local tensor %s is "
                               "in device memory; wex saves host memory",
                               l->tensors[i].name);
     }
@@ -184,7 +192,8 @@ static wex_status savable(const wex_job *job)
         const wex__piece *p = &l->pieces[k];
         const wex__tensor *c = &job->mine->model->tensors[p->canonical];
         if (!wex__ckpt_savable(l->tensors[p->tensor].dtype, c->dtype))
-            return wex__error(WEX_ERR_UNSUPPORTED, "save: local tensor %s "
+            return wex__error(WEX_ERR_UNSUPPORTED,
+                              "save: local tensor %s "
                               "holds %s as %s, the checkpoint stores %s: wex "
                               "saves floats converted, not quantized",
                               l->tensors[p->tensor].name, c->name,
@@ -208,9 +217,9 @@ static wex_status await(wex_job *job, const char *key, const char *who)
 {
     char *value = NULL;
     size_t len = 0;
-    wex_status st = wex__store_get(job->rendezvous.store, key,
-                                   job->plan.job->step_seconds,
-                                   (void **)&value, &len);
+    wex_status st =
+        wex__store_get(job->rendezvous.store, key, job->plan.job->step_seconds,
+                       (void **)&value, &len);
 
     if (st == WEX_OK && value[0] == '!')
         st = wex__error(WEX_ERR_PEER, "%s: %s", who, value + 1);
@@ -227,25 +236,30 @@ static wex_status save(wex_job *job, const char *dir, uint64_t shard_bytes)
 
     if (job == NULL || dir == NULL || dir[0] == '\0')
         return wex__error(WEX_ERR_INVALID, "wex_job_save: no job or no "
-                          "directory");
+                                           "directory");
     if (job->side == WEX_SIDE_DESTINATION && job->dst.dirty)
-        return wex__error(WEX_ERR_INVALID, "save: destination rank %" PRIu64
+        return wex__error(WEX_ERR_INVALID,
+                          "save: destination rank %" PRIu64
                           " is dirty: a failed step wrote part of its "
                           "tensors, which may hold a mix of two steps (the "
                           "last committed is %" PRIu64 "); save after the "
-                          "next committed step", job->rank, job->dst.committed);
+                          "next committed step",
+                          job->rank, job->dst.committed);
     if ((st = wex__job_complete_plan(job)) != WEX_OK)
         return st;
     ranks = job->mine->ranks;
     if (ranks > 1 && !job->rendezvous.connected)
-        return wex__error(WEX_ERR_INVALID, "save: the %s side's %" PRIu64
+        return wex__error(WEX_ERR_INVALID,
+                          "save: the %s side's %" PRIu64
                           " ranks save together, through the rendezvous: "
-                          "connect (or sync) first", side_name(job), ranks);
+                          "connect (or sync) first",
+                          side_name(job), ranks);
     if ((st = wex__ckpt_plan_make(job->mine->model, shard_bytes, &plan)) !=
         WEX_OK)
         return st;
     n = ++job->saves;
-    staging = wex__ckpt_staging_dir(dir, job->rendezvous.job_id ? job->rendezvous.job_id : "local");
+    staging = wex__ckpt_staging_dir(
+        dir, job->rendezvous.job_id ? job->rendezvous.job_id : "local");
     if (staging == NULL) {
         wex__ckpt_plan_free(&plan);
         return wex__error(WEX_ERR_NOMEM, "out of memory");
@@ -274,8 +288,7 @@ static wex_status save(wex_job *job, const char *dir, uint64_t shard_bytes)
         wex_status theirs;
         snprintf(key, sizeof(key), "save/%s/%" PRIu64 "/written/%" PRIu64,
                  side_name(job), n, r);
-        snprintf(who, sizeof(who), "save: %s rank %" PRIu64, side_name(job),
-                 r);
+        snprintf(who, sizeof(who), "save: %s rank %" PRIu64, side_name(job), r);
         theirs = await(job, key, who);
         if (st == WEX_OK)
             st = theirs;
@@ -284,8 +297,8 @@ static wex_status save(wex_job *job, const char *dir, uint64_t shard_bytes)
         st = st == WEX_OK ? wex__ckpt_commit(&plan, dir, staging)
                           : (wex__ckpt_abort(&plan, staging), st);
     if (ranks > 1) {
-        snprintf(key, sizeof(key), "save/%s/%" PRIu64 "/result",
-                 side_name(job), n);
+        snprintf(key, sizeof(key), "save/%s/%" PRIu64 "/result", side_name(job),
+                 n);
         if (job->rank == 0)
             post(job, key, st);
         else if (st == WEX_OK)

@@ -21,13 +21,13 @@ wex_status wex__job_enter(wex_job *job, const char *call)
     if (job == NULL)
         return wex__error(WEX_ERR_INVALID, "%s: no job", call);
     if (pthread_mutex_trylock(&job->lock.busy) != 0)
-        return wex__error(WEX_ERR_INVALID, "%s: the job is in use by another "
+        return wex__error(WEX_ERR_INVALID,
+                          "%s: the job is in use by another "
                           "thread (a job is used by one thread at a time)",
                           call);
     if (job->lock.closing) {
         pthread_mutex_unlock(&job->lock.busy);
-        return wex__error(WEX_ERR_INVALID, "%s: the job is being closed",
-                          call);
+        return wex__error(WEX_ERR_INVALID, "%s: the job is being closed", call);
     }
     return WEX_OK;
 }

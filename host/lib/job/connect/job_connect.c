@@ -58,14 +58,15 @@ static wex_status agree_on_layouts(wex_job *job, double timeout)
     job->rendezvous.layout_digest = layout_digest(job);
     snprintf(key, sizeof(key), "digest/%s/%llu", side_name(job->side),
              (unsigned long long)job->rank);
-    st = wex__store_set(job->rendezvous.store, key, &job->rendezvous.layout_digest,
+    st = wex__store_set(job->rendezvous.store, key,
+                        &job->rendezvous.layout_digest,
                         sizeof(job->rendezvous.layout_digest));
     if (st == WEX_OK)
-        st = wex__store_get(job->rendezvous.store, "digest/source/0", timeout, &value,
-                            &len);
+        st = wex__store_get(job->rendezvous.store, "digest/source/0", timeout,
+                            &value, &len);
     if (st != WEX_OK)
         return wex__error_prefix(st, "waiting for source rank 0's layout "
-                                 "digest");
+                                     "digest");
     if (len != sizeof(uint64_t) ||
         memcmp(value, &job->rendezvous.layout_digest, sizeof(uint64_t)) != 0) {
         free(value);
@@ -136,13 +137,14 @@ wex_status wex__job_publish_memory(wex_job *job)
         memcpy(blob + 8, &job->bind[t].pass, 4);
         wex__error_clear();
         st = job->transport.ops->mem_key(job->transport.ctx, job->bind[t].mem,
-                                blob + WEX__MEM_HEADER, &len);
+                                         blob + WEX__MEM_HEADER, &len);
         if (st != WEX_OK)
             return wex__error_prefix(st, "local tensor %s",
                                      job->layout->tensors[t].name);
         snprintf(key, sizeof(key), "mem/%llu/%zu",
                  (unsigned long long)job->rank, t);
-        st = wex__store_set(job->rendezvous.store, key, blob, WEX__MEM_HEADER + len);
+        st = wex__store_set(job->rendezvous.store, key, blob,
+                            WEX__MEM_HEADER + len);
         if (st != WEX_OK)
             return st;
     }
@@ -156,7 +158,8 @@ wex_status wex__job_publish_memory(wex_job *job)
             return st;
         snprintf(key, sizeof(key), "mem/%llu/board",
                  (unsigned long long)job->rank);
-        st = wex__store_set(job->rendezvous.store, key, blob, WEX__MEM_HEADER + len);
+        st = wex__store_set(job->rendezvous.store, key, blob,
+                            WEX__MEM_HEADER + len);
         if (st != WEX_OK)
             return st;
     }
@@ -182,7 +185,8 @@ wex_status wex__job_connect(wex_job *job)
                               "allocate every tensor before connecting",
                               job->layout->tensors[t].name);
     if (job->rendezvous.address == NULL)
-        return wex__error(WEX_ERR_INVALID, "%s: /rendezvous/address: no "
+        return wex__error(WEX_ERR_INVALID,
+                          "%s: /rendezvous/address: no "
                           "rendezvous to meet the other ranks at",
                           job->plan.job->path);
     snprintf(who, sizeof(who), "%s/%llu", side_name(job->side),
@@ -190,8 +194,8 @@ wex_status wex__job_connect(wex_job *job)
     st = wex__job_find_replicas(job);
     if (st != WEX_OK)
         return st;
-    st = wex__store_connect(job->rendezvous.address, job->rendezvous.token, who, timeout,
-                            &job->rendezvous.store);
+    st = wex__store_connect(job->rendezvous.address, job->rendezvous.token, who,
+                            timeout, &job->rendezvous.store);
     if (st == WEX_OK)
         st = agree_on_layouts(job, timeout);
     if (st == WEX_OK)
@@ -201,11 +205,13 @@ wex_status wex__job_connect(wex_job *job)
     if (st == WEX_OK && job->side == WEX_SIDE_SOURCE)
         st = wex__job_attach(job, timeout);
     if (st == WEX_OK)
-        st = wex__store_barrier(job->rendezvous.store, "connected", everyone, timeout);
+        st = wex__store_barrier(job->rendezvous.store, "connected", everyone,
+                                timeout);
     /* Every destination has published by now: later moves of "joins"
      * are ranks coming back. */
     if (st == WEX_OK && job->side == WEX_SIDE_SOURCE)
-        st = wex__store_add(job->rendezvous.store, "joins", 0, &job->src.joins_seen);
+        st = wex__store_add(job->rendezvous.store, "joins", 0,
+                            &job->src.joins_seen);
     if (st != WEX_OK)
         return wex__error_prefix(st, "%s: connecting", who);
     job->rendezvous.connected = 1;

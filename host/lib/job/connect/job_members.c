@@ -105,10 +105,9 @@ wex_status wex__job_take_ops(wex_job *job, wex_plan_builder *b,
     if (job->scratch.hash == NULL)
         job->scratch.hash = XXH3_createState();
     if (job->peers == NULL || job->scratch.digests == NULL ||
-        job->scratch.hash == NULL ||
-        job->scratch.pair_digests == NULL || job->src.op_peer == NULL ||
-        job->op_peer_index == NULL || job->src.op_pass == NULL ||
-        job->src.peer_passes == NULL)
+        job->scratch.hash == NULL || job->scratch.pair_digests == NULL ||
+        job->src.op_peer == NULL || job->op_peer_index == NULL ||
+        job->src.op_pass == NULL || job->src.peer_passes == NULL)
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
     for (size_t i = 0; i < job->op_count; i++)
         job->peers[job->peer_count++] = job->side == WEX_SIDE_SOURCE
@@ -158,15 +157,19 @@ static wex_status attach_one(wex_job *job, uint64_t rank, uint64_t tensor,
     else
         snprintf(key, sizeof(key), "mem/%llu/%llu", (unsigned long long)rank,
                  (unsigned long long)tensor);
-    st = wex__store_get(job->rendezvous.store, key, timeout, (void **)&blob, &len);
+    st = wex__store_get(job->rendezvous.store, key, timeout, (void **)&blob,
+                        &len);
     if (st != WEX_OK)
-        return wex__error_prefix(st, "waiting for destination rank %llu's "
-                                 "memory", (unsigned long long)rank);
+        return wex__error_prefix(st,
+                                 "waiting for destination rank %llu's "
+                                 "memory",
+                                 (unsigned long long)rank);
     if (len < WEX__MEM_HEADER) {
         free(blob);
-        return wex__error(WEX_ERR_INVALID, "destination rank %llu published "
-                          "a %zu-byte memory key", (unsigned long long)rank,
-                          len);
+        return wex__error(WEX_ERR_INVALID,
+                          "destination rank %llu published "
+                          "a %zu-byte memory key",
+                          (unsigned long long)rank, len);
     }
     /* an inbox: its size after the header, and none at all when the
      * destination cannot take deltas */
@@ -192,8 +195,9 @@ static wex_status attach_one(wex_job *job, uint64_t rank, uint64_t tensor,
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
     }
     wex__error_clear();
-    st = job->transport.ops->peer_attach(job->transport.ctx, rank, blob + WEX__MEM_HEADER,
-                                len - WEX__MEM_HEADER, peer_p);
+    st = job->transport.ops->peer_attach(job->transport.ctx, rank,
+                                         blob + WEX__MEM_HEADER,
+                                         len - WEX__MEM_HEADER, peer_p);
     what[n].rank = rank;
     what[n].tensor = tensor;
     what[n].bytes = bytes;
@@ -262,10 +266,10 @@ static wex_status attach_inboxes(wex_job *job, double timeout)
                         &d->inbox[p]);
         if (st != WEX_OK)
             return st;
-        d->inbox_size[p] = d->inbox[p] != NULL
-                               ? job->src.attached_what[job->src.attached_count -
-                                                        1].bytes
-                               : 0;
+        d->inbox_size[p] =
+            d->inbox[p] != NULL
+                ? job->src.attached_what[job->src.attached_count - 1].bytes
+                : 0;
     }
     return WEX_OK;
 }
@@ -295,7 +299,8 @@ wex_status wex__job_attach(wex_job *job, double timeout)
         job->src.op_peer[i] = job->src.attached[k];
         /* the pass its destination receives it in (window.h) */
         job->src.op_pass[i] = job->src.attached_what[k].pass;
-        job->src.peer_passes[job->op_peer_index[i]] = job->src.attached_what[k].passes;
+        job->src.peer_passes[job->op_peer_index[i]] =
+            job->src.attached_what[k].passes;
     }
     st = attach_boards(job, timeout);
     return st == WEX_OK ? attach_inboxes(job, timeout) : st;
@@ -326,10 +331,12 @@ wex_status wex__job_follow_rejoins(wex_job *job, double timeout)
         }
         /* The rank came back with new memory: the old is gone with the
          * process that owned it. */
-        job->transport.ops->peer_detach(job->transport.ctx, job->src.attached[k]);
+        job->transport.ops->peer_detach(job->transport.ctx,
+                                        job->src.attached[k]);
         job->src.attached_count--;
         job->src.attached[k] = job->src.attached[job->src.attached_count];
-        job->src.attached_what[k] = job->src.attached_what[job->src.attached_count];
+        job->src.attached_what[k] =
+            job->src.attached_what[job->src.attached_count];
     }
     job->src.joins_seen = joins;
     return wex__job_attach(job, timeout);
@@ -341,8 +348,8 @@ static int same_set(const uint64_t *a, uint64_t na, const uint64_t *b,
     return na == nb && (na == 0 || memcmp(a, b, na * sizeof(*a)) == 0);
 }
 
-wex_status wex__job_fit(wex_job *job, const uint64_t *dead,
-                        uint64_t dead_count, double timeout)
+wex_status wex__job_fit(wex_job *job, const uint64_t *dead, uint64_t dead_count,
+                        double timeout)
 {
     wex_plan_builder b;
     uint64_t *copy;

@@ -36,9 +36,11 @@ static int name_ok(const char *name)
 static wex_status check_name(const char *what, const char *name)
 {
     if (!name_ok(name))
-        return wex__error(WEX_ERR_INVALID, "%s: the name \"%s\" is not "
-                          "1-%d characters of [A-Za-z0-9_.-]", what,
-                          name ? name : "(null)", WEX__TRANSPORT_NAME_MAX);
+        return wex__error(WEX_ERR_INVALID,
+                          "%s: the name \"%s\" is not "
+                          "1-%d characters of [A-Za-z0-9_.-]",
+                          what, name ? name : "(null)",
+                          WEX__TRANSPORT_NAME_MAX);
     return WEX_OK;
 }
 
@@ -49,9 +51,10 @@ wex_status wex__transport_publish_check(const char *name, const void *value,
 
     if (st == WEX_OK &&
         (len > WEX_TRANSPORT_KEY_MAX || (value == NULL && len > 0)))
-        st = wex__error(WEX_ERR_INVALID, "publish %s: %llu bytes (at most "
-                        "%u)", name, (unsigned long long)len,
-                        WEX_TRANSPORT_KEY_MAX);
+        st = wex__error(WEX_ERR_INVALID,
+                        "publish %s: %llu bytes (at most "
+                        "%u)",
+                        name, (unsigned long long)len, WEX_TRANSPORT_KEY_MAX);
     return st;
 }
 

@@ -12,6 +12,7 @@
 #include "numbers.h"
 #include "quantize.h"
 #include "quantize_plan.h"
+#include "row_walk.h"
 #include "step_failure.h"
 #include "transforms_internal.h"
 
@@ -91,9 +92,9 @@ static wex_status find_partners(wex_job *job, size_t first, size_t end,
     struct wex__quant_state *q = job->src.quant;
     wex__qcell *cells = NULL;
     size_t n = 0;
-    wex_status st = wex__quantize_cells(&job->plan, q->slots[first].dst,
-                                        q->slots[first].piece, dead, ndead,
-                                        &cells, &n);
+    wex_status st =
+        wex__quantize_cells(&job->plan, q->slots[first].dst,
+                            q->slots[first].piece, dead, ndead, &cells, &n);
 
     for (size_t s = first; st == WEX_OK && s < end; s++) {
         qslot *sl = &q->slots[s];
@@ -115,8 +116,8 @@ static wex_status find_partners(wex_job *job, size_t first, size_t end,
                 continue;
             if (q->npartner_ranks == q->partner_cap) {
                 size_t cap = q->partner_cap ? 2 * q->partner_cap : 64;
-                uint64_t *grown = realloc(q->partner_ranks,
-                                          cap * sizeof(*grown));
+                uint64_t *grown =
+                    realloc(q->partner_ranks, cap * sizeof(*grown));
                 if (grown == NULL) {
                     st = wex__error(WEX_ERR_NOMEM, "job: out of memory");
                     break;
@@ -237,8 +238,7 @@ wex_status wex__transforms_prepare(wex_job *job, const uint64_t *dead,
     q = job->src.quant = calloc(1, sizeof(*q));
     idx = malloc((nq ? nq : 1) * sizeof(*idx));
     if (q == NULL || idx == NULL ||
-        (q->slots = malloc((nkeys ? nkeys : 1) * sizeof(*q->slots))) ==
-            NULL ||
+        (q->slots = malloc((nkeys ? nkeys : 1) * sizeof(*q->slots))) == NULL ||
         (q->op_grid = calloc(job->op_count, sizeof(*q->op_grid))) == NULL ||
         (q->grid = malloc((nkeys ? nkeys : 1) * sizeof(*q->grid))) == NULL) {
         free(idx);
@@ -278,32 +278,6 @@ wex_status wex__transforms_prepare(wex_job *job, const uint64_t *dead,
 
 /* ---- walking a box row by row ------------------------------------------ */
 
-typedef struct rows {
-    const wex__op *o;
-    uint64_t idx[WEX_MAX_DIMS]; /* the box coordinates of the row's start */
-    uint64_t left;              /* rows still to come */
-    uint64_t width;             /* elements in a row */
-} rows;
-
-static void rows_init(rows *w, const wex__op *o)
-{
-    memset(w, 0, sizeof(*w));
-    w->o = o;
-    w->width = o->extent[o->ndim - 1];
-    w->left = 1;
-    for (uint32_t d = 0; d + 1 < o->ndim; d++)
-        w->left *= o->extent[d];
-}
-
-static void rows_next(rows *w)
-{
-    for (uint32_t d = w->o->ndim - 1; d-- > 0;) {
-        if (++w->idx[d] < w->o->extent[d])
-            return;
-        w->idx[d] = 0;
-    }
-}
-
 /* ---- amax ------------------------------------------------------------- */
 
 static float amax_max(float a, float b)
@@ -339,8 +313,7 @@ static wex_status agree(wex_job *job, const char *prefix, double timeout)
         wex_put_le(r + 32, wex__f32_bits(sl->amax), 4);
         n++;
     }
-    snprintf(key, sizeof(key), "%s%llu", prefix,
-             (unsigned long long)job->rank);
+    snprintf(key, sizeof(key), "%s%llu", prefix, (unsigned long long)job->rank);
     st = wex__store_set(job->rendezvous.store, key, mine, n * RECORD_BYTES);
     free(mine);
     for (size_t p = 0; st == WEX_OK && p < q->nreaders; p++) {
@@ -350,27 +323,34 @@ static wex_status agree(wex_job *job, const char *prefix, double timeout)
 
         snprintf(key, sizeof(key), "%s%llu", prefix,
                  (unsigned long long)q->readers[p]);
-        st = wex__store_get(job->rendezvous.store, key, timeout, (void **)&theirs, &len);
+        st = wex__store_get(job->rendezvous.store, key, timeout,
+                            (void **)&theirs, &len);
         if (st == WEX_OK &&
             (failed = wex__step_failure_reason(theirs, len, RECORD_BYTES)))
             st = wex__error(WEX_ERR_PEER, "source rank %llu failed: %s",
                             (unsigned long long)q->readers[p], failed);
         if (st != WEX_OK) {
             free(theirs);
-            st = wex__error_prefix(st, "the block amaxes of source rank %llu "
+            st = wex__error_prefix(st,
+                                   "the block amaxes of source rank %llu "
                                    "(they share fp8 blocks with this one)",
                                    (unsigned long long)q->readers[p]);
             break;
         }
         for (size_t at = 0; at + RECORD_BYTES <= len; at += RECORD_BYTES) {
             const unsigned char *r = theirs + at;
-            qslot k = {wex_get_le(r, 8), wex_get_le(r + 8, 8),
-                       wex_get_le(r + 16, 8), wex_get_le(r + 24, 8), 0, 0, 0};
+            qslot k = {wex_get_le(r, 8),
+                       wex_get_le(r + 8, 8),
+                       wex_get_le(r + 16, 8),
+                       wex_get_le(r + 24, 8),
+                       0,
+                       0,
+                       0};
             qslot *hit = find_slot(q, &k);
             if (hit != NULL)
-                hit->amax = amax_max(hit->amax,
-                                     wex__f32_of_bits((uint32_t)wex_get_le(
-                                         r + 32, 4)));
+                hit->amax =
+                    amax_max(hit->amax,
+                             wex__f32_of_bits((uint32_t)wex_get_le(r + 32, 4)));
         }
         free(theirs);
     }
@@ -384,8 +364,7 @@ static void amax_failed(wex_job *job, const char *prefix)
     char key[160], value[WEX__ERROR_MAX + 2];
     size_t n = wex__step_failure(value, wex__last_error(), RECORD_BYTES);
 
-    snprintf(key, sizeof(key), "%s%llu", prefix,
-             (unsigned long long)job->rank);
+    snprintf(key, sizeof(key), "%s%llu", prefix, (unsigned long long)job->rank);
     wex__store_set(job->rendezvous.store, key, value, n);
 }
 
@@ -403,7 +382,7 @@ wex_status wex__transforms_amax(wex_job *job, const char *prefix,
         const wex__local_tensor *t;
         const unsigned char *base;
         uint64_t b0[2], b1[2], esize, nbc;
-        rows w;
+        wex__rows w;
         if (o->transform != WEX__OP_QUANTIZE)
             continue;
         if (wex__on_device(job, o->src_tensor)) {
@@ -419,9 +398,9 @@ wex_status wex__transforms_amax(wex_job *job, const char *prefix,
         esize = wex_dtype_size(t->dtype);
         wex__op_blocks(o, b0, b1);
         nbc = b1[1] - b0[1];
-        for (rows_init(&w, o); w.left > 0; w.left--, rows_next(&w)) {
-            uint64_t e = wex__element_at(t->shape, t->ndim, o->src_off, o->ndim,
-                                    w.idx);
+        for (wex__rows_init(&w, o); w.left > 0; w.left--, wex__rows_next(&w)) {
+            uint64_t e =
+                wex__element_at(t->shape, t->ndim, o->src_off, o->ndim, w.idx);
             uint64_t br = (o->canon_off[0] + w.idx[0]) / WEX__QUANT_BLOCK;
             uint64_t col = o->canon_off[1];
             uint64_t done = 0;
@@ -432,9 +411,9 @@ wex_status wex__transforms_amax(wex_job *job, const char *prefix,
                 if (n > w.width - done)
                     n = w.width - done;
                 sl = &q->slots[q->grid[q->op_grid[i] + (br - b0[0]) * nbc +
-                                      (bc - b0[1])]];
-                sl->amax = wex__amax(t->dtype, base + (e + done) * esize, n,
-                                     sl->amax);
+                                       (bc - b0[1])]];
+                sl->amax =
+                    wex__amax(t->dtype, base + (e + done) * esize, n, sl->amax);
                 done += n;
             }
         }
@@ -466,15 +445,16 @@ static wex_status arena_take(wex_job *job, uint64_t bytes, unsigned char **p)
 
 /* One row's destination bytes, made from the source (from `staged`, the
  * row's source bytes copied to the host, where it is not NULL). */
-static void make_row(wex_job *job, size_t i, const rows *w, unsigned char *out,
-                     const unsigned char *staged)
+static void make_row(wex_job *job, size_t i, const wex__rows *w,
+                     unsigned char *out, const unsigned char *staged)
 {
     const wex__op *o = &job->ops[i];
     struct wex__quant_state *q = job->src.quant;
     const wex__local_tensor *t = &job->layout->tensors[o->src_tensor];
     const unsigned char *base = job->bind[o->src_tensor].address;
     uint32_t sdt = t->dtype;
-    uint32_t ddt = job->theirs->layouts[o->dst_rank].tensors[o->dst_tensor].dtype;
+    uint32_t ddt =
+        job->theirs->layouts[o->dst_rank].tensors[o->dst_tensor].dtype;
     uint64_t esize = wex_dtype_size(sdt), b0[2], b1[2], done = 0, col;
 
     if (o->transform == WEX__OP_SCALE) {
@@ -482,11 +462,13 @@ static void make_row(wex_job *job, size_t i, const rows *w, unsigned char *out,
         wex__op_blocks(o, b0, b1);
         for (uint64_t j = 0; j < w->width; j++)
             f[j] = wex__quant_scale_inv(
-                q->slots[q->grid[q->op_grid[i] +
-                                 w->idx[0] * (b1[1] - b0[1]) + j]].amax);
+                q->slots[q->grid[q->op_grid[i] + w->idx[0] * (b1[1] - b0[1]) +
+                                 j]]
+                    .amax);
         return;
     }
-    base += wex__element_at(t->shape, t->ndim, o->src_off, o->ndim, w->idx) * esize;
+    base +=
+        wex__element_at(t->shape, t->ndim, o->src_off, o->ndim, w->idx) * esize;
     if (staged != NULL)
         base = staged;
     if (o->transform == WEX__OP_CONVERT) {
@@ -527,10 +509,10 @@ static void make_row(wex_job *job, size_t i, const rows *w, unsigned char *out,
             memcpy(at, o->scale_at, sizeof(at));
             blk[0] = br - o->scale_block[0];
             blk[1] = bc - o->scale_block[1];
-            wex__dequantize_e4m3(base + done, n,
-                                 scales[wex__element_at(st->shape, st->ndim, at, 2,
-                                                   blk)],
-                                 ddt, out + done * dsize);
+            wex__dequantize_e4m3(
+                base + done, n,
+                scales[wex__element_at(st->shape, st->ndim, at, 2, blk)], ddt,
+                out + done * dsize);
             done += n;
         }
     }
@@ -546,26 +528,30 @@ wex_status wex__transforms_put(wex_job *job, size_t i, XXH3_state_t *h)
     unsigned char *group = NULL, *out = NULL;
     const unsigned char *staged = NULL;
     wex_status st = WEX_OK;
-    rows w;
+    wex__rows w;
 
     if (job->src.quant == NULL)
-        return wex__error(WEX_ERR_INTERNAL, "job: operation %zu converts "
-                          "but nothing was prepared", i);
+        return wex__error(WEX_ERR_INTERNAL,
+                          "job: operation %zu converts "
+                          "but nothing was prepared",
+                          i);
     if (o->transform == WEX__OP_QUANTIZE && wex__on_device(job, o->src_tensor))
         return wex__transforms_put_device(job, i, h);
     if ((o->transform == WEX__OP_DEQUANTIZE &&
          wex__on_device(job, o->src_tensor)) ||
         (o->transform == WEX__OP_DEQUANTIZE &&
          wex__on_device(job, o->scale_tensor)))
-        return wex__error(WEX_ERR_UNSUPPORTED, "local tensor %s: %s on the "
+        return wex__error(WEX_ERR_UNSUPPORTED,
+                          "local tensor %s: %s on the "
                           "way is done on host memory only (on the device, "
                           "wex quantizes bf16, f16 and f32 into fp8)",
                           job->layout->tensors[o->src_tensor].name,
                           "dequantizing fp8");
-    for (rows_init(&w, o); st == WEX_OK && w.left > 0;
-         w.left--, rows_next(&w)) {
-        uint64_t off = wex__element_at(dt->shape, dt->ndim, o->dst_off, o->ndim,
-                                  w.idx) * o->dtype_size;
+    for (wex__rows_init(&w, o); st == WEX_OK && w.left > 0;
+         w.left--, wex__rows_next(&w)) {
+        uint64_t off =
+            wex__element_at(dt->shape, dt->ndim, o->dst_off, o->ndim, w.idx) *
+            o->dtype_size;
         /* consecutive rows that are consecutive in the destination go
          * out as one put */
         if (group != NULL && off == group_off + group_len &&
@@ -573,8 +559,9 @@ wex_status wex__transforms_put(wex_job *job, size_t i, XXH3_state_t *h)
             st = arena_take(job, row_bytes, &out);
         } else {
             if (group != NULL) {
-                st = job->transport.ops->put(job->transport.ctx, job->src.op_peer[i], group_off,
-                                    group, group_len);
+                st = job->transport.ops->put(job->transport.ctx,
+                                             job->src.op_peer[i], group_off,
+                                             group, group_len);
                 job->src.puts++;
                 if (st == WEX_OK && h != NULL)
                     wex__digest_update(h, group, group_len);
@@ -595,8 +582,8 @@ wex_status wex__transforms_put(wex_job *job, size_t i, XXH3_state_t *h)
         group_len += row_bytes;
     }
     if (st == WEX_OK && group != NULL) {
-        st = job->transport.ops->put(job->transport.ctx, job->src.op_peer[i], group_off, group,
-                            group_len);
+        st = job->transport.ops->put(job->transport.ctx, job->src.op_peer[i],
+                                     group_off, group, group_len);
         job->src.puts++;
         if (st == WEX_OK && h != NULL)
             wex__digest_update(h, group, group_len);

@@ -24,8 +24,10 @@ static wex_status device_box(wex_job *job, size_t i, const unsigned char **src,
     const uint64_t origin[2] = {0, 0};
 
     if (o->ndim != 2 || t->ndim < 2)
-        return wex__error(WEX_ERR_INTERNAL, "job: operation %zu quantizes "
-                          "a %u-D box of %s", i, o->ndim, t->name);
+        return wex__error(WEX_ERR_INTERNAL,
+                          "job: operation %zu quantizes "
+                          "a %u-D box of %s",
+                          i, o->ndim, t->name);
     *src = (const unsigned char *)job->bind[o->src_tensor].address +
            wex__element_at(t->shape, t->ndim, o->src_off, 2, origin) *
                wex_dtype_size(t->dtype);
@@ -58,10 +60,9 @@ wex_status wex__transforms_amax_device(wex_job *job, size_t i)
     op_cells(o, &nbr, &nbc);
     if ((cells = malloc(nbr * nbc * sizeof(*cells))) == NULL)
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
-    st = wex__device_box_amax(job->device, src,
-                              job->layout->tensors[o->src_tensor].dtype, ld,
-                              o->extent[0], o->extent[1], phase[0], phase[1],
-                              cells);
+    st = wex__device_box_amax(
+        job->device, src, job->layout->tensors[o->src_tensor].dtype, ld,
+        o->extent[0], o->extent[1], phase[0], phase[1], cells);
     /* the larger |amax| as bits, NaN kept: as wex__amax folds */
     for (uint64_t r = 0; st == WEX_OK && r < nbr; r++)
         for (uint64_t c = 0; c < nbc; c++) {
@@ -101,8 +102,9 @@ static wex_status put_quantized(wex_job *job, size_t i, uint64_t first,
         }
         if (k < n && off == start_off + (k - start) * width)
             continue;
-        st = job->transport.ops->put(job->transport.ctx, job->src.op_peer[i], start_off,
-                            host + start * width, (k - start) * width);
+        st = job->transport.ops->put(job->transport.ctx, job->src.op_peer[i],
+                                     start_off, host + start * width,
+                                     (k - start) * width);
         job->src.puts++;
         start = k;
         start_off = off;
@@ -126,9 +128,11 @@ wex_status wex__transforms_put_device(wex_job *job, size_t i, XXH3_state_t *h)
         return st;
     per = width ? WEX__STAGING_BYTES / width : 0;
     if (per == 0)
-        return wex__error(WEX_ERR_UNSUPPORTED, "local tensor %s: a row of "
+        return wex__error(WEX_ERR_UNSUPPORTED,
+                          "local tensor %s: a row of "
                           "%llu fp8 bytes does not fit the %llu bytes of "
-                          "staging", job->layout->tensors[o->src_tensor].name,
+                          "staging",
+                          job->layout->tensors[o->src_tensor].name,
                           (unsigned long long)width,
                           (unsigned long long)WEX__STAGING_BYTES);
     op_cells(o, &nbr, &nbc);
@@ -136,13 +140,14 @@ wex_status wex__transforms_put_device(wex_job *job, size_t i, XXH3_state_t *h)
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
     for (uint64_t r = 0; r < nbr; r++)
         for (uint64_t c = 0; c < nbc; c++)
-            mult[r * nbc + c] = wex__quant_mult(wex__op_slot(job, i, r, c)->amax);
+            mult[r * nbc + c] =
+                wex__quant_mult(wex__op_slot(job, i, r, c)->amax);
     while (st == WEX_OK && first < rows) {
         uint64_t n = rows - first < per ? rows - first : per;
         const void *host = NULL;
         st = wex__device_box_quantize_rows(job->device, src, dtype, ld, cols,
-                                           phase[0], phase[1], mult, nbc,
-                                           first, n, &host);
+                                           phase[0], phase[1], mult, nbc, first,
+                                           n, &host);
         if (st == WEX_OK && host == NULL) {
             /* staging is full: what was put from it must land first */
             st = job->transport.ops->flush(job->transport.ctx);
@@ -168,8 +173,8 @@ wex_status wex__transforms_stage_row(wex_job *job, size_t i,
         (const unsigned char *)job->bind[o->src_tensor].address +
         wex__element_at(t->shape, t->ndim, o->src_off, o->ndim, idx) * esize;
     const void *host = NULL;
-    wex_status st = wex__device_stage_out(job->device, src, width * esize,
-                                          &host);
+    wex_status st =
+        wex__device_stage_out(job->device, src, width * esize, &host);
 
     if (st == WEX_OK && host == NULL) {
         /* staging is full: what was put from it must land first */
@@ -178,9 +183,10 @@ wex_status wex__transforms_stage_row(wex_job *job, size_t i,
         if (st == WEX_OK)
             st = wex__device_stage_out(job->device, src, width * esize, &host);
         if (st == WEX_OK && host == NULL)
-            st = wex__error(WEX_ERR_UNSUPPORTED, "local tensor %s: a row of "
-                            "%llu bytes does not fit the staging", t->name,
-                            (unsigned long long)(width * esize));
+            st = wex__error(WEX_ERR_UNSUPPORTED,
+                            "local tensor %s: a row of "
+                            "%llu bytes does not fit the staging",
+                            t->name, (unsigned long long)(width * esize));
     }
     *host_p = host;
     return st;

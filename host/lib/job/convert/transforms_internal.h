@@ -23,8 +23,8 @@ struct wex__quant_state {
     size_t npartner_ranks, partner_cap;
     uint64_t *readers; /* distinct partners, whose amaxes this rank reads */
     size_t nreaders;
-    size_t *op_grid;   /* per op: offset into grid (QUANTIZE, SCALE) */
-    size_t *grid;      /* slot index per (op, block row, block col) */
+    size_t *op_grid; /* per op: offset into grid (QUANTIZE, SCALE) */
+    size_t *grid;    /* slot index per (op, block row, block col) */
     unsigned char *arena;
     size_t arena_used;
 };
@@ -81,8 +81,7 @@ static inline int wex__on_device(const wex_job *job, uint64_t tensor)
 wex_status wex__transforms_amax_device(wex_job *job, size_t i);
 /* Operation i (QUANTIZE) from a CUDA source: quantized on the device,
  * staged, put (and digested into `h`, may be NULL). */
-wex_status wex__transforms_put_device(wex_job *job, size_t i,
-                                      XXH3_state_t *h);
+wex_status wex__transforms_put_device(wex_job *job, size_t i, XXH3_state_t *h);
 
 /* Converting a CUDA source between float dtypes: the `width` source
  * elements of operation i's row at box coordinate `idx` copied into

@@ -42,8 +42,7 @@ typedef struct cuda_api {
     cuda_error (*StreamSynchronize)(void *);
     cuda_error (*StreamDestroy)(void *);
     cuda_error (*DeviceSynchronize)(void);
-    cuda_error (*PointerGetAttributes)(cuda_pointer_attributes *,
-                                       const void *);
+    cuda_error (*PointerGetAttributes)(cuda_pointer_attributes *, const void *);
     const char *(*GetErrorString)(cuda_error);
 } cuda_api;
 
@@ -52,7 +51,7 @@ typedef struct wex__device_kernels wex__device_kernels;
 struct wex__device {
     void *dl;
     cuda_api api;
-    void *stream;       /* copies into staging */
+    void *stream;           /* copies into staging */
     unsigned char *staging; /* pinned, WEX__STAGING_BYTES */
     uint64_t used;
     wex__device_kernels *kernels; /* device_kernels.c, on first use */

@@ -19,7 +19,7 @@ struct wex__device_kernels {
     void *dl;
     wex_cuda_box_amax_fn box_amax;
     wex_cuda_box_quantize_fn box_quantize;
-    float *cells;      /* device: a box's amaxes or multipliers */
+    float *cells; /* device: a box's amaxes or multipliers */
     uint64_t cells_cap;
     uint8_t *quantized; /* device: the rows quantized, before staging */
     uint64_t quantized_cap;
@@ -80,7 +80,8 @@ static wex_status load(wex__device *dev)
     }
     if (k->dl == NULL) {
         free(k);
-        return wex__error(WEX_ERR_UNSUPPORTED, "quantizing device memory "
+        return wex__error(WEX_ERR_UNSUPPORTED,
+                          "quantizing device memory "
                           "needs the CUDA kernels of " KERNELS_NAME ": %s",
                           tried);
     }
@@ -92,9 +93,11 @@ static wex_status load(wex__device *dev)
         abi() != WEX_CUDA_KERNELS_ABI) {
         dlclose(k->dl);
         free(k);
-        return wex__error(WEX_ERR_UNSUPPORTED, "%s is not the kernels "
+        return wex__error(WEX_ERR_UNSUPPORTED,
+                          "%s is not the kernels "
                           "library of this libwex (" KERNELS_NAME ", kernels "
-                          "ABI %d expected)", found, WEX_CUDA_KERNELS_ABI);
+                          "ABI %d expected)",
+                          found, WEX_CUDA_KERNELS_ABI);
     }
     dev->kernels = k;
     return WEX_OK;
@@ -156,8 +159,8 @@ wex_status wex__device_box_amax(wex__device *dev, const void *src,
                      &dev->kernels->cells_cap, bytes);
     if (st != WEX_OK)
         return st;
-    e = dev->kernels->box_amax(src, dtype, ld, rows, cols, row_phase,
-                               col_phase, dev->kernels->cells, dev->stream);
+    e = dev->kernels->box_amax(src, dtype, ld, rows, cols, row_phase, col_phase,
+                               dev->kernels->cells, dev->stream);
     if (e == CUDA_SUCCESS)
         e = dev->api.MemcpyAsync(amax, dev->kernels->cells, bytes,
                                  CUDA_MEMCPY_DEVICE_TO_HOST, dev->stream);
@@ -167,10 +170,12 @@ wex_status wex__device_box_amax(wex__device *dev, const void *src,
                              : wex__cuda_fail(dev, e, "the amax kernel");
 }
 
-wex_status wex__device_box_quantize_rows(
-    wex__device *dev, const void *src, uint32_t dtype, uint64_t ld,
-    uint64_t cols, uint32_t row_phase, uint32_t col_phase, const float *mult,
-    uint64_t mult_ld, uint64_t first, uint64_t count, const void **host_p)
+wex_status wex__device_box_quantize_rows(wex__device *dev, const void *src,
+                                         uint32_t dtype, uint64_t ld,
+                                         uint64_t cols, uint32_t row_phase,
+                                         uint32_t col_phase, const float *mult,
+                                         uint64_t mult_ld, uint64_t first,
+                                         uint64_t count, const void **host_p)
 {
     /* the rows asked for start at another phase, in a later cell row */
     uint64_t at = row_phase + first, bytes = count * cols;
@@ -196,15 +201,13 @@ wex_status wex__device_box_quantize_rows(
     e = dev->api.MemcpyAsync(k->cells, m, cell_rows * mult_ld * sizeof(float),
                              CUDA_MEMCPY_HOST_TO_DEVICE, dev->stream);
     if (e == CUDA_SUCCESS)
-        e = k->box_quantize((const unsigned char *)src +
-                                first * ld * wex_dtype_size(dtype),
-                            dtype, ld, count, cols, (uint32_t)(at % 128),
-                            col_phase, k->cells, mult_ld, k->quantized,
-                            dev->stream);
+        e = k->box_quantize(
+            (const unsigned char *)src + first * ld * wex_dtype_size(dtype),
+            dtype, ld, count, cols, (uint32_t)(at % 128), col_phase, k->cells,
+            mult_ld, k->quantized, dev->stream);
     if (e == CUDA_SUCCESS)
-        e = dev->api.MemcpyAsync(dev->staging + dev->used, k->quantized,
-                                 bytes, CUDA_MEMCPY_DEVICE_TO_HOST,
-                                 dev->stream);
+        e = dev->api.MemcpyAsync(dev->staging + dev->used, k->quantized, bytes,
+                                 CUDA_MEMCPY_DEVICE_TO_HOST, dev->stream);
     if (e == CUDA_SUCCESS)
         e = dev->api.StreamSynchronize(dev->stream);
     if (e != CUDA_SUCCESS)

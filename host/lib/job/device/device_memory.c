@@ -16,9 +16,10 @@ static const char *const cudart_names[] = {
 #ifdef WEX_CUDART_SONAME
     WEX_CUDART_SONAME,
 #endif
-    "libcudart.so.13", "libcudart.so.12", "libcudart.so",
+    "libcudart.so.13",
+    "libcudart.so.12",
+    "libcudart.so",
 };
-
 
 static wex_status load_symbols(wex__device *dev, const char *name)
 {
@@ -34,8 +35,7 @@ static wex_status load_symbols(wex__device *dev, const char *name)
         {(void **)&dev->api.FreeHost, "cudaFreeHost"},
         {(void **)&dev->api.MemcpyAsync, "cudaMemcpyAsync"},
         {(void **)&dev->api.Memcpy2DAsync, "cudaMemcpy2DAsync"},
-        {(void **)&dev->api.StreamCreateWithFlags,
-         "cudaStreamCreateWithFlags"},
+        {(void **)&dev->api.StreamCreateWithFlags, "cudaStreamCreateWithFlags"},
         {(void **)&dev->api.StreamSynchronize, "cudaStreamSynchronize"},
         {(void **)&dev->api.StreamDestroy, "cudaStreamDestroy"},
         {(void **)&dev->api.DeviceSynchronize, "cudaDeviceSynchronize"},
@@ -46,8 +46,10 @@ static wex_status load_symbols(wex__device *dev, const char *name)
     for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
         *syms[i].slot = dlsym(dev->dl, syms[i].name);
         if (*syms[i].slot == NULL)
-            return wex__error(WEX_ERR_UNSUPPORTED, "no CUDA runtime: %s has "
-                              "no %s", name, syms[i].name);
+            return wex__error(WEX_ERR_UNSUPPORTED,
+                              "no CUDA runtime: %s has "
+                              "no %s",
+                              name, syms[i].name);
     }
     return WEX_OK;
 }
@@ -69,12 +71,12 @@ wex_status wex__device_open(wex__device **dev_p)
     if (chosen != NULL && chosen[0] != '\0') {
         name = chosen;
         if ((dev->dl = dlopen(chosen, RTLD_NOW | RTLD_LOCAL)) == NULL)
-            snprintf(tried, sizeof(tried), "WEX_CUDA_RUNTIME: %s",
-                     dlerror());
+            snprintf(tried, sizeof(tried), "WEX_CUDA_RUNTIME: %s", dlerror());
     }
-    for (size_t i = 0; name == NULL && i < sizeof(cudart_names) /
-                                                sizeof(cudart_names[0]) &&
-                       dev->dl == NULL; i++) {
+    for (size_t i = 0;
+         name == NULL && i < sizeof(cudart_names) / sizeof(cudart_names[0]) &&
+         dev->dl == NULL;
+         i++) {
         dev->dl = dlopen(cudart_names[i], RTLD_NOW | RTLD_LOCAL);
         if (dev->dl != NULL)
             name = cudart_names[i];
@@ -90,14 +92,14 @@ wex_status wex__device_open(wex__device **dev_p)
         goto out;
     e = dev->api.GetDeviceCount(&count);
     if (e != CUDA_SUCCESS || count == 0) {
-        st = wex__error(WEX_ERR_UNSUPPORTED, "no CUDA device (cudaGetDevice"
-                        "Count: %s)", e != CUDA_SUCCESS
-                                          ? dev->api.GetErrorString(e)
+        st = wex__error(WEX_ERR_UNSUPPORTED,
+                        "no CUDA device (cudaGetDevice"
+                        "Count: %s)",
+                        e != CUDA_SUCCESS ? dev->api.GetErrorString(e)
                                           : "0 devices");
         goto out;
     }
-    e = dev->api.StreamCreateWithFlags(&dev->stream,
-                                       CUDA_STREAM_NON_BLOCKING);
+    e = dev->api.StreamCreateWithFlags(&dev->stream, CUDA_STREAM_NON_BLOCKING);
     if (e == CUDA_SUCCESS)
         e = dev->api.MallocHost((void **)&dev->staging, WEX__STAGING_BYTES);
     if (e != CUDA_SUCCESS)
@@ -184,8 +186,9 @@ wex_status wex__device_copy_in_end(wex__device *dev)
 {
     cuda_error e = dev->api.StreamSynchronize(dev->stream);
 
-    return e == CUDA_SUCCESS ? WEX_OK
-                             : wex__cuda_fail(dev, e, "copying into device memory");
+    return e == CUDA_SUCCESS
+               ? WEX_OK
+               : wex__cuda_fail(dev, e, "copying into device memory");
 }
 
 void wex__device_free(wex__device *dev, void *ptr)
@@ -194,8 +197,7 @@ void wex__device_free(wex__device *dev, void *ptr)
         dev->api.Free(ptr);
 }
 
-wex_status wex__device_check(wex__device *dev, const void *ptr,
-                             uint64_t bytes)
+wex_status wex__device_check(wex__device *dev, const void *ptr, uint64_t bytes)
 {
     cuda_pointer_attributes a;
     cuda_error e;
@@ -206,7 +208,8 @@ wex_status wex__device_check(wex__device *dev, const void *ptr,
         return wex__error(WEX_ERR_INVALID, "%p is not CUDA memory: %s", ptr,
                           dev->api.GetErrorString(e));
     if (a.type != CUDA_MEMORY_TYPE_DEVICE && a.type != CUDA_MEMORY_TYPE_MANAGED)
-        return wex__error(WEX_ERR_INVALID, "%p (%llu bytes) is host memory, "
+        return wex__error(WEX_ERR_INVALID,
+                          "%p (%llu bytes) is host memory, "
                           "not device memory (bind it as WEX_MEMORY_HOST)",
                           ptr, (unsigned long long)bytes);
     return WEX_OK;
@@ -274,8 +277,8 @@ wex_status wex__device_stage_out(wex__device *dev, const void *ptr,
 }
 
 wex_status wex__device_stage_rows(wex__device *dev, const void *ptr,
-                                  uint64_t pitch, uint64_t width,
-                                  uint64_t rows, const void **host_p)
+                                  uint64_t pitch, uint64_t width, uint64_t rows,
+                                  const void **host_p)
 {
     cuda_error e;
 

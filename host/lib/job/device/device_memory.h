@@ -42,8 +42,7 @@ wex_status wex__device_copy_in(wex__device *dev, void *ptr, const void *host,
                                uint64_t bytes);
 wex_status wex__device_copy_in_end(wex__device *dev);
 /* `bytes` at `ptr` are device (or managed) memory. */
-wex_status wex__device_check(wex__device *dev, const void *ptr,
-                             uint64_t bytes);
+wex_status wex__device_check(wex__device *dev, const void *ptr, uint64_t bytes);
 
 /* Digests: hash_run queues device bytes into staging (copying
  * asynchronously, in order) and hash_end hashes whatever is queued, so
@@ -64,8 +63,8 @@ wex_status wex__device_stage_out(wex__device *dev, const void *ptr,
  * (cudaMemcpy2DAsync) and one synchronisation put them in staging one
  * after the other. */
 wex_status wex__device_stage_rows(wex__device *dev, const void *ptr,
-                                  uint64_t pitch, uint64_t width,
-                                  uint64_t rows, const void **host_p);
+                                  uint64_t pitch, uint64_t width, uint64_t rows,
+                                  const void **host_p);
 void wex__device_stage_reset(wex__device *dev);
 
 /* fp8-block-128 on the device (device_kernels.c), over a box of `rows` x
@@ -84,9 +83,11 @@ wex_status wex__device_box_amax(wex__device *dev, const void *src,
  * with the multipliers `mult` (host memory, every cell of the box, mult_ld
  * a row) into staging, count * cols bytes row after row; *host_p is where
  * they landed, or NULL when staging has no room (as stage_out). */
-wex_status wex__device_box_quantize_rows(
-    wex__device *dev, const void *src, uint32_t dtype, uint64_t ld,
-    uint64_t cols, uint32_t row_phase, uint32_t col_phase, const float *mult,
-    uint64_t mult_ld, uint64_t first, uint64_t count, const void **host_p);
+wex_status wex__device_box_quantize_rows(wex__device *dev, const void *src,
+                                         uint32_t dtype, uint64_t ld,
+                                         uint64_t cols, uint32_t row_phase,
+                                         uint32_t col_phase, const float *mult,
+                                         uint64_t mult_ld, uint64_t first,
+                                         uint64_t count, const void **host_p);
 
 #endif /* WEX_HOST_DEVICE_MEMORY_H */

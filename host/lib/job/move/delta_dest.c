@@ -54,6 +54,7 @@ void wex__delta_dest_free(wex_job *job)
     free(d->inbox_size);
     free(d->apply);
     free(d->apply_at);
+    free(d->chunk);
     memset(d, 0, sizeof(*d));
 }
 
@@ -64,10 +65,12 @@ wex_status wex__delta_dest_prepare(wex_job *job)
 
     free(d->apply);
     free(d->apply_at);
+    free(d->chunk);
     d->apply = malloc(n * sizeof(*d->apply));
     d->apply_at = malloc(n * sizeof(*d->apply_at));
+    d->chunk = malloc((size_t)WEX__DELTA_CHUNK * 8);
     d->apply_count = 0;
-    if (d->apply == NULL || d->apply_at == NULL)
+    if (d->apply == NULL || d->apply_at == NULL || d->chunk == NULL)
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
     return WEX_OK;
 }
@@ -106,7 +109,8 @@ wex_status wex__delta_inbox_open(wex_job *job)
         st = job->transport.ops->mem_alloc(job->transport.ctx, share, &address,
                                            &d->inbox_mem[d->inbox_count]);
         if (st != WEX_OK)
-            return wex__error_prefix(st, "a %llu-byte delta inbox for source "
+            return wex__error_prefix(st,
+                                     "a %llu-byte delta inbox for source "
                                      "rank %llu",
                                      (unsigned long long)share,
                                      (unsigned long long)job->peers[p]);
@@ -193,11 +197,15 @@ static void cursor_visit(cursor *c, uint64_t from, uint64_t to,
 }
 
 /* Digests the operation as it will be with the payload applied: the
- * live bytes where nothing changed, the payload's elsewhere. */
+ * live bytes where nothing changed, the payload's elsewhere. A chunk
+ * with changes is put together in `chunk` (its live bytes, the changed
+ * elements over them) and digested in one update, where digesting the
+ * pieces between changed elements would be an update for every few. */
 typedef struct virtual_digest {
     cursor c;
     XXH3_state_t *h;
-    uint64_t pos, elem, changed;
+    uint8_t *chunk; /* WEX__DELTA_CHUNK elements */
+    uint64_t pos, elem, elems, changed;
 } virtual_digest;
 
 static void hash_piece(void *arg, uint8_t *at, uint64_t n)
@@ -205,26 +213,60 @@ static void hash_piece(void *arg, uint8_t *at, uint64_t n)
     wex__digest_update(arg, at, n);
 }
 
-static int hash_sink(void *arg, uint64_t base, const uint32_t *pos,
-                     uint32_t n, const uint8_t *values)
+static void copy_piece(void *arg, uint8_t *at, uint64_t n)
+{
+    uint8_t **to = arg;
+
+    memcpy(*to, at, n);
+    *to += n;
+}
+
+/* n elements of `elem` bytes from values to to + pos[i] * elem. */
+static void scatter(uint8_t *to, const uint32_t *pos, uint32_t n,
+                    const uint8_t *values, uint64_t elem)
+{
+    switch (elem) {
+    case 1:
+        for (uint32_t i = 0; i < n; i++)
+            to[pos[i]] = values[i];
+        return;
+    case 2:
+        for (uint32_t i = 0; i < n; i++)
+            memcpy(to + (size_t)pos[i] * 2, values + (size_t)i * 2, 2);
+        return;
+    case 4:
+        for (uint32_t i = 0; i < n; i++)
+            memcpy(to + (size_t)pos[i] * 4, values + (size_t)i * 4, 4);
+        return;
+    default:
+        for (uint32_t i = 0; i < n; i++)
+            memcpy(to + (size_t)pos[i] * elem, values + (size_t)i * elem,
+                   (size_t)elem);
+    }
+}
+
+static int hash_sink(void *arg, uint64_t base, const uint32_t *pos, uint32_t n,
+                     const uint8_t *values)
 {
     virtual_digest *v = arg;
+    uint64_t from = base * v->elem, u;
+    uint8_t *to = v->chunk;
 
     v->changed += n;
     if (v->h == NULL)
         return 0;
-    for (uint32_t i = 0; i < n;) {
-        /* a run of consecutive changed elements, hashed from the payload */
-        uint64_t at = base + (pos != NULL ? pos[i] : i);
-        uint32_t k = 1;
-        while (i + k < n &&
-               (pos == NULL || pos[i + k] == pos[i + k - 1] + 1))
-            k++;
-        cursor_visit(&v->c, v->pos, at * v->elem, hash_piece, v->h);
-        wex__digest_update(v->h, values + (size_t)i * v->elem, k * v->elem);
-        v->pos = (at + k) * v->elem;
-        i += k;
+    /* the unchanged chunks before this one, as they are */
+    cursor_visit(&v->c, v->pos, from, hash_piece, v->h);
+    if (pos == NULL) { /* dense: every element of the chunk */
+        wex__digest_update(v->h, values, n * v->elem);
+        v->pos = from + n * v->elem;
+        return 0;
     }
+    u = v->elems - base < WEX__DELTA_CHUNK ? v->elems - base : WEX__DELTA_CHUNK;
+    cursor_visit(&v->c, from, from + u * v->elem, copy_piece, &to);
+    scatter(v->chunk, pos, n, values, v->elem);
+    wex__digest_update(v->h, v->chunk, u * v->elem);
+    v->pos = from + u * v->elem;
     return 0;
 }
 
@@ -245,8 +287,8 @@ static void write_piece(void *arg, uint8_t *at, uint64_t n)
     w->values += n;
 }
 
-static int write_sink(void *arg, uint64_t base, const uint32_t *pos,
-                      uint32_t n, const uint8_t *values)
+static int write_sink(void *arg, uint64_t base, const uint32_t *pos, uint32_t n,
+                      const uint8_t *values)
 {
     writer *w = arg;
     uint64_t elem = w->elem;
@@ -256,8 +298,7 @@ static int write_sink(void *arg, uint64_t base, const uint32_t *pos,
         if (w->whole != NULL)
             memcpy(w->whole + base * elem, values, n * elem);
         else
-            cursor_visit(&w->c, base * elem, (base + n) * elem, write_piece,
-                         w);
+            cursor_visit(&w->c, base * elem, (base + n) * elem, write_piece, w);
         return 0;
     }
     for (uint32_t i = 0; i < n; i++) {
@@ -288,9 +329,10 @@ static int check_payload(wex_job *job, size_t i, size_t slot,
 
     if (r->offset > d->inbox_size[slot] ||
         r->length > d->inbox_size[slot] - r->offset) {
-        snprintf(why, cap, "source rank %llu put a %llu-byte delta at %llu, "
-                 "past its %llu-byte inbox", (unsigned long long)o->src_rank,
-                 (unsigned long long)r->length,
+        snprintf(why, cap,
+                 "source rank %llu put a %llu-byte delta at %llu, "
+                 "past its %llu-byte inbox",
+                 (unsigned long long)o->src_rank, (unsigned long long)r->length,
                  (unsigned long long)r->offset,
                  (unsigned long long)d->inbox_size[slot]);
         return -1;
@@ -300,14 +342,18 @@ static int check_payload(wex_job *job, size_t i, size_t slot,
     memset(&v, 0, sizeof(v));
     cursor_init(&v.c, job, o);
     v.h = verify ? job->scratch.hash : NULL;
+    v.chunk = d->chunk;
     v.elem = o->dtype_size;
+    v.elems = o->bytes / o->dtype_size;
     if (v.h != NULL)
         XXH3_64bits_reset(v.h);
     if (wex__delta_walk(payload, (size_t)r->length, o->dtype_size,
                         o->bytes / o->dtype_size, hash_sink, &v, reason,
                         sizeof(reason)) != 0) {
-        snprintf(why, cap, "source rank %llu sent a delta that does not "
-                 "decode: %s", (unsigned long long)o->src_rank, reason);
+        snprintf(why, cap,
+                 "source rank %llu sent a delta that does not "
+                 "decode: %s",
+                 (unsigned long long)o->src_rank, reason);
         return -1;
     }
     if (v.h != NULL) {
@@ -327,9 +373,8 @@ static int check_payload(wex_job *job, size_t i, size_t slot,
 }
 
 wex__peer_outcome wex__delta_check(wex_job *job, uint64_t peer,
-                                   const wex__delta_record *records,
-                                   size_t n, int verify, char *why,
-                                   size_t cap)
+                                   const wex__delta_record *records, size_t n,
+                                   int verify, char *why, size_t cap)
 {
     wex__job_destination_delta *d = &job->dst.delta;
     size_t slot = inbox_slot(job, peer), k = 0;
@@ -353,8 +398,10 @@ wex__peer_outcome wex__delta_check(wex_job *job, uint64_t peer,
             continue;
         }
         if (r->mode != WEX__DELTA_OP_PAYLOAD || slot == SIZE_MAX) {
-            snprintf(why, cap, "source rank %llu posted a delta for an "
-                     "operation %s", (unsigned long long)peer,
+            snprintf(why, cap,
+                     "source rank %llu posted a delta for an "
+                     "operation %s",
+                     (unsigned long long)peer,
                      slot == SIZE_MAX ? "but this destination keeps no inbox "
                                         "for it"
                                       : "of an unknown kind");
@@ -367,9 +414,10 @@ wex__peer_outcome wex__delta_check(wex_job *job, uint64_t peer,
     }
     if (bad == 0 && k == n)
         return WEX__PEER_OK;
-    snprintf(why, cap, "source rank %llu sent bytes that landed differently "
-             "(%llu operations)", (unsigned long long)peer,
-             (unsigned long long)(bad ? bad : 1));
+    snprintf(why, cap,
+             "source rank %llu sent bytes that landed differently "
+             "(%llu operations)",
+             (unsigned long long)peer, (unsigned long long)(bad ? bad : 1));
     return WEX__PEER_FAILED;
 }
 
@@ -392,8 +440,10 @@ wex_status wex__delta_apply(wex_job *job)
                             (size_t)d->apply_at[e][2], o->dtype_size,
                             o->bytes / o->dtype_size, write_sink, &w, why,
                             sizeof(why)) != 0)
-            return wex__error(WEX_ERR_INTERNAL, "applying a delta that was "
-                              "checked: %s", why);
+            return wex__error(WEX_ERR_INTERNAL,
+                              "applying a delta that was "
+                              "checked: %s",
+                              why);
     }
     d->apply_seconds = wex__now() - t0;
     d->apply_count = 0;

@@ -63,9 +63,8 @@ void wex__delta_try_start(wex_job *job);
  * and with the payload applied the operation's digest, without writing
  * anything), and queued to apply. */
 wex__peer_outcome wex__delta_check(wex_job *job, uint64_t peer,
-                                   const wex__delta_record *records,
-                                   size_t n, int verify, char *why,
-                                   size_t cap);
+                                   const wex__delta_record *records, size_t n,
+                                   int verify, char *why, size_t cap);
 /* At commit: writes every queued payload into the live tensors. */
 wex_status wex__delta_apply(wex_job *job);
 

@@ -114,10 +114,9 @@ wex_status wex__delta_prepare(wex_job *job)
     /* Replanned (failover): the snapshots no longer fit the ops. */
     free_source(job);
     if (wex__delta_enc_alloc(&d->enc) != 0 ||
-        (d->records = calloc(job->op_count + 1, sizeof(*d->records))) ==
-            NULL ||
-        (d->pair_records = calloc(job->op_count + 1,
-                                  sizeof(*d->pair_records))) == NULL ||
+        (d->records = calloc(job->op_count + 1, sizeof(*d->records))) == NULL ||
+        (d->pair_records =
+             calloc(job->op_count + 1, sizeof(*d->pair_records))) == NULL ||
         (d->inbox = calloc(peers, sizeof(*d->inbox))) == NULL ||
         (d->inbox_size = calloc(peers, sizeof(*d->inbox_size))) == NULL ||
         (d->inbox_used = calloc(peers, sizeof(*d->inbox_used))) == NULL ||
@@ -141,7 +140,8 @@ static wex_status make_room(wex_job *job)
     d->snapshots = calloc(d->snapshot_bytes + 1, 1);
     d->outbox = malloc(d->outbox_bytes + 1);
     if (d->snapshots == NULL || d->outbox == NULL)
-        return wex__error(WEX_ERR_NOMEM, "job: %llu bytes of delta "
+        return wex__error(WEX_ERR_NOMEM,
+                          "job: %llu bytes of delta "
                           "snapshots and %llu of outbox: out of memory",
                           (unsigned long long)d->snapshot_bytes,
                           (unsigned long long)d->outbox_bytes);
@@ -149,11 +149,11 @@ static wex_status make_room(wex_job *job)
         return WEX_OK;
     wex__error_clear();
     st = job->transport.ops->mem_register(job->transport.ctx, d->outbox,
-                                          d->outbox_bytes + 1,
-                                          WEX_MEMORY_HOST, &d->outbox_mem);
+                                          d->outbox_bytes + 1, WEX_MEMORY_HOST,
+                                          &d->outbox_mem);
     return st == WEX_OK ? WEX_OK
                         : wex__error_prefix(st, "registering the delta "
-                                            "outbox");
+                                                "outbox");
 }
 
 /* ---- a try ------------------------------------------------------------- */
@@ -177,8 +177,7 @@ static wex_status read_bases(wex_job *job, uint64_t number,
             continue;
         snprintf(key, sizeof(key), "%sbase/%llu", try_prefix,
                  (unsigned long long)job->peers[p]);
-        st = wex__store_get(job->rendezvous.store, key, timeout, &value,
-                            &len);
+        st = wex__store_get(job->rendezvous.store, key, timeout, &value, &len);
         if (st != WEX_OK)
             return wex__error_prefix(st, "destination rank %llu's base step",
                                      (unsigned long long)job->peers[p]);
@@ -189,6 +188,9 @@ static wex_status read_bases(wex_job *job, uint64_t number,
     }
     return WEX_OK;
 }
+
+/* A multiple of every element size, small enough to stay in L2. */
+#define SLICE_BYTES (64u << 10)
 
 /* One group: its op's runs against its snapshot, into its room in the
  * outbox; and the digest of its current bytes. */
@@ -206,23 +208,28 @@ static void encode(wex_job *job, wex__delta_group *g, XXH3_state_t *h)
         XXH3_64bits_reset(h);
     wex__delta_enc_start(&d->enc, o->dtype_size, d->outbox + g->out_off,
                          g->out_cap);
-    while (wex__box_runs_next(&w, &a, &b)) {
-        wex__delta_enc_feed(&d->enc, base + a, snap, w.run_bytes);
-        if (h != NULL)
-            wex__digest_update(h, base + a, w.run_bytes);
-        snap += w.run_bytes;
-    }
+    while (wex__box_runs_next(&w, &a, &b))
+        /* digested a slice at a time right after its scan, from cache */
+        for (uint64_t at = 0; at < w.run_bytes; at += SLICE_BYTES) {
+            uint64_t n =
+                w.run_bytes - at < SLICE_BYTES ? w.run_bytes - at : SLICE_BYTES;
+            wex__delta_enc_feed(&d->enc, base + a + at, snap, n);
+            if (h != NULL)
+                wex__digest_update(h, base + a + at, n);
+            snap += n;
+        }
     g->payload_len = wex__delta_enc_end(&d->enc);
     g->changed = d->enc.changed;
     g->elems = d->enc.elems;
     if (g->payload_len >= 0 &&
-        (double)g->changed > (double)g->elems * job->plan.job->delta_max_fraction)
+        (double)g->changed >
+            (double)g->elems * job->plan.job->delta_max_fraction)
         g->payload_len = -1; /* goes whole */
     g->digest = h != NULL ? XXH3_64bits_digest(h) : 0;
-    g->payload_digest = h != NULL && g->payload_len >= 0
-                            ? XXH3_64bits(d->outbox + g->out_off,
-                                          (size_t)g->payload_len)
-                            : 0;
+    g->payload_digest =
+        h != NULL && g->payload_len >= 0
+            ? XXH3_64bits(d->outbox + g->out_off, (size_t)g->payload_len)
+            : 0;
 }
 
 wex_status wex__delta_begin(wex_job *job, uint64_t number,

@@ -44,7 +44,8 @@ static wex_status put_staged(wex_job *job, size_t i, uint64_t offset,
             continue;
         }
         if (st == WEX_OK)
-            st = job->transport.ops->put(job->transport.ctx, job->src.op_peer[i], offset, host, n);
+            st = job->transport.ops->put(job->transport.ctx,
+                                         job->src.op_peer[i], offset, host, n);
         if (st == WEX_OK && h != NULL)
             wex__digest_update(h, host, n);
         offset += n;
@@ -69,8 +70,8 @@ static wex_status put_rows(wex_job *job, size_t i, const uint64_t *b,
     for (uint64_t k = 0, n; k < rows && st == WEX_OK; k += n) {
         for (n = 1; k + n < rows && b[k + n] == b[k] + n * width; n++)
             ;
-        st = job->transport.ops->put(job->transport.ctx, job->src.op_peer[i], b[k],
-                            host + k * width, n * width);
+        st = job->transport.ops->put(job->transport.ctx, job->src.op_peer[i],
+                                     b[k], host + k * width, n * width);
         job->src.puts++;
     }
     if (st == WEX_OK && h != NULL)
@@ -84,8 +85,8 @@ static wex_status put_rows(wex_job *job, size_t i, const uint64_t *b,
  * synchronisation, where each run used to take one of each, and runs
  * that follow each other at the destination leave as one put. */
 static wex_status put_device_box(wex_job *job, size_t i,
-                                 const unsigned char *base,
-                                 wex__box_runs *w, XXH3_state_t *h)
+                                 const unsigned char *base, wex__box_runs *w,
+                                 XXH3_state_t *h)
 {
     uint64_t pitch = w->outer ? w->a_stride[w->outer - 1] : w->run_bytes;
     uint64_t b[STAGE_ROWS_MAX], first = 0, rows = 0, a, d;
@@ -94,9 +95,9 @@ static wex_status put_device_box(wex_job *job, size_t i,
 
     while (st == WEX_OK && (more || rows > 0)) {
         const void *host = NULL;
-        if (more && (rows == 0 ||
-                     (rows < STAGE_ROWS_MAX && a == first + rows * pitch &&
-                      (rows + 1) * w->run_bytes <= WEX__STAGING_BYTES))) {
+        if (more &&
+            (rows == 0 || (rows < STAGE_ROWS_MAX && a == first + rows * pitch &&
+                           (rows + 1) * w->run_bytes <= WEX__STAGING_BYTES))) {
             if (rows == 0)
                 first = a;
             b[rows++] = d;
@@ -134,8 +135,8 @@ static void op_runs(const wex_job *job, const wex__op *o, wex__box_runs *w)
  * runs are short and follow each other at the destination. */
 static int packs(const wex_job *job, const wex__op *o, const wex__box_runs *w)
 {
-    return (job->transport.ops->caps & (WEX_TRANSPORT_CAP_NETWORK |
-                               WEX_TRANSPORT_CAP_TWO_SIDED)) ==
+    return (job->transport.ops->caps &
+            (WEX_TRANSPORT_CAP_NETWORK | WEX_TRANSPORT_CAP_TWO_SIDED)) ==
                WEX_TRANSPORT_CAP_NETWORK &&
            o->transform == WEX__OP_COPY && !is_cuda(job, o->src_tensor) &&
            w->remaining > 1 && w->run_bytes <= PACK_RUN_MAX &&
@@ -172,14 +173,16 @@ wex_status wex__pack_prepare(wex_job *job)
     job->src.pack_bytes = need < cap ? need : cap;
     job->src.pack = malloc(job->src.pack_bytes);
     if (job->src.pack == NULL)
-        return wex__error(WEX_ERR_NOMEM, "job: %llu bytes of staging "
+        return wex__error(WEX_ERR_NOMEM,
+                          "job: %llu bytes of staging "
                           "(staging_bytes): out of memory",
                           (unsigned long long)job->src.pack_bytes);
     if (!(job->transport.ops->caps & WEX_TRANSPORT_CAP_REGISTER_SOURCE))
         return WEX_OK;
     wex__error_clear();
-    st = job->transport.ops->mem_register(job->transport.ctx, job->src.pack, job->src.pack_bytes,
-                                 WEX_MEMORY_HOST, &job->src.pack_mem);
+    st = job->transport.ops->mem_register(job->transport.ctx, job->src.pack,
+                                          job->src.pack_bytes, WEX_MEMORY_HOST,
+                                          &job->src.pack_mem);
     if (st != WEX_OK) /* the transport's own class, not a guess */
         return wex__error_prefix(st, "registering %llu bytes of staging",
                                  (unsigned long long)job->src.pack_bytes);
@@ -199,10 +202,11 @@ static wex_status put_packed(wex_job *job, size_t i, const unsigned char *base,
     wex_status st = WEX_OK;
 
     while (st == WEX_OK && (more || len > 0)) {
-        if (len > 0 && (!more || b != start + len ||
-                        job->src.pack_used + len + w->run_bytes >
-                            job->src.pack_bytes)) {
-            st = job->transport.ops->put(job->transport.ctx, job->src.op_peer[i], start, pack, len);
+        if (len > 0 &&
+            (!more || b != start + len ||
+             job->src.pack_used + len + w->run_bytes > job->src.pack_bytes)) {
+            st = job->transport.ops->put(job->transport.ctx,
+                                         job->src.op_peer[i], start, pack, len);
             if (st == WEX_OK && h != NULL)
                 wex__digest_update(h, pack, len);
             job->src.puts++;
@@ -245,7 +249,8 @@ static wex_status put_run(wex_job *job, size_t i, int cuda, int staged,
          * cache instead of making a second pass over memory. */
         while (bytes > 0) {
             uint64_t n = bytes < HASH_CHUNK ? bytes : HASH_CHUNK;
-            st = job->transport.ops->put(job->transport.ctx, job->src.op_peer[i], offset, src, n);
+            st = job->transport.ops->put(job->transport.ctx,
+                                         job->src.op_peer[i], offset, src, n);
             job->src.puts++;
             if (st != WEX_OK)
                 return st;
@@ -256,7 +261,8 @@ static wex_status put_run(wex_job *job, size_t i, int cuda, int staged,
         }
         return WEX_OK;
     }
-    st = job->transport.ops->put(job->transport.ctx, job->src.op_peer[i], offset, src, bytes);
+    st = job->transport.ops->put(job->transport.ctx, job->src.op_peer[i],
+                                 offset, src, bytes);
     job->src.puts++;
     if (st != WEX_OK || h == NULL)
         return st;
@@ -270,8 +276,8 @@ static wex_status put_copy(wex_job *job, size_t i, XXH3_state_t *h)
     const wex__op *o = &job->ops[i];
     const unsigned char *base = job->bind[o->src_tensor].address;
     int cuda = is_cuda(job, o->src_tensor);
-    int device_transport = (job->transport.ops->caps & WEX_TRANSPORT_CAP_CUDA_MEMORY)
-                           != 0;
+    int device_transport =
+        (job->transport.ops->caps & WEX_TRANSPORT_CAP_CUDA_MEMORY) != 0;
     wex_status st = WEX_OK;
     wex__box_runs w;
     uint64_t a, b;
@@ -301,7 +307,8 @@ wex_status wex__execute_ops(wex_job *job, uint64_t *digests,
     job->src.puts = 0;
     job->src.pack_used = 0;
     if (job->scratch.landed != NULL) /* counted again in every try */
-        memset(job->scratch.landed, 0, (job->peer_count + 1) * sizeof(*job->scratch.landed));
+        memset(job->scratch.landed, 0,
+               (job->peer_count + 1) * sizeof(*job->scratch.landed));
     snprintf(amax_prefix, sizeof(amax_prefix), "%samax/", try_prefix);
     st = wex__transforms_amax(job, amax_prefix, timeout);
     for (uint32_t pass = 0; pass < passes && st == WEX_OK; pass++) {
@@ -345,7 +352,7 @@ wex_status wex__post_receives(wex_job *job)
         return WEX_OK;
     if (job->transport.ops->recv == NULL)
         return wex__error(WEX_ERR_ABI, "the transport is two-sided but has "
-                          "no recv");
+                                       "no recv");
     wex__error_clear();
     for (size_t i = 0; i < job->op_count && st == WEX_OK; i++) {
         const wex__op *o = &job->ops[i];
@@ -356,7 +363,8 @@ wex_status wex__post_receives(wex_job *job)
         /* The source's walk, so the runs pair up with its puts. */
         op_runs(job, o, &w);
         while (st == WEX_OK && wex__box_runs_next(&w, &a, &d))
-            st = job->transport.ops->recv(job->transport.ctx, o->src_rank, mem, d, w.run_bytes);
+            st = job->transport.ops->recv(job->transport.ctx, o->src_rank, mem,
+                                          d, w.run_bytes);
     }
     if (st == WEX_OK)
         st = job->transport.ops->flush(job->transport.ctx);

@@ -46,13 +46,15 @@ wex_status wex__landing_size(wex_job *job)
     size_t peers = job->peer_count;
 
     free_scratch(job);
-    job->scratch.peer_first = calloc(peers + 1, sizeof(*job->scratch.peer_first));
+    job->scratch.peer_first =
+        calloc(peers + 1, sizeof(*job->scratch.peer_first));
     job->scratch.peer_ops = malloc(n * sizeof(*job->scratch.peer_ops));
     job->scratch.landed = calloc(peers + 1, sizeof(*job->scratch.landed));
     job->dst.early = calloc(n, 1);
     job->src.board_peer = calloc(peers + 1, sizeof(*job->src.board_peer));
     if (job->scratch.peer_first == NULL || job->scratch.peer_ops == NULL ||
-        job->scratch.landed == NULL || job->dst.early == NULL || job->src.board_peer == NULL)
+        job->scratch.landed == NULL || job->dst.early == NULL ||
+        job->src.board_peer == NULL)
         return WEX_ERR_NOMEM;
     for (size_t i = 0; i < job->op_count; i++)
         job->scratch.peer_first[job->op_peer_index[i] + 1]++;
@@ -61,7 +63,7 @@ wex_status wex__landing_size(wex_job *job)
     /* each peer's ops in plan order: the order its source puts them in */
     for (size_t i = 0; i < job->op_count; i++)
         job->scratch.peer_ops[job->scratch.peer_first[job->op_peer_index[i]] +
-                      job->scratch.landed[job->op_peer_index[i]]++] = i;
+                              job->scratch.landed[job->op_peer_index[i]]++] = i;
     memset(job->scratch.landed, 0, (peers + 1) * sizeof(*job->scratch.landed));
     return WEX_OK;
 }
@@ -72,16 +74,17 @@ wex_status wex__landing_key(wex_job *job, unsigned char *key, uint64_t *len)
 
     if (job->dst.board == NULL) {
         wex__error_clear();
-        st = job->transport.ops->mem_alloc(job->transport.ctx,
-                                  job->plan.src.ranks * WORD_STRIDE,
-                                  &job->dst.board, &job->dst.board_mem);
+        st = job->transport.ops->mem_alloc(
+            job->transport.ctx, job->plan.src.ranks * WORD_STRIDE,
+            &job->dst.board, &job->dst.board_mem);
         if (st != WEX_OK) {
             job->dst.board = NULL;
             return wex__error_prefix(st, "the landing board");
         }
     }
     wex__error_clear();
-    st = job->transport.ops->mem_key(job->transport.ctx, job->dst.board_mem, key, len);
+    st = job->transport.ops->mem_key(job->transport.ctx, job->dst.board_mem,
+                                     key, len);
     return st == WEX_OK ? st : wex__error_prefix(st, "the landing board");
 }
 
@@ -98,14 +101,16 @@ wex_status wex__landing_tell(wex_job *job, size_t i, uint32_t tag)
     st = job->transport.ops->flush(job->transport.ctx);
     if (st == WEX_OK)
         st = job->transport.ops->put(job->transport.ctx, job->src.board_peer[p],
-                            job->rank * WORD_STRIDE, &word, sizeof(word));
+                                     job->rank * WORD_STRIDE, &word,
+                                     sizeof(word));
     return st;
 }
 
 uint64_t wex__landing_count(const wex_job *job, size_t p, uint32_t tag)
 {
-    const uint64_t *at = (const uint64_t *)(const void *)(
-        (const unsigned char *)job->dst.board + job->peers[p] * WORD_STRIDE);
+    const uint64_t *at =
+        (const uint64_t *)(const void *)((const unsigned char *)job->dst.board +
+                                         job->peers[p] * WORD_STRIDE);
     uint64_t word = __atomic_load_n(at, __ATOMIC_ACQUIRE);
     uint64_t mine = job->scratch.peer_first[p + 1] - job->scratch.peer_first[p];
 
@@ -118,6 +123,7 @@ uint64_t wex__landing_count(const wex_job *job, size_t p, uint32_t tag)
 void wex__landing_free(wex_job *job)
 {
     if (job->dst.board_mem != NULL)
-        job->transport.ops->mem_deregister(job->transport.ctx, job->dst.board_mem);
+        job->transport.ops->mem_deregister(job->transport.ctx,
+                                           job->dst.board_mem);
     free_scratch(job);
 }

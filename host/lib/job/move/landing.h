@@ -43,8 +43,7 @@ wex_status wex__landing_key(struct wex_job *job, unsigned char *key,
 wex_status wex__landing_tell(struct wex_job *job, size_t i, uint32_t tag);
 /* Destinations: how many of peers[p]'s ops its word says have landed in
  * the try of `tag` (0 for another try's word; never past its ops). */
-uint64_t wex__landing_count(const struct wex_job *job, size_t p,
-                            uint32_t tag);
+uint64_t wex__landing_count(const struct wex_job *job, size_t p, uint32_t tag);
 /* Destinations (landing_watch.c): digests operations as they land, until
  * all have or no source has moved for a while; job->dst.early marks those
  * digested. */

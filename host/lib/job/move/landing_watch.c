@@ -30,7 +30,8 @@ void wex__landing_watch(wex_job *job, uint32_t tag)
     long wait = WATCH_NAP_FIRST_NS;
 
     memset(job->dst.early, 0, job->op_count ? job->op_count : 1);
-    memset(job->scratch.landed, 0, (job->peer_count + 1) * sizeof(*job->scratch.landed));
+    memset(job->scratch.landed, 0,
+           (job->peer_count + 1) * sizeof(*job->scratch.landed));
     if (job->dst.board == NULL)
         return;
     while (left > 0) {
@@ -41,7 +42,7 @@ void wex__landing_watch(wex_job *job, uint32_t tag)
 
             while (job->scratch.landed[p] < count) {
                 size_t i = job->scratch.peer_ops[job->scratch.peer_first[p] +
-                                         job->scratch.landed[p]++];
+                                                 job->scratch.landed[p]++];
                 job->scratch.digests[i] = wex__digest_landed(job, &job->ops[i]);
                 job->dst.early[i] = 1;
                 left--;

@@ -29,8 +29,7 @@ uint64_t wex__digest_landed(wex_job *job, const wex__op *o)
 {
     const wex__binding *bound = &job->bind[o->dst_tensor];
     /* what landed: in the host copy of a CUDA tensor, when it has one */
-    const unsigned char *base = bound->shadow ? bound->shadow
-                                              : bound->address;
+    const unsigned char *base = bound->shadow ? bound->shadow : bound->address;
     int cuda = job->memory_kind != NULL &&
                job->memory_kind[o->dst_tensor] == WEX_MEMORY_CUDA &&
                bound->shadow == NULL;

@@ -20,8 +20,9 @@ wex_status wex__window_place(wex_job *job, uint64_t index, uint64_t bytes,
     uint64_t need = (bytes + PLACE_ALIGN - 1) / PLACE_ALIGN * PLACE_ALIGN;
     wex_status st;
 
-    if (job->dst.passes == 0 || (bytes <= size && job->dst.window_used + need > size &&
-                             job->dst.window_used > 0)) {
+    if (job->dst.passes == 0 ||
+        (bytes <= size && job->dst.window_used + need > size &&
+         job->dst.window_used > 0)) {
         job->dst.window_pass = job->dst.passes++;
         job->dst.window_used = 0;
     }
@@ -33,14 +34,14 @@ wex_status wex__window_place(wex_job *job, uint64_t index, uint64_t bytes,
         *host_p = b->shadow;
         return st == WEX_OK ? st
                             : wex__error_prefix(st, "its own staging "
-                                                "(larger than "
-                                                "device_staging_bytes)");
+                                                    "(larger than "
+                                                    "device_staging_bytes)");
     }
     if (job->dst.window == NULL) {
         st = wex__device_alloc_pinned(job->device, size, &job->dst.window);
         if (st != WEX_OK)
             return wex__error_prefix(st, "the staging window "
-                                     "(device_staging_bytes)");
+                                         "(device_staging_bytes)");
     }
     b->shadow = (unsigned char *)job->dst.window + job->dst.window_used;
     b->own_shadow = 0;
@@ -107,8 +108,9 @@ static void give_up(wex_job *job, const char *prefix, uint32_t from,
 
 /* Waits for every source to say it put pass `pass`; WEX__PEER_OK, or how
  * it failed. */
-static wex__peer_outcome wait_sources(wex_job *job, const char *prefix, uint32_t pass,
-                        double timeout, char *why, size_t cap)
+static wex__peer_outcome wait_sources(wex_job *job, const char *prefix,
+                                      uint32_t pass, double timeout, char *why,
+                                      size_t cap)
 {
     char key[160];
 
@@ -119,13 +121,15 @@ static wex__peer_outcome wait_sources(wex_job *job, const char *prefix, uint32_t
         snprintf(key, sizeof(key), "%spass/%u/%llu/%llu", prefix, pass,
                  (unsigned long long)job->rank,
                  (unsigned long long)job->peers[q]);
-        st = wex__store_get(job->rendezvous.store, key, timeout, (void **)&said, &len);
+        st = wex__store_get(job->rendezvous.store, key, timeout, (void **)&said,
+                            &len);
         if (st == WEX_ERR_PEER) { /* the message names who died */
             snprintf(why, cap, "%s", wex__last_error());
             return WEX__PEER_DIED;
         }
         if (st != WEX_OK) {
-            snprintf(why, cap, "source rank %llu did not finish pass %u of "
+            snprintf(why, cap,
+                     "source rank %llu did not finish pass %u of "
                      "the staging window: %s",
                      (unsigned long long)job->peers[q], pass,
                      wex__last_error());
@@ -143,8 +147,9 @@ static wex__peer_outcome wait_sources(wex_job *job, const char *prefix, uint32_t
     return WEX__PEER_OK;
 }
 
-wex__peer_outcome wex__window_drain(wex_job *job, const char *prefix, int verify,
-                      double timeout, char *why, size_t cap)
+wex__peer_outcome wex__window_drain(wex_job *job, const char *prefix,
+                                    int verify, double timeout, char *why,
+                                    size_t cap)
 {
     char key[160];
 

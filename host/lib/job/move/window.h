@@ -42,8 +42,9 @@ void wex__window_free(wex_job *job);
  * said drained.
  * Returns WEX__PEER_OK, or how it failed with the reason in `why`; a
  * failed destination tells its sources so they stop waiting. */
-wex__peer_outcome wex__window_drain(wex_job *job, const char *prefix, int verify,
-                      double timeout, char *why, size_t cap);
+wex__peer_outcome wex__window_drain(wex_job *job, const char *prefix,
+                                    int verify, double timeout, char *why,
+                                    size_t cap);
 /* Destinations that fail a try before draining: tells the sources, so
  * none waits for a pass that will not drain (`why`: the reason). */
 void wex__window_refuse(wex_job *job, const char *prefix, const char *why);
@@ -53,8 +54,8 @@ wex_status wex__window_copy_in(wex_job *job, uint32_t pass);
 
 /* Sources: after pass `pass`'s operations were put: flushes, tells the
  * destinations with a later pass, and waits for them to drain it. */
-wex_status wex__window_end_pass(wex_job *job, uint32_t pass,
-                                const char *prefix, double timeout);
+wex_status wex__window_end_pass(wex_job *job, uint32_t pass, const char *prefix,
+                                double timeout);
 /* Sources: a failed try tells each destination waiting for one of its
  * passes (`value`: "!" and why). */
 void wex__window_fail(wex_job *job, const char *prefix, const char *value,

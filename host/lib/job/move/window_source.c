@@ -25,8 +25,8 @@ static void pass_key(char *key, size_t cap, const char *prefix, uint32_t pass,
              (unsigned long long)dst, (unsigned long long)src);
 }
 
-wex_status wex__window_end_pass(wex_job *job, uint32_t pass,
-                                const char *prefix, double timeout)
+wex_status wex__window_end_pass(wex_job *job, uint32_t pass, const char *prefix,
+                                double timeout)
 {
     char key[160];
     int any = 0;
@@ -51,15 +51,17 @@ wex_status wex__window_end_pass(wex_job *job, uint32_t pass,
             continue;
         snprintf(key, sizeof(key), "%sdrained/%u/%llu", prefix, pass,
                  (unsigned long long)job->peers[q]);
-        st = wex__store_get(job->rendezvous.store, key, timeout, (void **)&said, &len);
+        st = wex__store_get(job->rendezvous.store, key, timeout, (void **)&said,
+                            &len);
         if (st != WEX_OK)
-            st = wex__error_prefix(st, "waiting for destination rank %llu to "
+            st = wex__error_prefix(st,
+                                   "waiting for destination rank %llu to "
                                    "drain pass %u of its staging window",
                                    (unsigned long long)job->peers[q], pass);
         else if (len > 0 && said[0] == '!')
             st = wex__error(WEX_ERR_PEER, "destination rank %llu: %.*s",
-                            (unsigned long long)job->peers[q],
-                            (int)(len - 1), said + 1);
+                            (unsigned long long)job->peers[q], (int)(len - 1),
+                            said + 1);
         free(said);
     }
     return st;

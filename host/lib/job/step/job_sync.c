@@ -28,6 +28,7 @@
 #include "log.h"
 #include "window.h"
 #include "job.h"
+#include "verdicts.h"
 #include "step_failure.h"
 
 typedef struct step_try {
@@ -144,8 +145,8 @@ static void source_try(wex_job *job, step_try *t)
                               t->verify ? job->scratch.hash : NULL);
     if (st == WEX_OK)
         st = wex__execute_ops(job, t->verify ? job->scratch.digests : NULL,
-                          wex__landing_tag(t->step, t->number), prefix,
-                          t->timeout);
+                              wex__landing_tag(t->step, t->number), prefix,
+                              t->timeout);
     if (st == WEX_OK)
         st = post_digests(job, t);
     if (st != WEX_OK) {
@@ -158,8 +159,8 @@ static void source_try(wex_job *job, step_try *t)
 
 /* Checks source `peer`'s operations against its digests; says how it
  * went, with the reason in `why`. */
-static wex__peer_outcome check_peer(wex_job *job, const step_try *t, uint64_t peer,
-                      char *why, size_t cap)
+static wex__peer_outcome check_peer(wex_job *job, const step_try *t,
+                                    uint64_t peer, char *why, size_t cap)
 {
     char key[128];
     unsigned char *theirs = NULL;
@@ -169,7 +170,8 @@ static wex__peer_outcome check_peer(wex_job *job, const step_try *t, uint64_t pe
     wex_status st;
 
     done_key(key, sizeof(key), t, peer, job->rank);
-    st = wex__store_get(job->rendezvous.store, key, t->timeout, (void **)&theirs, &len);
+    st = wex__store_get(job->rendezvous.store, key, t->timeout,
+                        (void **)&theirs, &len);
     if (st == WEX_ERR_PEER) { /* the message names who died */
         snprintf(why, cap, "%s", wex__last_error());
         return WEX__PEER_DIED;
@@ -191,13 +193,14 @@ static wex__peer_outcome check_peer(wex_job *job, const step_try *t, uint64_t pe
         wex__peer_outcome how =
             len % sizeof(wex__delta_record) != 0
                 ? WEX__PEER_FAILED
-                : wex__delta_check(job, peer,
-                                   (const wex__delta_record *)(void *)theirs,
-                                   len / sizeof(wex__delta_record), t->verify,
-                                   why, cap);
+                : wex__delta_check(
+                      job, peer, (const wex__delta_record *)(void *)theirs,
+                      len / sizeof(wex__delta_record), t->verify, why, cap);
         if (len % sizeof(wex__delta_record) != 0)
-            snprintf(why, cap, "source rank %llu posted %zu bytes of delta "
-                     "records", (unsigned long long)peer, len);
+            snprintf(why, cap,
+                     "source rank %llu posted %zu bytes of delta "
+                     "records",
+                     (unsigned long long)peer, len);
         free(theirs);
         return how;
     }
@@ -209,9 +212,9 @@ static wex__peer_outcome check_peer(wex_job *job, const step_try *t, uint64_t pe
         } else if (t->verify) {
             memcpy(&digest, theirs + n * 8, 8);
             /* digested as it landed (landing.c), or now */
-            bad += (job->dst.early[i] ? job->scratch.digests[i]
-                                  : wex__digest_landed(job, &job->ops[i])) !=
-                   digest;
+            bad += (job->dst.early[i]
+                        ? job->scratch.digests[i]
+                        : wex__digest_landed(job, &job->ops[i])) != digest;
         }
         n++;
     }
@@ -219,8 +222,10 @@ static wex__peer_outcome check_peer(wex_job *job, const step_try *t, uint64_t pe
     free(theirs);
     if (bad == 0)
         return WEX__PEER_OK;
-    snprintf(why, cap, "source rank %llu sent bytes that landed differently "
-             "(%llu tensors affected)", (unsigned long long)peer,
+    snprintf(why, cap,
+             "source rank %llu sent bytes that landed differently "
+             "(%llu tensors affected)",
+             (unsigned long long)peer,
              (unsigned long long)tensors_touched(job, peer));
     return WEX__PEER_FAILED;
 }
@@ -262,16 +267,15 @@ static wex_status destination_try(wex_job *job, const step_try *t)
             continue;
         if (how > worst)
             worst = how;
-        used += (size_t)snprintf(verdict + used,
-                                 used < sizeof(verdict) ? sizeof(verdict) - used
-                                                        : 0,
-                                 "%s%s", used ? "; " : "", why);
+        used += (size_t)snprintf(
+            verdict + used, used < sizeof(verdict) ? sizeof(verdict) - used : 0,
+            "%s%s", used ? "; " : "", why);
     }
     /* Checked: what landed in host copies of CUDA tensors goes to the
      * device before this destination says so. */
     if (worst == WEX__PEER_OK && t->why[0] == '\0' &&
         wex__window_copy_in(job, job->dst.passes > 1 ? job->dst.passes - 1
-                                                 : UINT32_MAX) != WEX_OK) {
+                                                     : UINT32_MAX) != WEX_OK) {
         snprintf(verdict, sizeof(verdict), "%.1000s", wex__last_error());
         worst = WEX__PEER_FAILED;
     }
@@ -295,49 +299,6 @@ static wex_status destination_try(wex_job *job, const step_try *t)
 /* ---- the outcome -------------------------------------------------------- */
 
 enum { STEP_OK, STEP_RETRY, STEP_FAILED };
-
-static int same_verdict(const wex__store_gathered *a,
-                        const wex__store_gathered *b)
-{
-    return a->present == b->present && a->len == b->len &&
-           memcmp(a->value, b->value, a->len) == 0;
-}
-
-/* "destination ranks 0, 2 did not commit: REASON", once per distinct
- * verdict, so a death every destination saw is told once. */
-static void tell(const wex__store_gathered *v, uint64_t n, char *why,
-                 size_t cap)
-{
-    size_t used = 0;
-
-    for (uint64_t d = 0; d < n && used < cap; d++) {
-        uint64_t count = 0;
-        int told = 0, retry;
-        if (v[d].present && strcmp(v[d].value, "ok") == 0)
-            continue;
-        for (uint64_t e = 0; e < d && !told; e++)
-            told = same_verdict(&v[e], &v[d]);
-        if (told)
-            continue;
-        for (uint64_t e = d; e < n; e++)
-            count += same_verdict(&v[e], &v[d]);
-        used += (size_t)snprintf(why + used, cap - used,
-                                 "%sdestination rank%s %llu", used ? "; " : "",
-                                 count > 1 ? "s" : "", (unsigned long long)d);
-        for (uint64_t e = d + 1; e < n && used < cap; e++)
-            if (same_verdict(&v[e], &v[d]))
-                used += (size_t)snprintf(why + used, cap - used, ", %llu",
-                                         (unsigned long long)e);
-        retry = v[d].present && strncmp(v[d].value, "retry:", 6) == 0;
-        if (used < cap)
-            used += (size_t)snprintf(why + used, cap - used, " %s%s",
-                                     v[d].present ? "did not commit: "
-                                                  : "died during the step",
-                                     !v[d].present ? ""
-                                                   : v[d].value + (retry ? 6
-                                                                         : 5));
-    }
-}
 
 /* Every destination's verdict, the same for every rank: the outcome,
  * and what went wrong in `why`. */
@@ -365,7 +326,7 @@ static int outcome(wex_job *job, const step_try *t, char *why, size_t cap)
         else if (!retry)
             result = STEP_FAILED;
     }
-    tell(v, job->plan.dst.ranks, why, cap);
+    wex__step_tell_verdicts(v, job->plan.dst.ranks, why, cap);
     free(v);
     return result;
 }
@@ -377,8 +338,7 @@ static int with_own_reason(const wex_job *job, const step_try *t, int result,
 {
     char verdicts[WEX__ERROR_MAX];
 
-    if (result == STEP_OK || job->side != WEX_SIDE_SOURCE ||
-        t->why[0] == '\0')
+    if (result == STEP_OK || job->side != WEX_SIDE_SOURCE || t->why[0] == '\0')
         return result;
     snprintf(verdicts, sizeof(verdicts), "%s", why);
     snprintf(why, cap, "this source: %.500s; %.500s", t->why, verdicts);
@@ -417,14 +377,17 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
                            job->plan.src.ranks, job->plan.dst.ranks,
                            job->members.optional_sources, t->timeout, &dead,
                            &dead_count);
-    if (st != WEX_OK && t->number == 0 && wex__store_missed(job->rendezvous.store)) {
+    if (st != WEX_OK && t->number == 0 &&
+        wex__store_missed(job->rendezvous.store)) {
         /* Nothing of the step was touched: the rank takes part from a
          * later one. */
         t->missed = 1;
-        snprintf(why, cap, "the step went on without this rank, which came "
+        snprintf(why, cap,
+                 "the step went on without this rank, which came "
                  "after its barrier (a rank that rejoined while it ran, or a "
                  "replayed step); nothing was written: sync a later step "
-                 "(%s)", wex__last_error());
+                 "(%s)",
+                 wex__last_error());
         return STEP_FAILED;
     }
     if (st != WEX_OK) {
@@ -456,10 +419,11 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
     if (st == WEX_OK)
         st = wex__job_fit(job, dead, dead_count, t->timeout);
     if (st != WEX_OK && dead_count > 0)
-        snprintf(t->why, sizeof(t->why), "%llu dead source rank%s (first %llu)"
-                 ": %s", (unsigned long long)dead_count,
-                 dead_count > 1 ? "s" : "", (unsigned long long)dead[0],
-                 wex__last_error());
+        snprintf(t->why, sizeof(t->why),
+                 "%llu dead source rank%s (first %llu)"
+                 ": %s",
+                 (unsigned long long)dead_count, dead_count > 1 ? "s" : "",
+                 (unsigned long long)dead[0], wex__last_error());
     else if (st != WEX_OK)
         snprintf(t->why, sizeof(t->why), "%s", wex__last_error());
     if (t->why[0] == '\0' && unopened[0] != '\0')
@@ -508,8 +472,8 @@ static void await_writers(wex_job *job, const step_try *t)
             source_died(job, job->peers[p]))
             continue;
         done_key(key, sizeof(key), t, job->peers[p], job->rank);
-        if (wex__store_get(job->rendezvous.store, key, deadline - wex__now(), &value,
-                           &len) == WEX_OK)
+        if (wex__store_get(job->rendezvous.store, key, deadline - wex__now(),
+                           &value, &len) == WEX_OK)
             free(value);
     }
 }
@@ -517,8 +481,8 @@ static void await_writers(wex_job *job, const step_try *t)
 /* Closes the destination to the try; a writer the transport could not
  * stop is told beside the try's outcome (the destination stays dirty,
  * and the transport refuses to open again while that writer lives). */
-static void close_try(wex_job *job, const step_try *t, int abandoned,
-                      char *why, size_t cap)
+static void close_try(wex_job *job, const step_try *t, int abandoned, char *why,
+                      size_t cap)
 {
     size_t used = strlen(why);
     if (abandoned && t->passed)
@@ -533,8 +497,10 @@ static void close_try(wex_job *job, const step_try *t, int abandoned,
         return;
     }
     if (used < cap)
-        snprintf(why + used, cap - used, "%sclosing this destination to "
-                 "the step: %s", used ? "; " : "", wex__last_error());
+        snprintf(why + used, cap - used,
+                 "%sclosing this destination to "
+                 "the step: %s",
+                 used ? "; " : "", wex__last_error());
 }
 
 wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
@@ -548,22 +514,27 @@ wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
     wex_status st = WEX_OK;
 
     if (step == 0 || step >= WEX__STEP_LIMIT)
-        return wex__error(WEX_ERR_INVALID, "wex_sync: step %llu is outside "
-                          "[1, 2^63)", (unsigned long long)step);
+        return wex__error(WEX_ERR_INVALID,
+                          "wex_sync: step %llu is outside "
+                          "[1, 2^63)",
+                          (unsigned long long)step);
     /* Steps only go forward, on both sides: a replayed or repeated step
      * would pass barriers its peers left behind. */
     if (step <= job->dst.committed || step <= job->members.earlier_steps[1])
-        return wex__error(WEX_ERR_INVALID, "wex_sync: step %llu must be past "
-                          "this rank's last step %llu (steps only go forward)",
-                          (unsigned long long)step,
-                          (unsigned long long)(job->dst.committed >
-                                                       job->members.earlier_steps[1]
-                                                   ? job->dst.committed
-                                                   : job->members.earlier_steps[1]));
+        return wex__error(
+            WEX_ERR_INVALID,
+            "wex_sync: step %llu must be past "
+            "this rank's last step %llu (steps only go forward)",
+            (unsigned long long)step,
+            (unsigned long long)(job->dst.committed >
+                                         job->members.earlier_steps[1]
+                                     ? job->dst.committed
+                                     : job->members.earlier_steps[1]));
     if (r != NULL && r->struct_size < WEX_SYNC_REPORT_SIZE_1_0)
-        return wex__error(WEX_ERR_ABI, "wex_sync: report struct_size %u is "
-                          "smaller than ABI 1.0's %u", r->struct_size,
-                          WEX_SYNC_REPORT_SIZE_1_0);
+        return wex__error(WEX_ERR_ABI,
+                          "wex_sync: report struct_size %u is "
+                          "smaller than ABI 1.0's %u",
+                          r->struct_size, WEX_SYNC_REPORT_SIZE_1_0);
     if (!job->rendezvous.connected)
         st = wex__job_connect(job);
     if (st != WEX_OK)
@@ -602,11 +573,14 @@ wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
     if (result == STEP_OK)
         return WEX_OK;
     if (t.number > 0)
-        return wex__error(WEX_ERR_PEER, "step %llu not committed (still "
+        return wex__error(WEX_ERR_PEER,
+                          "step %llu not committed (still "
                           "%llu): %s; tried again without the dead: %s",
                           (unsigned long long)step,
                           (unsigned long long)job->dst.committed, first, why);
-    return wex__error(WEX_ERR_PEER, "step %llu not committed (still %llu): "
-                      "%s", (unsigned long long)step,
+    return wex__error(WEX_ERR_PEER,
+                      "step %llu not committed (still %llu): "
+                      "%s",
+                      (unsigned long long)step,
                       (unsigned long long)job->dst.committed, why);
 }

@@ -28,15 +28,14 @@ void wex__sync_report_fill(const wex_job *job, wex_sync_report *r,
     full.wire_bytes = full.bytes;
     if (job->plan.job->delta) {
         int src = job->side == WEX_SIDE_SOURCE;
-        uint64_t deltas = src ? job->src.delta.delta_ops
-                              : job->dst.delta.delta_ops;
-        full.wire_bytes = src ? job->src.delta.wire_bytes
-                              : job->dst.delta.wire_bytes;
-        full.delta_elements = src ? job->src.delta.elems
-                                  : job->dst.delta.elems;
-        full.changed_elements = src ? job->src.delta.changed
-                                    : job->dst.delta.changed;
-        full.mode = deltas == 0                ? WEX_SYNC_FULL
+        uint64_t deltas =
+            src ? job->src.delta.delta_ops : job->dst.delta.delta_ops;
+        full.wire_bytes =
+            src ? job->src.delta.wire_bytes : job->dst.delta.wire_bytes;
+        full.delta_elements = src ? job->src.delta.elems : job->dst.delta.elems;
+        full.changed_elements =
+            src ? job->src.delta.changed : job->dst.delta.changed;
+        full.mode = deltas == 0               ? WEX_SYNC_FULL
                     : deltas == job->op_count ? WEX_SYNC_DELTA
                                               : WEX_SYNC_MIXED;
         full.apply_seconds = src ? 0 : job->dst.delta.apply_seconds;
