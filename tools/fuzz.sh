@@ -44,9 +44,10 @@ cflags=(-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer
         "-DWEX_INSTALL_PLUGINDIR=\"/nonexistent/wex-fuzz/plugins\""
         $(pkg-config --cflags libcjson libxxhash))
 # libwex's folders (host/lib/<concept>/), each on the include path as the
-# CMake build puts them; the test oracle is not needed.
+# CMake build puts them; the test oracle and the command's tool API are
+# not needed.
 for dir in host/lib/*/; do
-  [ "$dir" = host/lib/oracle/ ] || cflags+=("-I${dir%/}")
+  case "$dir" in host/lib/oracle/ | host/lib/tool/) ;; *) cflags+=("-I${dir%/}") ;; esac
 done
 # The fingerprint of the host library's sources that plan shares carry,
 # generated as host/lib/plan/CMakeLists.txt does.
@@ -78,7 +79,7 @@ stale() {
 }
 sources=()
 for src in host/lib/*/*.c; do
-  case "$src" in host/lib/oracle/*) ;; *) sources+=("$src") ;; esac
+  case "$src" in host/lib/oracle/* | host/lib/tool/*) ;; *) sources+=("$src") ;; esac
 done
 sources+=("$out/schemas_embedded.c")
 objs=() running=0 pids=()
