@@ -148,8 +148,12 @@ static void write_chunk(wex__delta_enc *e, const uint8_t *snap, uint32_t u)
         }
         p += low_bytes + high_bytes;
     }
-    for (uint32_t i = 0; i < n; i++, p += elem)
-        memcpy(p, snap + (size_t)e->pos[i] * elem, elem);
+    if (elem == 2) /* bf16, the common case: a fixed-size copy */
+        for (uint32_t i = 0; i < n; i++, p += 2)
+            memcpy(p, snap + (size_t)e->pos[i] * 2, 2);
+    else
+        for (uint32_t i = 0; i < n; i++, p += elem)
+            memcpy(p, snap + (size_t)e->pos[i] * elem, elem);
     e->used = (size_t)(p - e->out);
 }
 
@@ -206,12 +210,12 @@ static uint64_t lanes_changed(uint64_t diff, unsigned elem)
 static inline void word_changed(wex__delta_enc *e, uint32_t at, uint64_t diff,
                                 uint8_t *snap, const uint8_t *cur)
 {
-    unsigned elem = e->elem;
+    unsigned elem = e->elem, sh = (unsigned)__builtin_ctz(8 * elem);
     uint64_t lanes = lanes_changed(diff, elem);
 
-    while (lanes != 0) {
+    while (lanes != 0) { /* elements are 1, 2, 4 or 8 bytes: shifts */
         unsigned bit = (unsigned)__builtin_ctzll(lanes);
-        e->pos[e->n++] = (uint16_t)(at + bit / (8 * elem));
+        e->pos[e->n++] = (uint16_t)(at + (bit >> sh));
         lanes &= lanes - 1;
     }
     memcpy(snap, cur, 8);
@@ -227,8 +231,8 @@ __attribute__((target("avx2"))) static uint64_t
 scan_avx2(wex__delta_enc *e, const uint8_t *cur, uint8_t *snap, uint32_t at,
           uint64_t bytes)
 {
-    unsigned elem = e->elem;
-    uint64_t i = 0;
+    unsigned elem = e->elem, sh = (unsigned)__builtin_ctz(elem);
+    uint64_t lane = elem == 8 ? 0xffull : (1ull << elem) - 1, i = 0;
 
     for (; i + 64 <= bytes; i += 64) {
         __m256i a0 = _mm256_loadu_si256((const __m256i *)(cur + i));
@@ -260,13 +264,21 @@ scan_avx2(wex__delta_enc *e, const uint8_t *cur, uint8_t *snap, uint32_t at,
                  (uint64_t)(uint32_t)_mm256_movemask_epi8(e1) << 32);
         if (__builtin_expect(diff == 0, 1))
             continue;
-        _mm256_storeu_si256((__m256i *)(snap + i), a0);
-        _mm256_storeu_si256((__m256i *)(snap + i + 32), a1);
-        while (diff != 0) { /* one bit per element: its first byte's */
-            unsigned byte = (unsigned)__builtin_ctzll(diff);
-            e->pos[e->n++] = (uint16_t)(at + (i + byte) / elem);
-            diff &= ~((elem == 8 ? 0xffull : (1ull << elem) - 1)
-                      << (byte - byte % elem));
+        if (__builtin_popcountll(diff) > 16) { /* many: the whole block */
+            _mm256_storeu_si256((__m256i *)(snap + i), a0);
+            _mm256_storeu_si256((__m256i *)(snap + i + 32), a1);
+        }
+        while (diff != 0) { /* an element's first byte; shifts, as
+                               * elements are 1, 2, 4 or 8 bytes */
+            unsigned byte = (unsigned)__builtin_ctzll(diff) & ~(elem - 1);
+            e->pos[e->n++] = (uint16_t)(at + ((i + byte) >> sh));
+            /* few: only the changed elements, so a block's other cache
+             * line stays clean */
+            if (elem == 2)
+                memcpy(snap + i + byte, cur + i + byte, 2);
+            else
+                memcpy(snap + i + byte, cur + i + byte, elem);
+            diff &= ~(lane << byte);
         }
     }
     return i;
