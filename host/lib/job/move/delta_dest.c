@@ -301,14 +301,14 @@ static int write_sink(void *arg, uint64_t base, const uint32_t *pos, uint32_t n,
             cursor_visit(&w->c, base * elem, (base + n) * elem, write_piece, w);
         return 0;
     }
+    if (w->whole != NULL) {
+        scatter(w->whole + base * elem, pos, n, values, elem);
+        return 0;
+    }
     for (uint32_t i = 0; i < n; i++) {
         uint64_t at = (base + pos[i]) * elem;
-        if (w->whole != NULL) {
-            memcpy(w->whole + at, values + i * elem, elem);
-        } else {
-            w->values = values + i * elem;
-            cursor_visit(&w->c, at, at + elem, write_piece, w);
-        }
+        w->values = values + i * elem;
+        cursor_visit(&w->c, at, at + elem, write_piece, w);
     }
     return 0;
 }
