@@ -49,6 +49,16 @@ fault_case() { # label, job, fault, extra args, python check [steps]
     WEX_RUN_FAULT=$fault "$WEX" run "$TMP/$job.json" --steps "$steps" --json $args \
         >"$TMP/out.json" 2>"$TMP/err"
     code=$?
+    # UCX 1.13 (Debian's) rarely fails an internal assertion in a rank
+    # whose peer was killed mid-step (seen once in about fifty random
+    # kills: uct_iface.h "comp->count > 0", status -80); it prints to
+    # stdout. Said, and the case run once more; a second one fails it.
+    if grep -qs "Assertion \`" "$TMP/out.json" "$TMP/err"; then
+        echo "note $label: a rank failed an assertion inside UCX; running the case again: $(grep -h -m1 "Assertion" "$TMP/out.json" "$TMP/err" | head -1)"
+        WEX_RUN_FAULT=$fault "$WEX" run "$TMP/$job.json" --steps "$steps" --json $args \
+            >"$TMP/out.json" 2>"$TMP/err"
+        code=$?
+    fi
     # Over tcp the ucx transport sends active messages: UCX's emulated
     # puts, whose acknowledgement UCX 1.13 aborts a destination for when
     # the source has just died, are not used, so nothing may abort.
