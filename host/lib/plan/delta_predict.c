@@ -7,9 +7,6 @@
 #include "delta_predict.h"
 #include "error.h"
 
-/* What a job without a delta option would take (schemas/job.schema.json). */
-#define DEFAULT_MAX_FRACTION 0.25
-
 /* The 5 words a source posts per operation (wex__delta_record). */
 #define RECORD_BYTES 40
 
@@ -20,8 +17,8 @@ wex_status wex__plan_delta_init(wex__plan_delta *d, const wex__planner *p,
     d->changed = changed;
     if (changed < 0)
         return WEX_OK;
-    d->max_fraction =
-        p->job->delta ? p->job->delta_max_fraction : DEFAULT_MAX_FRACTION;
+    /* the job's, or the default a job with deltas off is given */
+    d->max_fraction = p->job->delta_max_fraction;
     return wex__plan_stats_init(&d->stats, &p->src, &p->dst);
 }
 
