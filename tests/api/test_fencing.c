@@ -14,7 +14,11 @@
  * failed saying it was fenced, or that the destination closed its
  * connection (ucx).
  *
- *   test_fencing WEX_COMMAND
+ * Then a failover over ucx puts: a source replica killed inside a step,
+ * and the retry from the other one over the keys the destination
+ * registered anew ("failover" runs only that).
+ *
+ *   test_fencing WEX_COMMAND [failover]
  */
 #include <errno.h>
 #include <stdio.h>
@@ -429,7 +433,12 @@ static int binding_destination(const char *text, const char *address, int out)
 
 /* Source replica 1 is killed inside step 2: the destination gives the
  * try up, revokes its keys and publishes new ones, and the retry without
- * replica 1 commits from replica 0, which attached the new keys. */
+ * replica 1 commits from replica 0, which attached the new keys. With
+ * UCX's error handling, not "none": a same-host peer killed in the middle
+ * of a send can leave UCX's shared-memory receive queue waiting for the
+ * slot it took (the destination's worker then spins and takes nothing
+ * more, about one run in eight on two busy cores), a limit of that
+ * option, said in docs/cli.md. */
 static void failover_follows_new_keys(const char *wex, const char *model)
 {
     char address[300], text[1024];
@@ -448,7 +457,7 @@ static void failover_follows_new_keys(const char *wex, const char *model)
              " \"parallel\": {\"dp\": 2}},"
              " \"destination\": {\"engine\": \"hf\"},"
              " \"transport\": {\"name\": \"ucx\", \"options\":"
-             " {\"data_path\": \"put\", \"error_handling\": \"none\"}},"
+             " {\"data_path\": \"put\"}},"
              " \"verify\": \"digest\","
              " \"timeouts\": {\"connect_seconds\": 30, \"step_seconds\": 20,"
              " \"fence_seconds\": 0.5}}",
@@ -492,8 +501,8 @@ int main(int argc, char **argv)
     const char *transports[] = {"shm", "ucx"};
     int fd;
 
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s WEX_COMMAND\n", argv[0]);
+    if (argc < 2 || argc > 3 || (argc == 3 && strcmp(argv[2], "failover"))) {
+        fprintf(stderr, "usage: %s WEX_COMMAND [failover]\n", argv[0]);
         return 2;
     }
     fd = mkstemp(model);
@@ -501,7 +510,7 @@ int main(int argc, char **argv)
                       (ssize_t)(sizeof(model_json) - 1))
         return 2;
     close(fd);
-    for (int t = 0; t < 2; t++) {
+    for (int t = 0; t < 2 && argc == 2; t++) {
         fences(argv[1], transports[t], model, 1);
         fences(argv[1], transports[t], model, 0);
     }
