@@ -206,9 +206,10 @@ static void print_human(const wex_tool_planner *p, const plan_args *a,
     printf("sources    read %" PRIu64 " bytes to send them", s->source_bytes);
     if (s->quantized_bytes > 0)
         printf(", %" PRIu64 " of them quantized to fp8 (%s) at %.1f GB/s a "
-               "source",
+               "source, each cell once for all its replicas (the work: %" PRIu64
+               " bytes)",
                s->quantized_bytes, s->quantize_rule,
-               j.quantize_bytes_per_s / 1e9);
+               j.quantize_bytes_per_s / 1e9, s->quantize_work_bytes);
     printf("\n");
     printf("links      busiest sender %" PRIu64
            " bytes, busiest receiver %" PRIu64 " bytes, %" PRIu64

@@ -28,18 +28,20 @@ print(json.dumps(job))
 PY
 }
 
+# A job's sources quantize each fp8 cell once a step, however many
+# destination replicas hold it (the disaggregated job: two vLLM servers).
 for job in "$DATA"/jobs/fp8-*.json; do
     name=$(basename "$job" .json)
     for transport in shm ucx; do
         with_transport "$job" "$transport" "$TMP/$name-$transport.json"
         "$WEX" plan "$TMP/$name-$transport.json" --json >"$TMP/plan.json"
-        if "$WEX" run "$TMP/$name-$transport.json" --steps 2 --json \
-                >"$TMP/report.json" 2>"$TMP/err"; then
+        if WEX_LOG_LEVEL=debug "$WEX" run "$TMP/$name-$transport.json" \
+                --steps 2 --json >"$TMP/report.json" 2>"$TMP/err"; then
             pass "$name over $transport: exit 0"
         else
             fail "$name over $transport: exit $? ($(tail -3 "$TMP/err"))"
         fi
-        /usr/bin/python3 - "$TMP/report.json" "$SCHEMAS/run-report.schema.json" "$TMP/plan.json" "$name" <<'PY' \
+        /usr/bin/python3 - "$TMP/report.json" "$SCHEMAS/run-report.schema.json" "$TMP/plan.json" "$name" "$TMP/err" <<'PY' \
             && pass "$name over $transport: 2 steps committed, every element checked, every planned byte moved" \
             || fail "$name over $transport: report"
 import json, sys, jsonschema
@@ -55,6 +57,13 @@ else:
     # the wire carries one byte per quantized element, read as two
     assert 0 < plan["quantized_bytes"] <= plan["source_bytes"], plan
     assert plan["bytes"] < plan["source_bytes"], plan
+    # each cell quantized once, for every replica that holds it: what the
+    # plan counts is the work, and what the sources did each step
+    assert plan["quantized_bytes"] == plan["quantize_work_bytes"], plan
+    import re
+    made = [int(m.group(1)) for m in re.finditer(
+        r"source rank \d+: quantized (\d+) bytes of floats", open(sys.argv[5]).read())]
+    assert sum(made) == 2 * plan["quantized_bytes"], (sum(made), plan)
 PY
         shm_clean "$name over $transport"
     done

@@ -39,6 +39,7 @@ wex_status wex__plan_delta_add(wex__plan_delta *d, const wex__planner *p,
                                const wex__op *ops, size_t count)
 {
     wex__op *wire;
+    wex_status st;
 
     if (d->changed < 0 || count == 0)
         return WEX_OK;
@@ -50,9 +51,9 @@ wex_status wex__plan_delta_add(wex__plan_delta *d, const wex__planner *p,
         if (wire[i].bytes == ops[i].bytes)
             d->whole_bytes += ops[i].bytes;
     }
-    wex__plan_stats_add(&d->stats, &p->src, &p->dst, wire, count);
+    st = wex__plan_stats_add(&d->stats, &p->src, &p->dst, wire, count);
     free(wire);
-    return WEX_OK;
+    return st;
 }
 
 static double link_seconds(const uint64_t link[2], const wex__topology *t)

@@ -8,6 +8,7 @@
 #include "error.h"
 #include "op_transform.h"
 #include "quantize.h"
+#include "quantize_once.h"
 
 void wex__plan_builder_init(wex_plan_builder *b, const wex__side *src,
                             const wex__side *dst)
@@ -188,7 +189,10 @@ wex_status wex__plan_stats_init(wex__plan_stats *s, const wex__side *src,
     s->send = calloc(src->ranks, sizeof(*s->send));
     s->recv = calloc(dst->ranks, sizeof(*s->recv));
     s->quant = calloc(src->ranks ? src->ranks : 1, sizeof(*s->quant));
-    if (s->send == NULL || s->recv == NULL || s->quant == NULL)
+    s->cells_made = calloc(1, sizeof(*s->cells_made));
+    s->cells_needed = calloc(1, sizeof(*s->cells_needed));
+    if (s->send == NULL || s->recv == NULL || s->quant == NULL ||
+        s->cells_made == NULL || s->cells_needed == NULL)
         return wex__error(WEX_ERR_NOMEM, "plan: out of memory");
     for (uint64_t r = 0; r < dst->ranks; r++)
         s->bytes_needed += wex__side_piece_bytes(dst, r);
@@ -200,6 +204,12 @@ void wex__plan_stats_fini(wex__plan_stats *s)
     free(s->send);
     free(s->recv);
     free(s->quant);
+    if (s->cells_made != NULL)
+        wex__cell_set_free(s->cells_made);
+    if (s->cells_needed != NULL)
+        wex__cell_set_free(s->cells_needed);
+    free(s->cells_made);
+    free(s->cells_needed);
     memset(s, 0, sizeof(*s));
 }
 
@@ -262,8 +272,9 @@ static uint64_t overlap_bytes(const wex__op *ops, size_t count)
     return total;
 }
 
-void wex__plan_stats_add(wex__plan_stats *s, const wex__side *src,
-                         const wex__side *dst, const wex__op *ops, size_t count)
+wex_status wex__plan_stats_add(wex__plan_stats *s, const wex__side *src,
+                               const wex__side *dst, const wex__op *ops,
+                               size_t count)
 {
     for (size_t i = 0; i < count; i++) {
         const wex__op *o = &ops[i];
@@ -272,8 +283,17 @@ void wex__plan_stats_add(wex__plan_stats *s, const wex__side *src,
         s->bytes += o->bytes;
         s->source_bytes += o->src_bytes;
         if (o->transform == WEX__OP_QUANTIZE) {
-            s->quantized_bytes += o->src_bytes;
-            s->quant[o->src_rank] += o->src_bytes;
+            /* a source quantizes a cell once for all its replicas */
+            int made = wex__cell_set_add(s->cells_made, o, 1);
+            int needed = wex__cell_set_add(s->cells_needed, o, 0);
+            if (made < 0 || needed < 0)
+                return wex__error(WEX_ERR_NOMEM, "plan: out of memory");
+            if (made) {
+                s->quantized_bytes += o->src_bytes;
+                s->quant[o->src_rank] += o->src_bytes;
+            }
+            if (needed)
+                s->quantize_work_bytes += o->src_bytes;
         }
         s->send[o->src_rank][intra] += o->bytes;
         s->recv[o->dst_rank][intra] += o->bytes;
@@ -281,6 +301,7 @@ void wex__plan_stats_add(wex__plan_stats *s, const wex__side *src,
             s->intra_host_bytes += o->bytes;
     }
     s->redundant_bytes += overlap_bytes(ops, count);
+    return WEX_OK;
 }
 
 static uint64_t max_link(const uint64_t (*links)[2], uint64_t ranks)

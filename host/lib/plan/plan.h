@@ -61,26 +61,30 @@ wex_status wex__plan_add_op(wex_plan_builder *b, const wex_plan_op *op);
 
 typedef struct wex__plan_stats {
     uint64_t operations;
-    uint64_t bytes;           /* moved */
-    uint64_t source_bytes;    /* read at the sources to make them */
-    uint64_t quantized_bytes; /* of those, read to quantize to fp8 */
-    uint64_t bytes_needed;    /* destination piece bytes */
-    uint64_t redundant_bytes; /* written twice into one destination */
+    uint64_t bytes;               /* moved */
+    uint64_t source_bytes;        /* read at the sources to make them */
+    uint64_t quantized_bytes;     /* of those, read to quantize to fp8: a cell
+                               * a source sends to several replicas once */
+    uint64_t quantize_work_bytes; /* each cell once, whichever source */
+    uint64_t bytes_needed;        /* destination piece bytes */
+    uint64_t redundant_bytes;     /* written twice into one destination */
     uint64_t intra_host_bytes;
     /* per rank, per link: [0] NIC, [1] intra-host */
     uint64_t (*send)[2]; /* source ranks */
     uint64_t (*recv)[2]; /* destination ranks */
     uint64_t *quant;     /* per source rank: floats read to quantize */
     uint64_t src_ranks, dst_ranks;
+    struct wex__cell_set *cells_made, *cells_needed; /* quantize_once.h */
 } wex__plan_stats;
 
 wex_status wex__plan_stats_init(wex__plan_stats *s, const wex__side *src,
                                 const wex__side *dst);
 void wex__plan_stats_fini(wex__plan_stats *s);
-/* Adds one destination rank's operations (all of them, in one call). */
-void wex__plan_stats_add(wex__plan_stats *s, const wex__side *src,
-                         const wex__side *dst, const wex__op *ops,
-                         size_t count);
+/* Adds one destination rank's operations (all of them, in one call).
+ * WEX_ERR_NOMEM when the cells quantized cannot be counted. */
+wex_status wex__plan_stats_add(wex__plan_stats *s, const wex__side *src,
+                               const wex__side *dst, const wex__op *ops,
+                               size_t count);
 /* Busiest rank's bytes on either link over that link's bandwidth. */
 double wex__plan_predicted_seconds(const wex__plan_stats *s,
                                    const wex__topology *t);

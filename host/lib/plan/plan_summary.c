@@ -29,8 +29,9 @@ wex_status wex__plan_summarize(wex__planner *p, int has_rank, uint32_t side,
                                has_rank ? rank : r, &b);
         if (st != WEX_OK)
             break;
-        wex__plan_stats_add(&out->stats, &p->src, &p->dst, b.ops, b.count);
-        st = wex__plan_delta_add(&out->delta, p, b.ops, b.count);
+        st = wex__plan_stats_add(&out->stats, &p->src, &p->dst, b.ops, b.count);
+        if (st == WEX_OK)
+            st = wex__plan_delta_add(&out->delta, p, b.ops, b.count);
         if (st != WEX_OK)
             break;
         if (ops != NULL)
@@ -113,6 +114,8 @@ cJSON *wex__plan_summary_document(const wex__planner *p,
     cJSON_AddNumberToObject(doc, "source_bytes", (double)r->stats.source_bytes);
     cJSON_AddNumberToObject(doc, "quantized_bytes",
                             (double)r->stats.quantized_bytes);
+    cJSON_AddNumberToObject(doc, "quantize_work_bytes",
+                            (double)r->stats.quantize_work_bytes);
     if (!r->has_rank) {
         cJSON_AddNumberToObject(doc, "bytes_needed",
                                 (double)r->stats.bytes_needed);

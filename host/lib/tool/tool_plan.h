@@ -61,12 +61,13 @@ typedef struct wex_tool_op {
  * rank's own operations. */
 typedef struct wex_tool_plan_summary {
     uint64_t operations;
-    uint64_t bytes;            /* moved */
-    uint64_t bytes_needed;     /* the destinations' piece bytes */
-    uint64_t redundant_bytes;  /* written twice into one destination */
-    uint64_t source_bytes;     /* read at the sources to send them */
-    uint64_t quantized_bytes;  /* of those, read to quantize to fp8 */
-    const char *quantize_rule; /* the rule they are quantized by */
+    uint64_t bytes;               /* moved */
+    uint64_t bytes_needed;        /* the destinations' piece bytes */
+    uint64_t redundant_bytes;     /* written twice into one destination */
+    uint64_t source_bytes;        /* read at the sources to send them */
+    uint64_t quantized_bytes;     /* of those, read to quantize to fp8 */
+    uint64_t quantize_work_bytes; /* each cell once, whichever source */
+    const char *quantize_rule;    /* the rule they are quantized by */
     uint64_t intra_host_bytes;
     uint64_t max_send, max_recv; /* the busiest sender's and receiver's */
     double plan_seconds;

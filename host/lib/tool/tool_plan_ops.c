@@ -91,6 +91,7 @@ wex_status wex_tool_plan_summarize(wex_tool_planner *planner, int has_rank,
         out->redundant_bytes = s->redundant_bytes;
         out->source_bytes = s->source_bytes;
         out->quantized_bytes = s->quantized_bytes;
+        out->quantize_work_bytes = s->quantize_work_bytes;
         out->quantize_rule = WEX__QUANT_RULE;
         out->intra_host_bytes = s->intra_host_bytes;
         out->max_send = wex__plan_max_send(s);

@@ -1,5 +1,6 @@
 #include "transforms.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,44 +10,13 @@
 #include "device_memory.h"
 #include "digest_update.h"
 #include "error.h"
+#include "log.h"
 #include "numbers.h"
 #include "quantize.h"
 #include "quantize_plan.h"
 #include "row_walk.h"
 #include "step_failure.h"
 #include "transforms_internal.h"
-
-#define RECORD_BYTES 36u /* dst, piece, br, bc (u64 each), amax bits (u32) */
-
-static int key_cmp(const qslot *a, const qslot *b)
-{
-    if (a->dst != b->dst)
-        return a->dst < b->dst ? -1 : 1;
-    if (a->piece != b->piece)
-        return a->piece < b->piece ? -1 : 1;
-    if (a->br != b->br)
-        return a->br < b->br ? -1 : 1;
-    if (a->bc != b->bc)
-        return a->bc < b->bc ? -1 : 1;
-    return 0;
-}
-
-static qslot *find_slot(struct wex__quant_state *q, const qslot *key)
-{
-    size_t lo = 0, hi = q->nslots;
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = key_cmp(&q->slots[mid], key);
-        if (c == 0)
-            return &q->slots[mid];
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
-}
 
 static int quantizing(const wex__op *o)
 {
@@ -63,7 +33,13 @@ void wex__transforms_free(wex_job *job)
     free(q->partner_ranks);
     free(q->readers);
     free(q->op_grid);
+    free(q->op_blocks);
     free(q->grid);
+    free(q->own);
+    free(q->leader);
+    free(q->order);
+    free(q->made);
+    free(q->made_gen);
     free(q->arena);
     free(q);
     job->src.quant = NULL;
@@ -240,6 +216,8 @@ wex_status wex__transforms_prepare(wex_job *job, const uint64_t *dead,
     if (q == NULL || idx == NULL ||
         (q->slots = malloc((nkeys ? nkeys : 1) * sizeof(*q->slots))) == NULL ||
         (q->op_grid = calloc(job->op_count, sizeof(*q->op_grid))) == NULL ||
+        (q->op_blocks = calloc(job->op_count, sizeof(*q->op_blocks))) == NULL ||
+        (q->own = malloc((nkeys ? nkeys : 1) * sizeof(*q->own))) == NULL ||
         (q->grid = malloc((nkeys ? nkeys : 1) * sizeof(*q->grid))) == NULL) {
         free(idx);
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
@@ -253,7 +231,8 @@ wex_status wex__transforms_prepare(wex_job *job, const uint64_t *dead,
             continue;
         wex__op_blocks(&job->ops[i], b0, b1);
         q->op_grid[i] = nkeys;
-        nkeys += (b1[0] - b0[0]) * (b1[1] - b0[1]);
+        q->op_blocks[i] = (b1[0] - b0[0]) * (b1[1] - b0[1]);
+        nkeys += q->op_blocks[i];
         idx[nq++] = i;
     }
     qsort_r(idx, nq, sizeof(*idx), by_piece, job->ops);
@@ -273,152 +252,7 @@ wex_status wex__transforms_prepare(wex_job *job, const uint64_t *dead,
     }
     free(map);
     free(idx);
-    return st;
-}
-
-/* ---- walking a box row by row ------------------------------------------ */
-
-/* ---- amax ------------------------------------------------------------- */
-
-static float amax_max(float a, float b)
-{
-    return (wex__f32_bits(b) & 0x7fffffffu) > (wex__f32_bits(a) & 0x7fffffffu)
-               ? wex__f32_of_bits(wex__f32_bits(b) & 0x7fffffffu)
-               : a;
-}
-
-static wex_status agree(wex_job *job, const char *prefix, double timeout)
-{
-    struct wex__quant_state *q = job->src.quant;
-    unsigned char *mine;
-    size_t n = 0;
-    char key[160];
-    wex_status st;
-
-    for (size_t s = 0; s < q->nslots; s++)
-        n += q->slots[s].npartners > 0;
-    mine = malloc(n * RECORD_BYTES + 1);
-    if (mine == NULL)
-        return wex__error(WEX_ERR_NOMEM, "job: out of memory");
-    n = 0;
-    for (size_t s = 0; s < q->nslots; s++) {
-        const qslot *sl = &q->slots[s];
-        unsigned char *r = mine + n * RECORD_BYTES;
-        if (sl->npartners == 0)
-            continue;
-        wex_put_le(r, sl->dst, 8);
-        wex_put_le(r + 8, sl->piece, 8);
-        wex_put_le(r + 16, sl->br, 8);
-        wex_put_le(r + 24, sl->bc, 8);
-        wex_put_le(r + 32, wex__f32_bits(sl->amax), 4);
-        n++;
-    }
-    snprintf(key, sizeof(key), "%s%llu", prefix, (unsigned long long)job->rank);
-    st = wex__store_set(job->rendezvous.store, key, mine, n * RECORD_BYTES);
-    free(mine);
-    for (size_t p = 0; st == WEX_OK && p < q->nreaders; p++) {
-        unsigned char *theirs = NULL;
-        size_t len = 0;
-        const char *failed = NULL;
-
-        snprintf(key, sizeof(key), "%s%llu", prefix,
-                 (unsigned long long)q->readers[p]);
-        st = wex__store_get(job->rendezvous.store, key, timeout,
-                            (void **)&theirs, &len);
-        if (st == WEX_OK &&
-            (failed = wex__step_failure_reason(theirs, len, RECORD_BYTES)))
-            st = wex__error(WEX_ERR_PEER, "source rank %llu failed: %s",
-                            (unsigned long long)q->readers[p], failed);
-        if (st != WEX_OK) {
-            free(theirs);
-            st = wex__error_prefix(st,
-                                   "the block amaxes of source rank %llu "
-                                   "(they share fp8 blocks with this one)",
-                                   (unsigned long long)q->readers[p]);
-            break;
-        }
-        for (size_t at = 0; at + RECORD_BYTES <= len; at += RECORD_BYTES) {
-            const unsigned char *r = theirs + at;
-            qslot k = {wex_get_le(r, 8),
-                       wex_get_le(r + 8, 8),
-                       wex_get_le(r + 16, 8),
-                       wex_get_le(r + 24, 8),
-                       0,
-                       0,
-                       0};
-            qslot *hit = find_slot(q, &k);
-            if (hit != NULL)
-                hit->amax =
-                    amax_max(hit->amax,
-                             wex__f32_of_bits((uint32_t)wex_get_le(r + 32, 4)));
-        }
-        free(theirs);
-    }
-    return st;
-}
-
-/* Tells the sources that share blocks with this one that its amaxes
- * will not come, so none waits out its timeout for them. */
-static void amax_failed(wex_job *job, const char *prefix)
-{
-    char key[160], value[WEX__ERROR_MAX + 2];
-    size_t n = wex__step_failure(value, wex__last_error(), RECORD_BYTES);
-
-    snprintf(key, sizeof(key), "%s%llu", prefix, (unsigned long long)job->rank);
-    wex__store_set(job->rendezvous.store, key, value, n);
-}
-
-wex_status wex__transforms_amax(wex_job *job, const char *prefix,
-                                double timeout)
-{
-    struct wex__quant_state *q = job->src.quant;
-
-    if (q == NULL || q->nslots == 0)
-        return WEX_OK;
-    for (size_t s = 0; s < q->nslots; s++)
-        q->slots[s].amax = 0.0f;
-    for (size_t i = 0; i < job->op_count; i++) {
-        const wex__op *o = &job->ops[i];
-        const wex__local_tensor *t;
-        const unsigned char *base;
-        uint64_t b0[2], b1[2], esize, nbc;
-        wex__rows w;
-        if (o->transform != WEX__OP_QUANTIZE)
-            continue;
-        if (wex__on_device(job, o->src_tensor)) {
-            wex_status st = wex__transforms_amax_device(job, i);
-            if (st != WEX_OK && q->nreaders > 0)
-                amax_failed(job, prefix);
-            if (st != WEX_OK)
-                return st;
-            continue;
-        }
-        t = &job->layout->tensors[o->src_tensor];
-        base = job->bind[o->src_tensor].address;
-        esize = wex_dtype_size(t->dtype);
-        wex__op_blocks(o, b0, b1);
-        nbc = b1[1] - b0[1];
-        for (wex__rows_init(&w, o); w.left > 0; w.left--, wex__rows_next(&w)) {
-            uint64_t e =
-                wex__element_at(t->shape, t->ndim, o->src_off, o->ndim, w.idx);
-            uint64_t br = (o->canon_off[0] + w.idx[0]) / WEX__QUANT_BLOCK;
-            uint64_t col = o->canon_off[1];
-            uint64_t done = 0;
-            while (done < w.width) {
-                uint64_t bc = (col + done) / WEX__QUANT_BLOCK;
-                uint64_t n = (bc + 1) * WEX__QUANT_BLOCK - (col + done);
-                qslot *sl;
-                if (n > w.width - done)
-                    n = w.width - done;
-                sl = &q->slots[q->grid[q->op_grid[i] + (br - b0[0]) * nbc +
-                                       (bc - b0[1])]];
-                sl->amax =
-                    wex__amax(t->dtype, base + (e + done) * esize, n, sl->amax);
-                done += n;
-            }
-        }
-    }
-    return q->nreaders > 0 ? agree(job, prefix, timeout) : WEX_OK;
+    return st == WEX_OK ? wex__twins_prepare(job) : st;
 }
 
 /* ---- making and putting ---------------------------------------------------- */
@@ -437,6 +271,7 @@ static wex_status arena_take(wex_job *job, uint64_t bytes, unsigned char **p)
         if (st != WEX_OK)
             return st;
         q->arena_used = 0;
+        q->gen++; /* what twins' bytes lay there is overwritten */
     }
     *p = q->arena + q->arena_used;
     q->arena_used += bytes;
@@ -518,6 +353,83 @@ static void make_row(wex_job *job, size_t i, const wex__rows *w,
     }
 }
 
+/* Puts `len` bytes made for operation i to destination offset `at`. */
+static wex_status put_span(wex_job *job, size_t i, uint64_t at,
+                           const unsigned char *bytes, uint64_t len,
+                           XXH3_state_t *h)
+{
+    wex_status st = job->transport.ops->put(
+        job->transport.ctx, job->src.op_peer[i], at, bytes, len);
+
+    job->src.puts++;
+    if (st == WEX_OK && h != NULL)
+        wex__digest_update(h, bytes, len);
+    return st;
+}
+
+/* Puts operation i's rows, made one after the other at `block`: rows
+ * that follow each other at the destination as one put. */
+static wex_status put_block(wex_job *job, size_t i, const unsigned char *block,
+                            XXH3_state_t *h)
+{
+    const wex__op *o = &job->ops[i];
+    const wex__local_tensor *dt =
+        &job->theirs->layouts[o->dst_rank].tensors[o->dst_tensor];
+    uint64_t row_bytes = o->extent[o->ndim - 1] * o->dtype_size;
+    uint64_t at = 0, first = 0, start = 0, len = 0;
+    wex_status st = WEX_OK;
+    wex__rows w;
+
+    for (wex__rows_init(&w, o); st == WEX_OK && w.left > 0;
+         w.left--, wex__rows_next(&w), at += row_bytes) {
+        uint64_t off =
+            wex__element_at(dt->shape, dt->ndim, o->dst_off, o->ndim, w.idx) *
+            o->dtype_size;
+        if (len > 0 && off == start + len) {
+            len += row_bytes;
+            continue;
+        }
+        if (len > 0)
+            st = put_span(job, i, start, block + first, len, h);
+        start = off;
+        first = at;
+        len = row_bytes;
+    }
+    if (st == WEX_OK && len > 0)
+        st = put_span(job, i, start, block + first, len, h);
+    return st;
+}
+
+/* A QUANTIZE operation on host memory that fits the arena: its bytes are
+ * made whole there once, and a twin that runs while they still lie there
+ * (quantize_twins.c) puts them again instead of reading its floats. */
+static wex_status put_quantized(wex_job *job, size_t i, XXH3_state_t *h)
+{
+    struct wex__quant_state *q = job->src.quant;
+    const wex__op *o = &job->ops[i];
+    size_t lead = q->leader[i];
+    uint64_t row_bytes = o->extent[o->ndim - 1] * o->dtype_size, at = 0;
+    unsigned char *out = NULL;
+    wex_status st;
+    wex__rows w;
+
+    if (q->made != NULL && q->made_gen[lead] == q->gen) {
+        q->reused_bytes += o->src_bytes;
+        return put_block(job, i, q->made[lead], h);
+    }
+    if ((st = arena_take(job, o->bytes, &out)) != WEX_OK)
+        return st;
+    for (wex__rows_init(&w, o); w.left > 0;
+         w.left--, wex__rows_next(&w), at += row_bytes)
+        make_row(job, i, &w, out + at, NULL);
+    if (q->made != NULL) {
+        q->made[lead] = out;
+        q->made_gen[lead] = q->gen;
+    }
+    q->made_bytes += o->src_bytes;
+    return put_block(job, i, out, h);
+}
+
 wex_status wex__transforms_put(wex_job *job, size_t i, XXH3_state_t *h)
 {
     const wex__op *o = &job->ops[i];
@@ -537,6 +449,8 @@ wex_status wex__transforms_put(wex_job *job, size_t i, XXH3_state_t *h)
                           i);
     if (o->transform == WEX__OP_QUANTIZE && wex__on_device(job, o->src_tensor))
         return wex__transforms_put_device(job, i, h);
+    if (o->transform == WEX__OP_QUANTIZE && o->bytes <= WEX__STAGING_BYTES)
+        return put_quantized(job, i, h);
     if ((o->transform == WEX__OP_DEQUANTIZE &&
          wex__on_device(job, o->src_tensor)) ||
         (o->transform == WEX__OP_DEQUANTIZE &&
@@ -593,6 +507,18 @@ wex_status wex__transforms_put(wex_job *job, size_t i, XXH3_state_t *h)
 
 void wex__transforms_reset(wex_job *job)
 {
-    if (job->src.quant != NULL)
-        job->src.quant->arena_used = 0;
+    struct wex__quant_state *q = job->src.quant;
+
+    if (q == NULL)
+        return;
+    if (q->made_bytes > 0)
+        WEX__DEBUG("source rank %llu: quantized %llu bytes of floats; %llu "
+                   "more were twins' (another destination replica's same "
+                   "cell) and were not read again",
+                   (unsigned long long)job->rank,
+                   (unsigned long long)q->made_bytes,
+                   (unsigned long long)q->reused_bytes);
+    q->arena_used = 0;
+    q->gen++;
+    q->made_bytes = q->reused_bytes = 0;
 }

@@ -30,8 +30,15 @@ void wex__transforms_free(wex_job *job);
 wex_status wex__transforms_amax(wex_job *job, const char *prefix,
                                 double timeout);
 
+/* The operation a source runs k-th: plan order, but for QUANTIZE
+ * operations that make the same bytes for several destination replicas
+ * (twins, plan/quantize_once.h), which run one after the other so their
+ * bytes are made once (not over a two-sided transport). */
+size_t wex__transforms_nth(const wex_job *job, size_t k);
+
 /* Makes and puts operation i (not a copy), digesting what it puts into
- * `h` (may be NULL). */
+ * `h` (may be NULL). A QUANTIZE operation whose twin ran just before it
+ * puts the bytes that twin made. */
 wex_status wex__transforms_put(wex_job *job, size_t i, XXH3_state_t *h);
 
 /* Whether one of this source's operations dequantizes local tensor

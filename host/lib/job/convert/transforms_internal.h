@@ -6,8 +6,9 @@
 #ifndef WEX_HOST_TRANSFORMS_INTERNAL_H
 #define WEX_HOST_TRANSFORMS_INTERNAL_H
 
-#include "quantize.h"
 #include "job.h"
+#include "numbers.h"
+#include "quantize.h"
 
 /* One block a source quantizes for one destination piece. */
 typedef struct qslot {
@@ -23,11 +24,33 @@ struct wex__quant_state {
     size_t npartner_ranks, partner_cap;
     uint64_t *readers; /* distinct partners, whose amaxes this rank reads */
     size_t nreaders;
-    size_t *op_grid; /* per op: offset into grid (QUANTIZE, SCALE) */
-    size_t *grid;    /* slot index per (op, block row, block col) */
+    size_t *op_grid;   /* per op: offset into grid (QUANTIZE, SCALE) */
+    size_t *op_blocks; /* per op: its entries in grid */
+    size_t *grid;      /* slot index per (op, block row, block col) */
+    float *own;        /* per grid entry: the op's own amax of the block */
+    /* Twins (quantize_twins.c): per op, the first that makes the same
+     * bytes (itself if none); the order ops run in (NULL: plan order). */
+    size_t *leader, *order;
     unsigned char *arena;
     size_t arena_used;
+    /* per leader: where its twins' bytes lie whole in the arena, valid
+     * while made_gen matches gen (bumped each time the arena is reused) */
+    unsigned char **made;
+    uint32_t *made_gen, gen;
+    uint64_t made_bytes, reused_bytes; /* this step: floats read, skipped */
 };
+
+/* The larger magnitude of two amaxes (signs dropped; NaN bits win). */
+static inline float wex__amax_max(float a, float b)
+{
+    return (wex__f32_bits(b) & 0x7fffffffu) > (wex__f32_bits(a) & 0x7fffffffu)
+               ? wex__f32_of_bits(wex__f32_bits(b) & 0x7fffffffu)
+               : a;
+}
+
+/* After the quantization state is built: each op's leader, and an order
+ * that runs twins one after the other where the transport allows. */
+wex_status wex__twins_prepare(wex_job *job);
 
 /* The blocks an operation touches: rows [b0[0], b1[0]) x cols [b0[1], b1[1]). */
 static inline void wex__op_blocks(const wex__op *o, uint64_t *b0, uint64_t *b1)

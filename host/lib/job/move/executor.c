@@ -312,7 +312,8 @@ wex_status wex__execute_ops(wex_job *job, uint64_t *digests,
     snprintf(amax_prefix, sizeof(amax_prefix), "%samax/", try_prefix);
     st = wex__transforms_amax(job, amax_prefix, timeout);
     for (uint32_t pass = 0; pass < passes && st == WEX_OK; pass++) {
-        for (size_t i = 0; i < job->op_count && st == WEX_OK; i++) {
+        for (size_t k = 0; k < job->op_count && st == WEX_OK; k++) {
+            size_t i = wex__transforms_nth(job, k); /* twins together */
             if (passes > 1 && job->src.op_pass[i] != pass)
                 continue;
             if (wex__delta_put(job, i, &st)) { /* into its inbox */
