@@ -167,7 +167,7 @@ static void print_delta(const wex_tool_plan_summary *s)
            s->delta.whole_bytes,
            s->delta.changed > s->delta.max_fraction
                ? " (past max_fraction: every one)"
-               : " (converting ones)");
+               : " (fp8 scales and other conversions)");
     printf("           busiest sender %" PRIu64
            " bytes, busiest receiver %" PRIu64 " bytes; snapshots %" PRIu64
            " bytes (largest source "

@@ -118,6 +118,7 @@ typedef struct wex__delta_group {
     uint64_t snap_off, bytes;  /* its snapshot in the source's snapshots */
     uint64_t out_off, out_cap; /* its payload's room in the outbox */
     int64_t payload_len;       /* this step's; -1: the ops go whole */
+    int made;                  /* QUANTIZE: encoded when first made */
     uint64_t payload_digest, digest;
     uint64_t changed, elems;
 } wex__delta_group;
@@ -133,6 +134,7 @@ typedef struct wex__job_source_delta {
     uint64_t outbox_bytes;
     wex_transport_mem *outbox_mem;
     wex__delta_enc enc;
+    int verify;                        /* this try digests what it sends */
     uint64_t snap_step;                /* the committed step the snapshots hold
                                   (0: none: every destination whole) */
     wex_transport_peer **inbox;        /* per peer: its inbox for this source */

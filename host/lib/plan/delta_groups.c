@@ -8,6 +8,8 @@
 
 int wex__delta_eligible(const wex__op *o)
 {
+    if (o->transform == WEX__OP_QUANTIZE)
+        return o->dtype_size == 1 && o->bytes <= WEX__DELTA_MADE_MAX;
     return o->transform == WEX__OP_COPY && o->dtype_size > 0 &&
            o->dtype_size <= 8 && 32 % o->dtype_size == 0;
 }
@@ -15,7 +17,7 @@ int wex__delta_eligible(const wex__op *o)
 int wex__delta_same_read(const wex__op *a, const wex__op *b)
 {
     return a->src_tensor == b->src_tensor && a->ndim == b->ndim &&
-           a->dtype_size == b->dtype_size &&
+           a->dtype_size == b->dtype_size && a->transform == b->transform &&
            memcmp(a->src_off, b->src_off, sizeof(a->src_off)) == 0 &&
            memcmp(a->extent, b->extent, sizeof(a->extent)) == 0;
 }
@@ -32,6 +34,8 @@ static int cmp_read(const void *pa, const void *pb)
         return a->ndim < b->ndim ? -1 : 1;
     if (a->dtype_size != b->dtype_size)
         return a->dtype_size < b->dtype_size ? -1 : 1;
+    if (a->transform != b->transform)
+        return a->transform < b->transform ? -1 : 1;
     if ((c = memcmp(a->src_off, b->src_off, sizeof(a->src_off))) != 0)
         return c;
     if ((c = memcmp(a->extent, b->extent, sizeof(a->extent))) != 0)

@@ -13,9 +13,17 @@
 
 #include "plan.h"
 
-/* A copy of elements of 1 to 8 bytes (a converting op goes whole). */
+/* The largest QUANTIZE operation that goes as a delta: its e4m3 bytes
+ * are made whole in the source's staging arena (WEX__STAGING_BYTES)
+ * and encoded from there. */
+#define WEX__DELTA_MADE_MAX (64ull << 20)
+
+/* A copy of elements of 1 to 8 bytes, or a QUANTIZE operation (its e4m3
+ * bytes against those it last sent) up to WEX__DELTA_MADE_MAX; other
+ * converting operations, and fp8 scales, go whole. */
 int wex__delta_eligible(const wex__op *o);
-/* Whether two operations read the same box of the same local tensor. */
+/* Whether two operations read the same box of the same local tensor and
+ * make the same bytes of it (a copy, or the same cell quantized). */
 int wex__delta_same_read(const wex__op *a, const wex__op *b);
 /* Sorts pointers into one array of operations by what they read (local
  * tensor, box), then by position: operations that read the same bytes

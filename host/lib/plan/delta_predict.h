@@ -2,8 +2,9 @@
  * A delta step predicted before any step runs (`wex plan --changed F`,
  * docs/design.md "Delta steps"): every operation that can go as a delta
  * sends the payload the encoder is expected to make when a fraction F of
- * its elements changed at random places; the rest (converting ones, and
- * every one when F is past the job's max_fraction) go whole. A source
+ * its elements changed at random places (a QUANTIZE operation's e4m3
+ * bytes too); the rest (fp8 scales, other conversions, and every one
+ * when F is past the job's max_fraction) go whole. A source
  * first scans its snapshots (at the rate this CPU's encoder measures),
  * then sends; the step is its busiest link's or source's time.
  */

@@ -40,6 +40,11 @@ wex_status wex__twins_prepare(wex_job *job)
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
     if ((st = wex__quantize_leaders(job->ops, n, q->leader)) != WEX_OK)
         return st;
+    q->made = calloc(n ? n : 1, sizeof(*q->made));
+    q->made_gen = calloc(n ? n : 1, sizeof(*q->made_gen));
+    q->gen = 1; /* no leader's bytes are made yet */
+    if (q->made == NULL || q->made_gen == NULL)
+        return wex__error(WEX_ERR_NOMEM, "job: out of memory");
     for (size_t i = 0; i < n && !twins; i++)
         twins = q->leader[i] != i;
     if (!twins)
@@ -51,12 +56,8 @@ wex_status wex__twins_prepare(wex_job *job)
     pos = calloc(np + 1, sizeof(*pos));
     done = calloc(n, 1);
     q->order = malloc(n * sizeof(*q->order));
-    q->made = calloc(n, sizeof(*q->made));
-    q->made_gen = calloc(n, sizeof(*q->made_gen));
-    q->gen = 1; /* no leader's bytes are made yet */
     if (chain == NULL || tail == NULL || first == NULL || queue == NULL ||
-        pos == NULL || done == NULL || q->order == NULL || q->made == NULL ||
-        q->made_gen == NULL) {
+        pos == NULL || done == NULL || q->order == NULL) {
         st = wex__error(WEX_ERR_NOMEM, "job: out of memory");
         goto out;
     }

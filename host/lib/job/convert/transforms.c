@@ -7,6 +7,7 @@
 
 #include <wex/bytes.h>
 
+#include "delta_groups.h"
 #include "device_memory.h"
 #include "digest_update.h"
 #include "error.h"
@@ -400,10 +401,12 @@ static wex_status put_block(wex_job *job, size_t i, const unsigned char *block,
     return st;
 }
 
-/* A QUANTIZE operation on host memory that fits the arena: its bytes are
- * made whole there once, and a twin that runs while they still lie there
- * (quantize_twins.c) puts them again instead of reading its floats. */
-static wex_status put_quantized(wex_job *job, size_t i, XXH3_state_t *h)
+/* A delta of a QUANTIZE operation is encoded from its bytes made whole. */
+_Static_assert(WEX__DELTA_MADE_MAX <= WEX__STAGING_BYTES,
+               "a QUANTIZE operation that goes as a delta fits the arena");
+
+wex_status wex__transforms_made(wex_job *job, size_t i,
+                                const unsigned char **bytes_p)
 {
     struct wex__quant_state *q = job->src.quant;
     const wex__op *o = &job->ops[i];
@@ -413,21 +416,33 @@ static wex_status put_quantized(wex_job *job, size_t i, XXH3_state_t *h)
     wex_status st;
     wex__rows w;
 
-    if (q->made != NULL && q->made_gen[lead] == q->gen) {
-        q->reused_bytes += o->src_bytes;
-        return put_block(job, i, q->made[lead], h);
+    if (q->made_gen[lead] == q->gen) {
+        if (q->made_op != i) /* not its own, made for its delta */
+            q->reused_bytes += o->src_bytes;
+        *bytes_p = q->made[lead];
+        return WEX_OK;
     }
     if ((st = arena_take(job, o->bytes, &out)) != WEX_OK)
         return st;
     for (wex__rows_init(&w, o); w.left > 0;
          w.left--, wex__rows_next(&w), at += row_bytes)
         make_row(job, i, &w, out + at, NULL);
-    if (q->made != NULL) {
-        q->made[lead] = out;
-        q->made_gen[lead] = q->gen;
-    }
+    q->made[lead] = out;
+    q->made_gen[lead] = q->gen;
+    q->made_op = i;
     q->made_bytes += o->src_bytes;
-    return put_block(job, i, out, h);
+    *bytes_p = out;
+    return WEX_OK;
+}
+
+/* A QUANTIZE operation on host memory that fits the arena: made whole
+ * there once for it and its twins, and put from there. */
+static wex_status put_quantized(wex_job *job, size_t i, XXH3_state_t *h)
+{
+    const unsigned char *made = NULL;
+    wex_status st = wex__transforms_made(job, i, &made);
+
+    return st == WEX_OK ? put_block(job, i, made, h) : st;
 }
 
 wex_status wex__transforms_put(wex_job *job, size_t i, XXH3_state_t *h)

@@ -36,6 +36,13 @@ wex_status wex__transforms_amax(wex_job *job, const char *prefix,
  * bytes are made once (not over a two-sided transport). */
 size_t wex__transforms_nth(const wex_job *job, size_t k);
 
+/* QUANTIZE operation i's e4m3 bytes on host memory (at most
+ * WEX__STAGING_BYTES), its rows one after the other: made into the
+ * staging arena, unless a twin's still lie there; valid until the arena
+ * is next reused (the next make of another cell, or the step's end). */
+wex_status wex__transforms_made(wex_job *job, size_t i,
+                                const unsigned char **bytes_p);
+
 /* Makes and puts operation i (not a copy), digesting what it puts into
  * `h` (may be NULL). A QUANTIZE operation whose twin ran just before it
  * puts the bytes that twin made. */

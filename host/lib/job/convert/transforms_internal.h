@@ -37,6 +37,7 @@ struct wex__quant_state {
      * while made_gen matches gen (bumped each time the arena is reused) */
     unsigned char **made;
     uint32_t *made_gen, gen;
+    size_t made_op;                    /* the op that made the last bytes */
     uint64_t made_bytes, reused_bytes; /* this step: floats read, skipped */
 };
 

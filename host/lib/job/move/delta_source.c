@@ -23,6 +23,7 @@
 #include "digest_update.h"
 #include "error.h"
 #include "job.h"
+#include "transforms.h"
 
 /* ---- groups ------------------------------------------------------------ */
 
@@ -192,32 +193,35 @@ static wex_status read_bases(wex_job *job, uint64_t number,
 /* A multiple of every element size, small enough to stay in L2. */
 #define SLICE_BYTES (64u << 10)
 
-/* One group: its op's runs against its snapshot, into its room in the
- * outbox; and the digest of its current bytes. */
-static void encode(wex_job *job, wex__delta_group *g, XXH3_state_t *h)
+/* Feeds `n` current bytes at `cur` against the snapshot at `snap` to the
+ * encoder, a slice at a time, each digested right after its scan, from
+ * cache. */
+static void feed(wex__job_source_delta *d, const uint8_t *cur, uint8_t *snap,
+                 uint64_t n, XXH3_state_t *h)
+{
+    for (uint64_t at = 0; at < n; at += SLICE_BYTES) {
+        uint64_t k = n - at < SLICE_BYTES ? n - at : SLICE_BYTES;
+        wex__delta_enc_feed(&d->enc, cur + at, snap + at, k);
+        if (h != NULL)
+            wex__digest_update(h, cur + at, k);
+    }
+}
+
+static void encode_start(wex_job *job, const wex__delta_group *g,
+                         XXH3_state_t *h)
 {
     wex__job_source_delta *d = &job->src.delta;
-    const wex__op *o = &job->ops[g->first_op];
-    const uint8_t *base = job->bind[o->src_tensor].address;
-    uint8_t *snap = d->snapshots + g->snap_off;
-    wex__box_runs w;
-    uint64_t a, b;
 
-    wex__op_runs(job, o, &w);
     if (h != NULL)
         XXH3_64bits_reset(h);
-    wex__delta_enc_start(&d->enc, o->dtype_size, d->outbox + g->out_off,
-                         g->out_cap);
-    while (wex__box_runs_next(&w, &a, &b))
-        /* digested a slice at a time right after its scan, from cache */
-        for (uint64_t at = 0; at < w.run_bytes; at += SLICE_BYTES) {
-            uint64_t n =
-                w.run_bytes - at < SLICE_BYTES ? w.run_bytes - at : SLICE_BYTES;
-            wex__delta_enc_feed(&d->enc, base + a + at, snap, n);
-            if (h != NULL)
-                wex__digest_update(h, base + a + at, n);
-            snap += n;
-        }
+    wex__delta_enc_start(&d->enc, job->ops[g->first_op].dtype_size,
+                         d->outbox + g->out_off, g->out_cap);
+}
+
+static void encode_end(wex_job *job, wex__delta_group *g, XXH3_state_t *h)
+{
+    wex__job_source_delta *d = &job->src.delta;
+
     g->payload_len = wex__delta_enc_end(&d->enc);
     g->changed = d->enc.changed;
     g->elems = d->enc.elems;
@@ -230,6 +234,47 @@ static void encode(wex_job *job, wex__delta_group *g, XXH3_state_t *h)
         h != NULL && g->payload_len >= 0
             ? XXH3_64bits(d->outbox + g->out_off, (size_t)g->payload_len)
             : 0;
+    d->changed += g->changed;
+    d->elems += g->elems;
+}
+
+/* A copying group: its op's runs against its snapshot, into its room in
+ * the outbox; and the digest of its current bytes. */
+static void encode(wex_job *job, wex__delta_group *g, XXH3_state_t *h)
+{
+    wex__job_source_delta *d = &job->src.delta;
+    const wex__op *o = &job->ops[g->first_op];
+    const uint8_t *base = job->bind[o->src_tensor].address;
+    uint8_t *snap = d->snapshots + g->snap_off;
+    wex__box_runs w;
+    uint64_t a, b;
+
+    wex__op_runs(job, o, &w);
+    encode_start(job, g, h);
+    while (wex__box_runs_next(&w, &a, &b)) {
+        feed(d, base + a, snap, w.run_bytes, h);
+        snap += w.run_bytes;
+    }
+    encode_end(job, g, h);
+}
+
+/* A quantizing group, when its first op runs (its blocks' amaxes are
+ * known only then): its e4m3 bytes, made once for every twin, against
+ * the snapshot of those it last sent. */
+static wex_status encode_made(wex_job *job, size_t i, wex__delta_group *g)
+{
+    wex__job_source_delta *d = &job->src.delta;
+    XXH3_state_t *h = d->verify ? job->scratch.hash : NULL;
+    const unsigned char *made = NULL;
+    wex_status st = wex__transforms_made(job, i, &made);
+
+    if (st != WEX_OK)
+        return st;
+    encode_start(job, g, h);
+    feed(d, made, d->snapshots + g->snap_off, job->ops[i].bytes, h);
+    encode_end(job, g, h);
+    g->made = 0;
+    return WEX_OK;
 }
 
 wex_status wex__delta_begin(wex_job *job, uint64_t number,
@@ -245,15 +290,18 @@ wex_status wex__delta_begin(wex_job *job, uint64_t number,
     if ((st = make_room(job)) != WEX_OK ||
         (st = read_bases(job, number, try_prefix, timeout)) != WEX_OK)
         return st;
+    d->verify = h != NULL;
     for (size_t k = 0; k < d->group_count; k++) {
         wex__delta_group *g = &d->groups[k];
         const wex__op *o = &job->ops[g->first_op];
         g->payload_len = -1;
+        g->made = 0;
         if (job->memory_kind[o->src_tensor] != WEX_MEMORY_HOST)
             continue; /* a device source sends whole (not yet encoded) */
-        encode(job, g, h);
-        d->changed += g->changed;
-        d->elems += g->elems;
+        if (o->transform == WEX__OP_QUANTIZE)
+            g->made = 1; /* once its amaxes are agreed (wex__delta_put) */
+        else
+            encode(job, g, h);
     }
     return WEX_OK;
 }
@@ -270,7 +318,13 @@ int wex__delta_put(wex_job *job, size_t i, wex_status *st_p)
         return 0;
     memset(r, 0, sizeof(*r));
     r->mode = WEX__DELTA_OP_FULL;
-    if (gi == UINT32_MAX || !d->peer_delta[p])
+    if (gi == UINT32_MAX)
+        return 0;
+    /* encoded even when nobody takes it: the snapshot is what was sent */
+    if (d->groups[gi].made &&
+        (*st_p = encode_made(job, i, &d->groups[gi])) != WEX_OK)
+        return 1;
+    if (!d->peer_delta[p])
         return 0;
     g = &d->groups[gi];
     if (g->payload_len < 0 ||
