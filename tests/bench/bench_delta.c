@@ -36,14 +36,13 @@ typedef struct target {
 static int apply(void *arg, uint64_t base, const uint32_t *pos, uint32_t n,
                  const uint8_t *values)
 {
-    uint16_t *to = (uint16_t *)(void *)((target *)arg)->buf + base;
+    uint8_t *to = ((target *)arg)->buf + base * 2;
 
-    if (pos == NULL) {
+    /* what a destination's apply does with a contiguous run */
+    if (pos == NULL)
         memcpy(to, values, (size_t)n * 2);
-        return 0;
-    }
-    for (uint32_t i = 0; i < n; i++)
-        memcpy(to + pos[i], values + 2 * (size_t)i, 2);
+    else
+        wex__delta_scatter(to, pos, n, values, 2);
     return 0;
 }
 

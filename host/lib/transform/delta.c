@@ -487,6 +487,30 @@ static int read_sparse(reader *r, uint32_t u, unsigned elem, uint32_t *pos,
     return 0;
 }
 
+void wex__delta_scatter(uint8_t *to, const uint32_t *pos, uint32_t n,
+                        const uint8_t *values, unsigned elem)
+{
+    /* fixed sizes, so each write is one store (prefetching the lines
+     * ahead, tried, gained nothing: the writes are bound by memory) */
+    switch (elem) {
+    case 1:
+        for (uint32_t i = 0; i < n; i++)
+            to[pos[i]] = values[i];
+        return;
+    case 2:
+        for (uint32_t i = 0; i < n; i++)
+            memcpy(to + (size_t)pos[i] * 2, values + (size_t)i * 2, 2);
+        return;
+    case 4:
+        for (uint32_t i = 0; i < n; i++)
+            memcpy(to + (size_t)pos[i] * 4, values + (size_t)i * 4, 4);
+        return;
+    default:
+        for (uint32_t i = 0; i < n; i++)
+            memcpy(to + (size_t)pos[i] * elem, values + (size_t)i * elem, elem);
+    }
+}
+
 int wex__delta_walk(const uint8_t *payload, size_t len, unsigned elem,
                     uint64_t elems, wex__delta_sink sink, void *arg, char *why,
                     size_t why_cap)

@@ -87,6 +87,12 @@ uint64_t wex__delta_bound(uint64_t elems, unsigned elem);
 typedef int (*wex__delta_sink)(void *arg, uint64_t base, const uint32_t *pos,
                                uint32_t n, const uint8_t *values);
 
+/* Writes a sparse chunk's n values (`elem` bytes each, one after the
+ * other at `values`) to elements pos[] (ascending) of `to`: what a
+ * destination's apply does with a chunk whose run is contiguous. */
+void wex__delta_scatter(uint8_t *to, const uint32_t *pos, uint32_t n,
+                        const uint8_t *values, unsigned elem);
+
 /* Walks a payload of a stream of `elems` elements of `elem` bytes;
  * 0, or -1 with a reason in `why` when it is malformed (a length past
  * the payload, positions out of order or out of the chunk, a stream

@@ -222,29 +222,6 @@ static void copy_piece(void *arg, uint8_t *at, uint64_t n)
 }
 
 /* n elements of `elem` bytes from values to to + pos[i] * elem. */
-static void scatter(uint8_t *to, const uint32_t *pos, uint32_t n,
-                    const uint8_t *values, uint64_t elem)
-{
-    switch (elem) {
-    case 1:
-        for (uint32_t i = 0; i < n; i++)
-            to[pos[i]] = values[i];
-        return;
-    case 2:
-        for (uint32_t i = 0; i < n; i++)
-            memcpy(to + (size_t)pos[i] * 2, values + (size_t)i * 2, 2);
-        return;
-    case 4:
-        for (uint32_t i = 0; i < n; i++)
-            memcpy(to + (size_t)pos[i] * 4, values + (size_t)i * 4, 4);
-        return;
-    default:
-        for (uint32_t i = 0; i < n; i++)
-            memcpy(to + (size_t)pos[i] * elem, values + (size_t)i * elem,
-                   (size_t)elem);
-    }
-}
-
 static int hash_sink(void *arg, uint64_t base, const uint32_t *pos, uint32_t n,
                      const uint8_t *values)
 {
@@ -264,7 +241,7 @@ static int hash_sink(void *arg, uint64_t base, const uint32_t *pos, uint32_t n,
     }
     u = v->elems - base < WEX__DELTA_CHUNK ? v->elems - base : WEX__DELTA_CHUNK;
     cursor_visit(&v->c, from, from + u * v->elem, copy_piece, &to);
-    scatter(v->chunk, pos, n, values, v->elem);
+    wex__delta_scatter(v->chunk, pos, n, values, (unsigned)v->elem);
     wex__digest_update(v->h, v->chunk, u * v->elem);
     v->pos = from + u * v->elem;
     return 0;
@@ -302,7 +279,8 @@ static int write_sink(void *arg, uint64_t base, const uint32_t *pos, uint32_t n,
         return 0;
     }
     if (w->whole != NULL) {
-        scatter(w->whole + base * elem, pos, n, values, elem);
+        wex__delta_scatter(w->whole + base * elem, pos, n, values,
+                           (unsigned)elem);
         return 0;
     }
     for (uint32_t i = 0; i < n; i++) {
