@@ -94,13 +94,17 @@ static wex_status delta_bytes(launch *l, const wex_tool_job_info *job,
             return st;
         *bytes += snapshot + outbox;
     }
-    if (job->delta_inbox_bytes > 0)
-        *bytes += side_bytes(l, job, D, a, job->delta_inbox_bytes) -
-                  side_bytes(l, job, D, a, 0);
-    else /* 5 % of what each holds, at least 1 MiB */
-        *bytes += side_bytes(l, job, D, a, 0) / 20 +
-                  (side_bytes(l, job, D, a, 1) - side_bytes(l, job, D, a, 0)) *
-                      (1 << 20);
+    for (uint64_t r = 0; r < job->destination_ranks; r++) {
+        uint64_t inboxes;
+        wex_status st;
+        if (a->host >= 0 &&
+            wex_tool_planner_host(l->plan, D, r) != (uint64_t)a->host)
+            continue;
+        st = wex_tool_planner_delta_inboxes(l->plan, r, &inboxes);
+        if (st != WEX_OK)
+            return st;
+        *bytes += inboxes;
+    }
     return WEX_OK;
 }
 

@@ -81,3 +81,50 @@ wex_status wex__delta_memory(const wex__op *ops, size_t count,
     free(order);
     return WEX_OK;
 }
+
+uint64_t wex__delta_inbox_share(uint64_t inbox_bytes, uint64_t pair,
+                                uint64_t received)
+{
+    const uint64_t least = 1ull << 20, share_least = 64ull << 10;
+    uint64_t room = inbox_bytes, share;
+
+    if (room == 0)
+        room = received / 20 > least ? received / 20 : least;
+    share = received
+                ? (uint64_t)((double)room * (double)pair / (double)received)
+                : 0;
+    share = share < share_least ? share_least : share;
+    return (share + 4095) & ~(uint64_t)4095;
+}
+
+static int by_source(const void *a, const void *b)
+{
+    uint64_t x = ((const uint64_t *)a)[0], y = ((const uint64_t *)b)[0];
+
+    return x < y ? -1 : x > y;
+}
+
+wex_status wex__delta_inboxes(const wex__op *ops, size_t count,
+                              uint64_t inbox_bytes, uint64_t *bytes_p)
+{
+    uint64_t(*pairs)[2] = malloc((count + 1) * sizeof(*pairs));
+    uint64_t received = 0;
+
+    *bytes_p = 0;
+    if (pairs == NULL)
+        return wex__error(WEX_ERR_NOMEM, "plan: out of memory");
+    for (size_t i = 0; i < count; i++) {
+        pairs[i][0] = ops[i].src_rank;
+        pairs[i][1] = ops[i].bytes;
+        received += ops[i].bytes;
+    }
+    qsort(pairs, count, sizeof(*pairs), by_source);
+    for (size_t i = 0, end; i < count; i = end) {
+        uint64_t pair = 0;
+        for (end = i; end < count && pairs[end][0] == pairs[i][0]; end++)
+            pair += pairs[end][1];
+        *bytes_p += wex__delta_inbox_share(inbox_bytes, pair, received);
+    }
+    free(pairs);
+    return WEX_OK;
+}

@@ -40,4 +40,15 @@ wex_status wex__delta_memory(const wex__op *ops, size_t count,
                              double max_fraction, uint64_t *snapshot_p,
                              uint64_t *outbox_p);
 
+/* A destination's inboxes: `inbox_bytes` (0: by default 5 % of the bytes
+ * it receives, at least 1 MiB) shared out by what each source sends it,
+ * each share at least 64 KiB, in whole pages. The share of a source
+ * sending `pair` of the `received` bytes: */
+uint64_t wex__delta_inbox_share(uint64_t inbox_bytes, uint64_t pair,
+                                uint64_t received);
+/* ... and all of a destination's with these operations, allocated as
+ * shares are. WEX_ERR_NOMEM when sorting has no memory. */
+wex_status wex__delta_inboxes(const wex__op *ops, size_t count,
+                              uint64_t inbox_bytes, uint64_t *bytes_p);
+
 #endif /* WEX_HOST_DELTA_GROUPS_H */

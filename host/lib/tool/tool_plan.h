@@ -145,6 +145,11 @@ wex_status wex_tool_planner_delta_memory(wex_tool_planner *planner,
                                          uint64_t rank, uint64_t *snapshot_p,
                                          uint64_t *outbox_p);
 
+/* What destination rank `rank` allocates for delta inboxes; 0 when the
+ * job has deltas off. */
+wex_status wex_tool_planner_delta_inboxes(wex_tool_planner *planner,
+                                          uint64_t rank, uint64_t *bytes_p);
+
 /* Plans rank `rank` of `side` with every source live and writes its
  * plan share into `dir` (made if missing), whole or not at all; adds the
  * file's bytes to *bytes. */

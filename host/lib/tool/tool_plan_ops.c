@@ -126,6 +126,24 @@ wex_status wex_tool_planner_delta_memory(wex_tool_planner *planner,
     return st;
 }
 
+wex_status wex_tool_planner_delta_inboxes(wex_tool_planner *planner,
+                                          uint64_t rank, uint64_t *bytes_p)
+{
+    wex_plan_builder b;
+    wex_status st;
+
+    *bytes_p = 0;
+    if (!planner->job->delta)
+        return WEX_OK;
+    wex__plan_builder_init(&b, &planner->src, &planner->dst);
+    st = wex__planner_rank(planner, WEX_SIDE_DESTINATION, rank, &b);
+    if (st == WEX_OK)
+        st = wex__delta_inboxes(b.ops, b.count, planner->job->delta_inbox_bytes,
+                                bytes_p);
+    wex__plan_builder_fini(&b);
+    return st;
+}
+
 wex_status wex_tool_share_make(wex_tool_planner *planner, const char *dir,
                                uint32_t side, uint64_t rank, uint64_t *bytes)
 {

@@ -17,12 +17,10 @@
 #include <xxhash.h>
 
 #include "clock.h"
+#include "delta_groups.h"
 #include "delta_move.h"
 #include "digest_update.h"
 #include "error.h"
-
-#define INBOX_MIN (1ull << 20)
-#define INBOX_SHARE_MIN (64ull << 10)
 
 /* ---- inboxes ------------------------------------------------------------ */
 
@@ -78,15 +76,13 @@ wex_status wex__delta_dest_prepare(wex_job *job)
 wex_status wex__delta_inbox_open(wex_job *job)
 {
     wex__job_destination_delta *d = &job->dst.delta;
-    uint64_t total = 0, room = job->plan.job->delta_inbox_bytes;
+    uint64_t total = 0;
     size_t peers = job->peer_count;
 
     if (!can_take_deltas(job) || d->inbox != NULL)
         return WEX_OK;
     for (size_t i = 0; i < job->op_count; i++)
         total += job->ops[i].bytes;
-    if (room == 0)
-        room = total / 20 > INBOX_MIN ? total / 20 : INBOX_MIN;
     d->inbox_rank = calloc(peers + 1, sizeof(*d->inbox_rank));
     d->inbox = calloc(peers + 1, sizeof(*d->inbox));
     d->inbox_mem = calloc(peers + 1, sizeof(*d->inbox_mem));
@@ -102,9 +98,8 @@ wex_status wex__delta_inbox_open(wex_job *job)
         for (size_t i = 0; i < job->op_count; i++)
             if (job->op_peer_index[i] == p)
                 pair += job->ops[i].bytes;
-        share = total ? (uint64_t)((double)room * pair / (double)total) : 0;
-        share = share < INBOX_SHARE_MIN ? INBOX_SHARE_MIN : share;
-        share = (share + 4095) & ~(uint64_t)4095;
+        share = wex__delta_inbox_share(job->plan.job->delta_inbox_bytes, pair,
+                                       total);
         wex__error_clear();
         st = job->transport.ops->mem_alloc(job->transport.ctx, share, &address,
                                            &d->inbox_mem[d->inbox_count]);
