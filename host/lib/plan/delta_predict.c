@@ -56,14 +56,6 @@ wex_status wex__plan_delta_add(wex__plan_delta *d, const wex__planner *p,
     return st;
 }
 
-static double link_seconds(const uint64_t link[2], const wex__topology *t)
-{
-    double nic = (double)link[0] / t->nic_bytes_per_s;
-    double intra = (double)link[1] / t->intra_bytes_per_s;
-
-    return nic > intra ? nic : intra;
-}
-
 wex_status wex__plan_delta_finish(wex__plan_delta *d, wex__planner *p)
 {
     const wex__topology *t = &p->topology;
@@ -90,17 +82,15 @@ wex_status wex__plan_delta_finish(wex__plan_delta *d, wex__planner *p)
         if (outbox > d->max_outbox_bytes)
             d->max_outbox_bytes = outbox;
         /* a source scans every snapshot, then sends */
-        s = link_seconds(d->stats.send[r], t) +
+        s = wex__plan_source_seconds(&d->stats, r, t) +
             (d->scan_bytes_per_s > 0 ? (double)snap / d->scan_bytes_per_s : 0);
-        if (d->stats.quant[r] > 0 && t->quantize_bytes_per_s > 0)
-            s += (double)d->stats.quant[r] / t->quantize_bytes_per_s;
         if (s > worst)
             worst = s;
     }
     wex__plan_builder_fini(&b);
     for (uint64_t r = 0; st == WEX_OK && r < p->dst.ranks; r++)
-        if (link_seconds(d->stats.recv[r], t) > worst)
-            worst = link_seconds(d->stats.recv[r], t);
+        if (wex__plan_link_seconds(d->stats.recv[r], t) > worst)
+            worst = wex__plan_link_seconds(d->stats.recv[r], t);
     d->predicted = worst;
     return st;
 }

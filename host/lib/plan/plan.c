@@ -324,48 +324,37 @@ uint64_t wex__plan_max_recv(const wex__plan_stats *s)
     return max_link((const uint64_t(*)[2])s->recv, s->dst_ranks);
 }
 
-static double slowest(const uint64_t (*links)[2], uint64_t ranks,
-                      const wex__topology *t)
+double wex__plan_link_seconds(const uint64_t link[2], const wex__topology *t)
 {
-    double worst = 0;
+    double nic = (double)link[0] / t->nic_bytes_per_s;
+    double intra = (double)link[1] / t->intra_bytes_per_s;
 
-    for (uint64_t r = 0; r < ranks; r++) {
-        double nic = (double)links[r][0] / t->nic_bytes_per_s;
-        double intra = (double)links[r][1] / t->intra_bytes_per_s;
-        if (nic > worst)
-            worst = nic;
-        if (intra > worst)
-            worst = intra;
-    }
-    return worst;
+    return nic > intra ? nic : intra;
 }
 
 /* A source quantizes before it sends what it quantized: the two add up
  * (a pipelined sender would overlap them; this one does not yet). */
-static double slowest_source(const wex__plan_stats *s, const wex__topology *t)
+double wex__plan_source_seconds(const wex__plan_stats *s, uint64_t rank,
+                                const wex__topology *t)
 {
-    double worst = 0;
-
-    for (uint64_t r = 0; r < s->src_ranks; r++) {
-        double nic = (double)s->send[r][0] / t->nic_bytes_per_s;
-        double intra = (double)s->send[r][1] / t->intra_bytes_per_s;
-        double q = s->quant[r] && t->quantize_bytes_per_s > 0
-                       ? (double)s->quant[r] / t->quantize_bytes_per_s
-                       : 0;
-        double total = (nic > intra ? nic : intra) + q;
-        if (total > worst)
-            worst = total;
-    }
-    return worst;
+    return wex__plan_link_seconds(s->send[rank], t) +
+           (s->quant[rank] && t->quantize_bytes_per_s > 0
+                ? (double)s->quant[rank] / t->quantize_bytes_per_s
+                : 0);
 }
 
 double wex__plan_predicted_seconds(const wex__plan_stats *s,
                                    const wex__topology *t)
 {
-    double send = slowest_source(s, t);
-    double recv = slowest((const uint64_t(*)[2])s->recv, s->dst_ranks, t);
+    double worst = 0;
 
-    return send > recv ? send : recv;
+    for (uint64_t r = 0; r < s->src_ranks; r++)
+        if (wex__plan_source_seconds(s, r, t) > worst)
+            worst = wex__plan_source_seconds(s, r, t);
+    for (uint64_t r = 0; r < s->dst_ranks; r++)
+        if (wex__plan_link_seconds(s->recv[r], t) > worst)
+            worst = wex__plan_link_seconds(s->recv[r], t);
+    return worst;
 }
 
 static void write_array(FILE *out, const uint64_t *v, uint32_t n)

@@ -85,6 +85,12 @@ void wex__plan_stats_fini(wex__plan_stats *s);
 wex_status wex__plan_stats_add(wex__plan_stats *s, const wex__side *src,
                                const wex__side *dst, const wex__op *ops,
                                size_t count);
+/* A rank's time on its links: the slower of its NIC and intra-host
+ * bytes over their bandwidths. */
+double wex__plan_link_seconds(const uint64_t link[2], const wex__topology *t);
+/* Source `rank`'s time: its links, after the floats it quantizes. */
+double wex__plan_source_seconds(const wex__plan_stats *s, uint64_t rank,
+                                const wex__topology *t);
 /* Busiest rank's bytes on either link over that link's bandwidth. */
 double wex__plan_predicted_seconds(const wex__plan_stats *s,
                                    const wex__topology *t);
