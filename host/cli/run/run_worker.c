@@ -203,12 +203,34 @@ static void add_delta(cJSON *one, const wex_sync_report *r)
     cJSON_AddNumberToObject(one, "apply_seconds", r->apply_seconds);
 }
 
+/* A source waits, before it fills the next step's weights, until each
+ * destination it sends to has committed the `commits` steps it saw
+ * commit (every one commits a committed step): then the oracle's filling
+ * never runs beside a destination's step, whose apply (a delta step's)
+ * comes after the verdict the source returns at. A trainer's next step
+ * runs on its GPUs; this one's would take the CPUs a step is timed on.
+ * Best effort: a destination that died after its commit is waited for
+ * a few seconds, then the source goes on. */
+static void await_commits(wex_job *job, uint64_t commits)
+{
+    size_t n = 0;
+    const uint64_t *peers = wex_tool_job_peers(job, &n);
+
+    for (size_t p = 0; p < n; p++) {
+        char key[64];
+        snprintf(key, sizeof(key), "committed/%llu",
+                 (unsigned long long)peers[p]);
+        (void)wex_tool_store_wait_ge(wex_tool_job_store(job), key,
+                                     (int64_t)commits, 5.0);
+    }
+}
+
 static int run_steps(wex_job *job, const run_args *a, cJSON *doc,
                      const wex_tool_checkpoint *ck)
 {
     cJSON *list = steps_list(job, a, doc);
     uint32_t side = a->side;
-    uint64_t rank = a->rank;
+    uint64_t rank = a->rank, commits = 0;
     int code = 0;
 
     for (uint64_t s = a->first_step; s <= a->steps; s++) {
@@ -219,8 +241,11 @@ static int run_steps(wex_job *job, const run_args *a, cJSON *doc,
 
         memset(&r, 0, sizeof(r));
         r.struct_size = sizeof(r);
-        if (side == WEX_SIDE_SOURCE && a->from_checkpoint == NULL)
+        if (side == WEX_SIDE_SOURCE && a->from_checkpoint == NULL) {
+            if (commits > 0)
+                await_commits(job, commits);
             wex_tool_synth_fill(job, s);
+        }
         if (fault_now("die", side, rank, s))
             raise(SIGKILL);
         while (fault_now("hang", side, rank, s))
@@ -256,7 +281,13 @@ static int run_steps(wex_job *job, const run_args *a, cJSON *doc,
             cJSON_AddStringToObject(doc, "error", wex_last_error());
             return 1;
         }
+        if (side == WEX_SIDE_SOURCE)
+            commits++;
         if (side == WEX_SIDE_DESTINATION) {
+            char key[64];
+            snprintf(key, sizeof(key), "committed/%llu",
+                     (unsigned long long)rank);
+            wex_tool_store_add(wex_tool_job_store(job), key, 1, NULL);
             if (fault_now("scribble", side, rank, s))
                 wex_tool_synth_scribble(job);
             bad = run_worker_mismatches(job, ck, s);
