@@ -10,6 +10,10 @@
  * - CUDA destinations: the transport writes pinned host copies, copied
  *   to the device once checked;
  * - both.
+ * Then a delta job (about 1 % of the words change a step): a CUDA source's
+ * boxes read through staging and encoded against its host snapshots, so
+ * the destinations take deltas from step 2 on and hold what they hold
+ * when the source holds host memory.
  * Then bf16 Megatron TP4 sources into an FP8 vLLM TP2 server (blocks cut
  * between sources, which agree on their amax): CUDA sources quantized on
  * the device by the kernels' entry points (the fake's, on the CPU).
@@ -75,6 +79,18 @@ static int rank_main(const char *text, uint32_t side, uint64_t rank,
         }
         if (report.verified != 1 || report.attempts != 1)
             goto out;
+        /* a delta job's destinations take deltas after the first step */
+        if (few_changes && side == WEX_SIDE_DESTINATION && step > 1 &&
+            (report.mode == WEX_SYNC_FULL ||
+             report.wire_bytes * 10 > report.bytes)) {
+            fprintf(stderr,
+                    "destination %llu: step %llu: %llu of %llu bytes "
+                    "on the wire, mode %u: not a delta\n",
+                    (unsigned long long)rank, (unsigned long long)step,
+                    (unsigned long long)report.wire_bytes,
+                    (unsigned long long)report.bytes, report.mode);
+            goto out;
+        }
         if (started_fd >= 0) {
             if (write(started_fd, "", 1) != 1)
                 goto out;
@@ -283,6 +299,22 @@ int main(int argc, char **argv)
                    seed);
             for (int k = 0; k < 5; k++)
                 kill_a_destination(window_job, (unsigned)rand_r(&seed) % 40);
+        }
+        {
+            char delta_job[1100];
+            uint64_t dh[2] = {11, 12}, dc[2] = {13, 14};
+            size_t n = strlen(copy_job);
+            snprintf(delta_job, sizeof(delta_job), "%.*s, \"delta\": true}",
+                     (int)(n - 1), copy_job);
+            few_changes = 1;
+            run_job(delta_job, 1, WEX_MEMORY_HOST, WEX_MEMORY_HOST, dh);
+            run_job(delta_job, 1, WEX_MEMORY_CUDA, WEX_MEMORY_HOST, dc);
+            few_changes = 0;
+            for (int d = 0; d < 2; d++)
+                EXPECT(dh[d] == dc[d],
+                       "delta job: destination %d holds other bytes when "
+                       "its source's memory is CUDA",
+                       d);
         }
         run_job(fp8_job, 4, WEX_MEMORY_HOST, WEX_MEMORY_HOST, fp8_host);
         run_job(fp8_job, 4, WEX_MEMORY_CUDA, WEX_MEMORY_HOST, fp8_cuda);

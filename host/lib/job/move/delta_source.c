@@ -20,6 +20,7 @@
 #include "box_runs.h"
 #include "delta_groups.h"
 #include "delta_move.h"
+#include "device_memory.h"
 #include "digest_update.h"
 #include "error.h"
 #include "job.h"
@@ -258,6 +259,79 @@ static void encode(wex_job *job, wex__delta_group *g, XXH3_state_t *h)
     encode_end(job, g, h);
 }
 
+/* Stages `rows` runs of `width` bytes lying `pitch` apart in device
+ * memory at `src` into pinned host staging (one strided copy) and feeds
+ * them; the staging is free again after (a try's encoding comes before
+ * any of its puts use it). */
+static wex_status feed_device(wex_job *job, const uint8_t *src, uint64_t pitch,
+                              uint64_t width, uint64_t rows, uint8_t **snap,
+                              XXH3_state_t *h)
+{
+    const void *host = NULL;
+    wex_status st;
+
+    wex__device_stage_reset(job->device);
+    st = wex__device_stage_rows(job->device, src, pitch, width, rows, &host);
+    if (st == WEX_OK && host == NULL)
+        return wex__error(WEX_ERR_INTERNAL,
+                          "job: %llu bytes do not fit the empty staging",
+                          (unsigned long long)(width * rows));
+    if (st == WEX_OK) {
+        feed(&job->src.delta, host, *snap, width * rows, h);
+        *snap += width * rows;
+    }
+    wex__device_stage_reset(job->device);
+    return st;
+}
+
+/* A copying group whose source tensor is CUDA memory: its runs read
+ * through pinned staging, those a fixed pitch apart (the rows of a
+ * row-parallel split) as many at a time as staging holds, a run longer
+ * than staging a part at a time; the snapshot is host memory. */
+static wex_status encode_device(wex_job *job, wex__delta_group *g,
+                                XXH3_state_t *h)
+{
+    const wex__op *o = &job->ops[g->first_op];
+    const uint8_t *base = job->bind[o->src_tensor].address;
+    uint8_t *snap = job->src.delta.snapshots + g->snap_off;
+    uint64_t a, b, first = 0, rows = 0, pitch;
+    wex_status st = WEX_OK;
+    wex__box_runs w;
+    int more;
+
+    wex__op_runs(job, o, &w);
+    pitch = w.outer ? w.a_stride[w.outer - 1] : w.run_bytes;
+    encode_start(job, g, h);
+    more = wex__box_runs_next(&w, &a, &b);
+    while (st == WEX_OK && w.run_bytes > WEX__STAGING_BYTES && more) {
+        for (uint64_t at = 0; st == WEX_OK && at < w.run_bytes;
+             at += WEX__STAGING_BYTES) {
+            uint64_t n = w.run_bytes - at < WEX__STAGING_BYTES
+                             ? w.run_bytes - at
+                             : WEX__STAGING_BYTES;
+            st = feed_device(job, base + a + at, n, n, 1, &snap, h);
+        }
+        more = wex__box_runs_next(&w, &a, &b);
+    }
+    while (st == WEX_OK && (more || rows > 0)) {
+        if (more &&
+            (rows == 0 || (a == first + rows * pitch &&
+                           (rows + 1) * w.run_bytes <= WEX__STAGING_BYTES))) {
+            if (rows == 0)
+                first = a;
+            rows++;
+            more = wex__box_runs_next(&w, &a, &b);
+            continue;
+        }
+        st = feed_device(job, base + first, pitch, w.run_bytes, rows, &snap, h);
+        rows = 0;
+    }
+    encode_end(job, g, h);
+    if (st != WEX_OK)
+        g->payload_len = -1;
+    return st;
+}
+
 /* A quantizing group, when its first op runs (its blocks' amaxes are
  * known only then): its e4m3 bytes, made once for every twin, against
  * the snapshot of those it last sent. */
@@ -282,6 +356,8 @@ wex_status wex__delta_begin(wex_job *job, uint64_t number,
                             XXH3_state_t *h)
 {
     wex__job_source_delta *d = &job->src.delta;
+    uint64_t need = WEX_TRANSPORT_CAP_ONE_SIDED | WEX_TRANSPORT_CAP_ALLOC;
+    int carries;
     wex_status st;
 
     d->wire_bytes = d->changed = d->elems = d->delta_ops = 0;
@@ -291,13 +367,22 @@ wex_status wex__delta_begin(wex_job *job, uint64_t number,
         (st = read_bases(job, number, try_prefix, timeout)) != WEX_OK)
         return st;
     d->verify = h != NULL;
+    /* what a destination needs to take deltas (delta_dest.c) */
+    carries = (job->transport.ops->caps & need) == need &&
+              !(job->transport.ops->caps & WEX_TRANSPORT_CAP_TWO_SIDED);
     for (size_t k = 0; k < d->group_count; k++) {
         wex__delta_group *g = &d->groups[k];
         const wex__op *o = &job->ops[g->first_op];
         g->payload_len = -1;
         g->made = 0;
-        if (job->memory_kind[o->src_tensor] != WEX_MEMORY_HOST)
-            continue; /* a device source sends whole (not yet encoded) */
+        if (job->memory_kind[o->src_tensor] != WEX_MEMORY_HOST) {
+            /* read through staging where a destination can take it;
+             * quantized on the device: whole (not yet encoded there) */
+            if (o->transform == WEX__OP_COPY && carries &&
+                (st = encode_device(job, g, h)) != WEX_OK)
+                return st;
+            continue;
+        }
         if (o->transform == WEX__OP_QUANTIZE)
             g->made = 1; /* once its amaxes are agreed (wex__delta_put) */
         else
