@@ -40,45 +40,49 @@ static uint64_t cell_hash(const wex__op *o, int per_source)
     return XXH3_64bits(k, n * sizeof(*k));
 }
 
-static int by_cell(const void *a, const void *b, void *ops)
-{
-    const wex__op *x = (const wex__op *)ops + *(const size_t *)a;
-    const wex__op *y = (const wex__op *)ops + *(const size_t *)b;
-    uint64_t hx = cell_hash(x, 1), hy = cell_hash(y, 1);
+/* A QUANTIZE operation's cell hash (with its source) and its index. */
+typedef struct keyed {
+    uint64_t hash;
+    size_t op;
+} keyed;
 
-    if (hx != hy)
-        return hx < hy ? -1 : 1;
+static int by_cell(const void *a, const void *b)
+{
+    const keyed *x = a, *y = b;
+
+    if (x->hash != y->hash)
+        return x->hash < y->hash ? -1 : 1;
     /* plan order within a hash: the first is the leader */
-    return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+    return x->op < y->op ? -1 : x->op > y->op;
 }
 
 wex_status wex__quantize_leaders(const wex__op *ops, size_t count,
                                  size_t *leader)
 {
-    size_t n = 0, *idx = malloc((count ? count : 1) * sizeof(*idx));
+    keyed *k = malloc((count ? count : 1) * sizeof(*k));
+    size_t n = 0;
 
-    if (idx == NULL)
+    if (k == NULL)
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
     for (size_t i = 0; i < count; i++) {
         leader[i] = i;
         if (ops[i].transform == WEX__OP_QUANTIZE)
-            idx[n++] = i;
+            k[n++] = (keyed){cell_hash(&ops[i], 1), i};
     }
-    qsort_r(idx, n, sizeof(*idx), by_cell, (void *)ops);
+    qsort(k, n, sizeof(*k), by_cell);
     /* within a run of one hash, each takes the first it is a twin of */
     for (size_t g = 0, end; g < n; g = end) {
-        uint64_t h = cell_hash(&ops[idx[g]], 1);
-        for (end = g + 1; end < n && cell_hash(&ops[idx[end]], 1) == h; end++)
+        for (end = g + 1; end < n && k[end].hash == k[g].hash; end++)
             ;
-        for (size_t k = g + 1; k < end; k++)
-            for (size_t j = g; j < k; j++)
-                if (leader[idx[j]] == idx[j] &&
-                    wex__quantize_twins(&ops[idx[j]], &ops[idx[k]])) {
-                    leader[idx[k]] = idx[j];
+        for (size_t x = g + 1; x < end; x++)
+            for (size_t y = g; y < x; y++)
+                if (leader[k[y].op] == k[y].op &&
+                    wex__quantize_twins(&ops[k[y].op], &ops[k[x].op])) {
+                    leader[k[x].op] = k[y].op;
                     break;
                 }
     }
-    free(idx);
+    free(k);
     return WEX_OK;
 }
 

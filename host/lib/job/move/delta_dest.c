@@ -24,13 +24,18 @@
 
 /* ---- inboxes ------------------------------------------------------------ */
 
-static int can_take_deltas(const wex_job *job)
+int wex__delta_transport_carries(const wex_job *job)
 {
     uint64_t need = WEX_TRANSPORT_CAP_ONE_SIDED | WEX_TRANSPORT_CAP_ALLOC;
 
+    return (job->transport.ops->caps & need) == need &&
+           !(job->transport.ops->caps & WEX_TRANSPORT_CAP_TWO_SIDED);
+}
+
+static int can_take_deltas(const wex_job *job)
+{
     if (!job->plan.job->delta || job->side != WEX_SIDE_DESTINATION ||
-        (job->transport.ops->caps & need) != need ||
-        (job->transport.ops->caps & WEX_TRANSPORT_CAP_TWO_SIDED))
+        !wex__delta_transport_carries(job))
         return 0;
     for (size_t t = 0; t < job->layout->tensor_count; t++)
         if (job->memory_kind[t] != WEX_MEMORY_HOST)

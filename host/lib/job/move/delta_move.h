@@ -47,6 +47,9 @@ void wex__delta_end(wex_job *job, uint64_t step, int committed);
 /* ---- destinations (delta_dest.c) ---- */
 
 wex_status wex__delta_dest_prepare(wex_job *job);
+/* Whether the job's transport can carry deltas: one-sided, into memory
+ * it allocates (the inboxes), so not nccl or cuda-ipc. */
+int wex__delta_transport_carries(const wex_job *job);
 void wex__delta_dest_free(wex_job *job);
 /* Makes an inbox for every source peer (at connect, the tensors bound),
  * where the destination can take deltas. */

@@ -356,7 +356,6 @@ wex_status wex__delta_begin(wex_job *job, uint64_t number,
                             XXH3_state_t *h)
 {
     wex__job_source_delta *d = &job->src.delta;
-    uint64_t need = WEX_TRANSPORT_CAP_ONE_SIDED | WEX_TRANSPORT_CAP_ALLOC;
     int carries;
     wex_status st;
 
@@ -367,9 +366,7 @@ wex_status wex__delta_begin(wex_job *job, uint64_t number,
         (st = read_bases(job, number, try_prefix, timeout)) != WEX_OK)
         return st;
     d->verify = h != NULL;
-    /* what a destination needs to take deltas (delta_dest.c) */
-    carries = (job->transport.ops->caps & need) == need &&
-              !(job->transport.ops->caps & WEX_TRANSPORT_CAP_TWO_SIDED);
+    carries = wex__delta_transport_carries(job);
     for (size_t k = 0; k < d->group_count; k++) {
         wex__delta_group *g = &d->groups[k];
         const wex__op *o = &job->ops[g->first_op];
