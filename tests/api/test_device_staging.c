@@ -11,9 +11,12 @@
  *   to the device once checked;
  * - both.
  * Then a delta job (about 1 % of the words change a step): a CUDA source's
- * boxes read through staging and encoded against its host snapshots, so
+ * boxes read through staging and encoded against its host snapshots;
+ * CUDA destinations whose tensors fit the staging window apply deltas
+ * into its pinned copies at commit and copy what changed to the device;
  * the destinations take deltas from step 2 on and hold what they hold
- * when the source holds host memory.
+ * when both sides hold host memory. Through a 64 KiB window (in passes)
+ * they take every step whole, and hold the same.
  * Then bf16 Megatron TP4 sources into an FP8 vLLM TP2 server (blocks cut
  * between sources, which agree on their amax): CUDA sources quantized on
  * the device by the kernels' entry points (the fake's, on the CPU).
@@ -43,6 +46,8 @@
 
 /* Steps each rank runs: STEPS, or many while a rank is killed. */
 static uint64_t steps = STEPS;
+/* Whether destinations must report deltas after their first step. */
+static int expect_deltas;
 /* Where a rank writes a byte once its first step committed (-1: not). */
 static int started_fd = -1;
 
@@ -80,7 +85,7 @@ static int rank_main(const char *text, uint32_t side, uint64_t rank,
         if (report.verified != 1 || report.attempts != 1)
             goto out;
         /* a delta job's destinations take deltas after the first step */
-        if (few_changes && side == WEX_SIDE_DESTINATION && step > 1 &&
+        if (expect_deltas && side == WEX_SIDE_DESTINATION && step > 1 &&
             (report.mode == WEX_SYNC_FULL ||
              report.wire_bytes * 10 > report.bytes)) {
             fprintf(stderr,
@@ -301,20 +306,40 @@ int main(int argc, char **argv)
                 kill_a_destination(window_job, (unsigned)rand_r(&seed) % 40);
         }
         {
-            char delta_job[1100];
-            uint64_t dh[2] = {11, 12}, dc[2] = {13, 14};
+            char delta_job[1100], window_delta[1100];
+            uint64_t dh[2] = {11, 12};
             size_t n = strlen(copy_job);
             snprintf(delta_job, sizeof(delta_job), "%.*s, \"delta\": true}",
                      (int)(n - 1), copy_job);
-            few_changes = 1;
+            n = strlen(window_job);
+            snprintf(window_delta, sizeof(window_delta),
+                     "%.*s, \"delta\": true}", (int)(n - 1), window_job);
+            few_changes = expect_deltas = 1;
             run_job(delta_job, 1, WEX_MEMORY_HOST, WEX_MEMORY_HOST, dh);
-            run_job(delta_job, 1, WEX_MEMORY_CUDA, WEX_MEMORY_HOST, dc);
+            for (int k = 0; k < 3; k++) {
+                uint64_t dc[2] = {13, 14};
+                run_job(delta_job, 1, kinds[k][0], kinds[k][1], dc);
+                for (int d = 0; d < 2; d++)
+                    EXPECT(dh[d] == dc[d],
+                           "delta job: destination %d holds other bytes "
+                           "when %s memory is CUDA",
+                           d, what[k]);
+            }
+            /* in passes, a CUDA tensor's pinned copy is another's next
+             * pass: those destinations take every step whole */
+            expect_deltas = 0;
+            {
+                uint64_t dw[2] = {15, 16};
+                run_job(window_delta, 1, WEX_MEMORY_HOST, WEX_MEMORY_CUDA,
+                        dw);
+                for (int d = 0; d < 2; d++)
+                    EXPECT(dh[d] == dw[d],
+                           "delta job: destination %d holds other bytes "
+                           "when its CUDA tensors come through a 64 KiB "
+                           "window",
+                           d);
+            }
             few_changes = 0;
-            for (int d = 0; d < 2; d++)
-                EXPECT(dh[d] == dc[d],
-                       "delta job: destination %d holds other bytes when "
-                       "its source's memory is CUDA",
-                       d);
         }
         run_job(fp8_job, 4, WEX_MEMORY_HOST, WEX_MEMORY_HOST, fp8_host);
         run_job(fp8_job, 4, WEX_MEMORY_CUDA, WEX_MEMORY_HOST, fp8_cuda);

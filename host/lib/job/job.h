@@ -159,6 +159,7 @@ typedef struct wex__job_destination_delta {
     uint64_t (*apply_at)[3]; /* per entry: inbox, offset, length */
     size_t apply_count;
     uint8_t *chunk;   /* a chunk put together to be digested */
+    uint8_t *landed;  /* per tensor: written this try (CUDA: to copy) */
     int live_written; /* a try wrote a full op into live memory */
     uint64_t wire_bytes, changed, elems; /* this try's */
     uint64_t delta_ops;                  /* ... its ops received as deltas */

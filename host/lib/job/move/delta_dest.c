@@ -2,9 +2,13 @@
  * Delta steps on a destination: an inbox for each source peer, the
  * check of what came into it, and the apply at commit.
  *
- * A destination takes deltas when every tensor it holds is host memory
- * and the transport writes into memory it allocated (one-sided, with
- * mem_alloc); then it keeps one inbox per source peer, the job's
+ * A destination takes deltas when the transport writes into memory it
+ * allocated (one-sided, with mem_alloc) and every tensor it holds is
+ * host memory, or a CUDA tensor landing in the staging window when the
+ * window takes them all in one pass: that pinned copy then mirrors the
+ * device between steps, a delta is applied into it at commit and the
+ * tensors it touched are copied to the device again (docs/gpu.md). Then
+ * it keeps one inbox per source peer, the job's
  * inbox_bytes (5 % of what it holds, at least 1 MiB, by default) shared
  * out by the bytes each peer sends it. Its live tensors are not touched
  * by a delta until the step commits: the check digests the operation
@@ -19,6 +23,7 @@
 #include "clock.h"
 #include "delta_groups.h"
 #include "delta_move.h"
+#include "device_memory.h"
 #include "digest_update.h"
 #include "error.h"
 
@@ -32,13 +37,21 @@ int wex__delta_transport_carries(const wex_job *job)
            !(job->transport.ops->caps & WEX_TRANSPORT_CAP_TWO_SIDED);
 }
 
+/* A CUDA tensor's pinned copy holds what the device holds between steps
+ * only when no other tensor takes its place in the window: one pass. */
+static int mirrored(const wex_job *job, size_t t)
+{
+    return job->memory_kind[t] == WEX_MEMORY_CUDA &&
+           job->bind[t].shadow != NULL && job->dst.passes <= 1;
+}
+
 static int can_take_deltas(const wex_job *job)
 {
     if (!job->plan.job->delta || job->side != WEX_SIDE_DESTINATION ||
         !wex__delta_transport_carries(job))
         return 0;
     for (size_t t = 0; t < job->layout->tensor_count; t++)
-        if (job->memory_kind[t] != WEX_MEMORY_HOST)
+        if (job->memory_kind[t] != WEX_MEMORY_HOST && !mirrored(job, t))
             return 0;
     return 1;
 }
@@ -58,6 +71,7 @@ void wex__delta_dest_free(wex_job *job)
     free(d->apply);
     free(d->apply_at);
     free(d->chunk);
+    free(d->landed);
     memset(d, 0, sizeof(*d));
 }
 
@@ -69,11 +83,14 @@ wex_status wex__delta_dest_prepare(wex_job *job)
     free(d->apply);
     free(d->apply_at);
     free(d->chunk);
+    free(d->landed);
+    d->landed = calloc(job->layout->tensor_count + 1, 1);
     d->apply = malloc(n * sizeof(*d->apply));
     d->apply_at = malloc(n * sizeof(*d->apply_at));
     d->chunk = malloc((size_t)WEX__DELTA_CHUNK * 8);
     d->apply_count = 0;
-    if (d->apply == NULL || d->apply_at == NULL || d->chunk == NULL)
+    if (d->apply == NULL || d->apply_at == NULL || d->chunk == NULL ||
+        d->landed == NULL)
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
     return WEX_OK;
 }
@@ -150,6 +167,8 @@ void wex__delta_try_start(wex_job *job)
     wex__job_destination_delta *d = &job->dst.delta;
 
     d->apply_count = 0;
+    if (d->landed != NULL)
+        memset(d->landed, 0, job->layout->tensor_count);
     d->wire_bytes = d->changed = d->elems = d->delta_ops = 0;
     d->apply_seconds = 0;
 }
@@ -169,7 +188,10 @@ static void cursor_init(cursor *c, wex_job *job, const wex__op *o)
     uint64_t a;
 
     wex__op_runs(job, o, &c->w);
-    c->base = job->bind[o->dst_tensor].address;
+    /* a CUDA tensor's deltas go into its pinned copy (can_take_deltas) */
+    c->base = job->bind[o->dst_tensor].shadow != NULL
+                  ? job->bind[o->dst_tensor].shadow
+                  : job->bind[o->dst_tensor].address;
     c->start = 0;
     c->valid = wex__box_runs_next(&c->w, &a, &c->b);
 }
@@ -371,8 +393,13 @@ wex__peer_outcome wex__delta_check(wex_job *job, uint64_t peer,
         r = &records[k++];
         if (r->mode == WEX__DELTA_OP_FULL) {
             d->live_written = 1;
+            d->landed[job->ops[i].dst_tensor] = 1;
             d->wire_bytes += job->ops[i].bytes;
-            bad += verify && wex__digest_landed(job, &job->ops[i]) != r->digest;
+            /* digested as its pass of the window drained, or now */
+            bad += verify && (job->dst.early[i]
+                                  ? job->scratch.digests[i]
+                                  : wex__digest_landed(job, &job->ops[i])) !=
+                                 r->digest;
             continue;
         }
         if (r->mode != WEX__DELTA_OP_PAYLOAD || slot == SIZE_MAX) {
@@ -399,10 +426,34 @@ wex__peer_outcome wex__delta_check(wex_job *job, uint64_t peer,
     return WEX__PEER_FAILED;
 }
 
+/* The CUDA tensors flagged whose pinned copies hold new bytes, copied
+ * to the device: whole, one copy each, as the window's copies are. */
+static wex_status copy_flagged(wex_job *job, const uint8_t *flag)
+{
+    wex_status st = WEX_OK;
+    int any = 0;
+
+    for (size_t t = 0; t < job->layout->tensor_count && st == WEX_OK; t++)
+        if (flag[t] && job->bind[t].shadow != NULL) {
+            st = wex__device_copy_in(job->device, job->bind[t].address,
+                                     job->bind[t].shadow, job->bind[t].bytes);
+            any = 1;
+        }
+    if (any && st == WEX_OK)
+        st = wex__device_copy_in_end(job->device);
+    return st;
+}
+
+wex_status wex__delta_copy_landed(wex_job *job)
+{
+    return copy_flagged(job, job->dst.delta.landed);
+}
+
 wex_status wex__delta_apply(wex_job *job)
 {
     wex__job_destination_delta *d = &job->dst.delta;
     double t0 = wex__now();
+    wex_status st;
     char why[256];
 
     for (size_t e = 0; e < d->apply_count; e++) {
@@ -423,7 +474,14 @@ wex_status wex__delta_apply(wex_job *job)
                               "checked: %s",
                               why);
     }
+    /* the CUDA tensors a delta went into, from their pinned copies */
+    memset(d->landed, 0, job->layout->tensor_count);
+    for (size_t e = 0; e < d->apply_count; e++)
+        d->landed[job->ops[d->apply[e]].dst_tensor] = 1;
+    st = copy_flagged(job, d->landed);
+    if (st != WEX_OK)
+        wex__error_prefix(st, "copying the deltas applied to the device");
     d->apply_seconds = wex__now() - t0;
     d->apply_count = 0;
-    return WEX_OK;
+    return st;
 }

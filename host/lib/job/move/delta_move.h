@@ -68,7 +68,13 @@ void wex__delta_try_start(wex_job *job);
 wex__peer_outcome wex__delta_check(wex_job *job, uint64_t peer,
                                    const wex__delta_record *records, size_t n,
                                    int verify, char *why, size_t cap);
-/* At commit: writes every queued payload into the live tensors. */
+/* At the verdict, in place of the window's copy: the CUDA tensors that
+ * operations sent whole landed in this try, copied from their pinned
+ * copies to the device (those that only deltas touch wait for the
+ * apply). */
+wex_status wex__delta_copy_landed(wex_job *job);
+/* At commit: writes every queued payload into the live tensors (and a
+ * CUDA tensor's pinned copy, then the device). */
 wex_status wex__delta_apply(wex_job *job);
 
 #endif /* WEX_HOST_DELTA_MOVE_H */

@@ -274,8 +274,11 @@ static wex_status destination_try(wex_job *job, const step_try *t)
     /* Checked: what landed in host copies of CUDA tensors goes to the
      * device before this destination says so. */
     if (worst == WEX__PEER_OK && t->why[0] == '\0' &&
-        wex__window_copy_in(job, job->dst.passes > 1 ? job->dst.passes - 1
-                                                     : UINT32_MAX) != WEX_OK) {
+        (job->dst.delta.inbox_count > 0
+             ? wex__delta_copy_landed(job) /* one pass: what came whole */
+             : wex__window_copy_in(job, job->dst.passes > 1
+                                            ? job->dst.passes - 1
+                                            : UINT32_MAX)) != WEX_OK) {
         snprintf(verdict, sizeof(verdict), "%.1000s", wex__last_error());
         worst = WEX__PEER_FAILED;
     }
@@ -553,7 +556,7 @@ wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
     }
     if (result == STEP_OK && job->side == WEX_SIDE_DESTINATION &&
         job->plan.job->delta && (st = wex__delta_apply(job)) != WEX_OK) {
-        job->dst.dirty = 1; /* cannot happen: every payload decoded */
+        job->dst.dirty = 1; /* a copy to the device failed */
         result = STEP_FAILED;
         snprintf(why, sizeof(why), "%s", wex__last_error());
     }
