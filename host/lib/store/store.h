@@ -92,6 +92,28 @@ wex_status wex__store_arrive(wex__store_client *c, const char *key,
                              uint64_t destinations, const uint8_t *optional,
                              double timeout_s, uint64_t **dead_p,
                              uint64_t *dead_count_p);
+/* Elastic destinations (docs/design.md, "Elastic replicas"): the
+ * destinations form replicas of `replica_ranks` consecutive ranks and
+ * take part by replica. One that is not connected is left out at once;
+ * one that is connected is waited for until the timeout, then left out;
+ * a replica takes part only when all its ranks arrived. The barrier
+ * waits (until its timeout) for at least `min_replicas` whole replicas,
+ * and fails naming how many there were. Out: the destination ranks left
+ * out (malloc'd, ascending; the same list for every member), which
+ * every member of a replica left out is told too. */
+typedef struct wex__store_elastic {
+    uint64_t replica_ranks; /* 0: not elastic */
+    uint64_t min_replicas;
+    uint64_t *absent; /* out */
+    uint64_t absent_count;
+} wex__store_elastic;
+wex_status wex__store_arrive_elastic(wex__store_client *c, const char *key,
+                                     int fail_fast, uint64_t sources,
+                                     uint64_t destinations,
+                                     const uint8_t *optional,
+                                     wex__store_elastic *elastic,
+                                     double timeout_s, uint64_t **dead_p,
+                                     uint64_t *dead_count_p);
 /* Whether the last wex__store_arrive failed because its barrier had
  * already passed without this client (WEX_ERR_PEER): a step that went on
  * without it, which it may only skip. */

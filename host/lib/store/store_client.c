@@ -433,46 +433,93 @@ wex_status wex__store_arrive(wex__store_client *c, const char *key,
                              double timeout_s, uint64_t **dead_p,
                              uint64_t *dead_count_p)
 {
+    wex__store_elastic none = {0, 0, NULL, 0};
+    wex_status st = wex__store_arrive_elastic(c, key, fail_fast, sources,
+                                              destinations, optional, &none,
+                                              timeout_s, dead_p, dead_count_p);
+    free(none.absent);
+    return st;
+}
+
+/* The u64 list at reply offset *at: its count (at most `most`) and its
+ * items, malloc'd; -1 when it runs past the reply. */
+static int read_list(const wex__store_response *resp, size_t *at,
+                     uint64_t most, uint64_t **items_p, uint64_t *n_p)
+{
+    uint64_t n;
+
+    if (resp->len < *at + 8)
+        return -1;
+    n = wex__store_get_u64(resp->payload + *at);
+    if (n > most || resp->len < *at + 8 + 8 * n)
+        return -1;
+    if ((*items_p = malloc(n ? n * 8 : 1)) == NULL)
+        return -1;
+    for (uint64_t i = 0; i < n; i++)
+        (*items_p)[i] = wex__store_get_u64(resp->payload + *at + 8 + 8 * i);
+    *n_p = n;
+    *at += 8 + 8 * n;
+    return 0;
+}
+
+wex_status wex__store_arrive_elastic(wex__store_client *c, const char *key,
+                                     int fail_fast, uint64_t sources,
+                                     uint64_t destinations,
+                                     const uint8_t *optional,
+                                     wex__store_elastic *elastic,
+                                     double timeout_s, uint64_t **dead_p,
+                                     uint64_t *dead_count_p)
+{
     uint64_t ms = timeout_ms(timeout_s), n = 0;
-    size_t bitmap = (size_t)(sources + 7) / 8;
-    uint8_t *arg = calloc(1, 32 + bitmap), *msg = NULL;
+    size_t bitmap = (size_t)(sources + 7) / 8, at = 8;
+    size_t size = 32 + bitmap + (elastic->replica_ranks ? 16 : 0);
+    uint8_t *arg = calloc(1, size), *msg = NULL;
     uint64_t *dead = NULL;
     wex__store_response resp;
     wex_status st;
 
+    elastic->absent = NULL;
+    elastic->absent_count = 0;
     if (arg == NULL)
         return wex__error(WEX_ERR_NOMEM, "out of memory");
     wex__store_put_u64(arg, ms);
-    wex__store_put_u64(arg + 8, fail_fast ? WEX__ARRIVE_FAIL_FAST : 0);
+    wex__store_put_u64(arg + 8,
+                       (fail_fast ? WEX__ARRIVE_FAIL_FAST : 0) |
+                           (elastic->replica_ranks ? WEX__ARRIVE_ELASTIC : 0));
     wex__store_put_u64(arg + 16, sources);
     wex__store_put_u64(arg + 24, destinations);
     if (optional != NULL && bitmap)
         memcpy(arg + 32, optional, bitmap);
+    if (elastic->replica_ranks) {
+        wex__store_put_u64(arg + 32 + bitmap, elastic->replica_ranks);
+        wex__store_put_u64(arg + 40 + bitmap, elastic->min_replicas);
+    }
     c->missed = 0;
-    st = call(c, WEX__STORE_ARRIVE, key, arg, 32 + bitmap, (double)ms / 1000.0,
-              &msg, &resp);
+    st = call(c, WEX__STORE_ARRIVE, key, arg, size, (double)ms / 1000.0, &msg,
+              &resp);
     free(arg);
     if (st != WEX_OK)
         return st;
     c->missed = resp.status == WEX__STORE_R_PASSED;
     st = reply_status(c, &resp);
-    if (st == WEX_OK) {
-        n = resp.len >= 16 ? wex__store_get_u64(resp.payload + 8) : 0;
-        if (resp.len < 16 || n > sources || resp.len != 16 + 8 * n) {
-            c->broken = 1;
-            st = wex__error(WEX_ERR_PEER,
-                            "rendezvous %s: ARRIVE '%.200s': "
-                            "a malformed %zu-byte reply",
-                            c->address, key, resp.len);
-        }
+    if (st == WEX_OK &&
+        (read_list(&resp, &at, sources, &dead, &n) != 0 ||
+         (elastic->replica_ranks &&
+          read_list(&resp, &at, destinations, &elastic->absent,
+                    &elastic->absent_count) != 0) ||
+         at != resp.len)) {
+        c->broken = 1;
+        st = wex__error(WEX_ERR_PEER,
+                        "rendezvous %s: ARRIVE '%.200s': "
+                        "a malformed %zu-byte reply",
+                        c->address, key, resp.len);
     }
-    if (st == WEX_OK && (dead = malloc(n ? n * 8 : 1)) == NULL)
-        st = wex__error(WEX_ERR_NOMEM, "out of memory");
-    for (uint64_t i = 0; st == WEX_OK && i < n; i++)
-        dead[i] = wex__store_get_u64(resp.payload + 16 + 8 * i);
     free(msg);
     if (st != WEX_OK) {
         free(dead);
+        free(elastic->absent);
+        elastic->absent = NULL;
+        elastic->absent_count = 0;
         return st;
     }
     *dead_p = dead;

@@ -92,6 +92,54 @@ static int arrived(const wex__store_server *s, const char *key,
 
 enum { WEX__BARRIER_WAIT, WEX__BARRIER_DONE, WEX__BARRIER_FAILED };
 
+/* Elastic destinations (WEX__ARRIVE_ELASTIC): a destination rank takes
+ * part when its whole replica (`per` consecutive ranks) arrived; one
+ * that is not connected is left out at once, one that is connected is
+ * waited for until the barrier's timeout (`final`: the look at the
+ * timeout, which leaves it out). The barrier passes once at least
+ * `least` replicas are whole. per == 0: not elastic. */
+typedef struct elastic_rule {
+    uint64_t per, least;
+    int final;
+} elastic_rule;
+
+/* With s->mu held: whether every rank of destination replica q arrived. */
+static int replica_whole(const wex__store_server *s, const char *key,
+                         const store_roll *r, const elastic_rule *el,
+                         uint64_t q)
+{
+    for (uint64_t k = 0; k < el->per; k++)
+        if (!arrived(s, key, r, r->ns + q * el->per + k))
+            return 0;
+    return 1;
+}
+
+/* With s->mu held: the elastic destinations' part of a look. Returns 1
+ * while one that is connected has not arrived (its name in `missing`),
+ * else 0 with the number of whole replicas in *whole_p. */
+static int elastic_waiting(const wex__store_server *s, const char *key,
+                           const store_roll *r, const elastic_rule *el,
+                           uint64_t *whole_p, char *missing, size_t cap,
+                           size_t *used_p)
+{
+    int waiting = 0;
+    char who[48];
+
+    *whole_p = 0;
+    for (uint64_t i = r->ns; i < r->ns + r->nd; i++) {
+        if (arrived(s, key, r, i) || r->live[i] == 0 || el->final)
+            continue;
+        waiting = 1;
+        if (*used_p + 64 < cap)
+            *used_p += (size_t)snprintf(
+                missing + *used_p, cap - *used_p, "%s%s (connected)",
+                *used_p ? ", " : "", member_name(r, i, who, sizeof(who)));
+    }
+    for (uint64_t q = 0; !waiting && q < r->nd / el->per; q++)
+        *whole_p += replica_whole(s, key, r, el, q);
+    return waiting;
+}
+
 /* With s->mu held: looks at every member. DONE stores the outcome under
  * `key` (u8 1, u64 deaths acknowledged, u64 N, N dead source ranks);
  * FAILED stores (u8 0, u64 deaths acknowledged, message); WAIT lists who
@@ -102,10 +150,12 @@ enum { WEX__BARRIER_WAIT, WEX__BARRIER_DONE, WEX__BARRIER_FAILED };
  * it too. */
 static int barrier_look(const wex__store_conn *c, const char *key,
                         const store_roll *r, const uint8_t *optional,
-                        int fail_fast, char *missing, size_t cap)
+                        const elastic_rule *el, int fail_fast, char *missing,
+                        size_t cap)
 {
     wex__store_server *s = c->server;
-    uint64_t n = r->ns + r->nd, dead = 0;
+    uint64_t n = el->per ? r->ns : r->ns + r->nd, dead = 0, whole = 0;
+    uint64_t absent = 0;
     size_t used = 0;
     int failed = 0, waiting = 0;
     uint8_t *out;
@@ -144,6 +194,24 @@ static int barrier_look(const wex__store_conn *c, const char *key,
                                               "since)"
                                             : "");
     }
+    if (!failed && el->per &&
+        elastic_waiting(s, key, r, el, &whole, missing, cap, &used))
+        waiting = 1;
+    if (!failed && !waiting && el->per && whole < el->least) {
+        /* too few replicas: wait for more to join, until the timeout */
+        if (!el->final) {
+            snprintf(missing, cap,
+                     "destination replicas (%llu whole, min_replicas %llu)",
+                     (unsigned long long)whole, (unsigned long long)el->least);
+            return WEX__BARRIER_WAIT;
+        }
+        failed = 1;
+        snprintf(missing, cap,
+                 "%llu whole destination replica%s arrived, fewer than "
+                 "min_replicas %llu",
+                 (unsigned long long)whole, whole == 1 ? "" : "s",
+                 (unsigned long long)el->least);
+    }
     if (waiting && !failed)
         return WEX__BARRIER_WAIT;
     if (failed) {
@@ -157,7 +225,9 @@ static int barrier_look(const wex__store_conn *c, const char *key,
         wex__store_map_put(s, key, out, 9 + len);
         return WEX__BARRIER_FAILED;
     }
-    out = malloc(17 + 8 * dead);
+    if (el->per)
+        absent = (r->nd / el->per - whole) * el->per;
+    out = malloc(17 + 8 * dead + (el->per ? 8 + 8 * absent : 0));
     if (out == NULL)
         return WEX__BARRIER_WAIT;
     out[0] = 1;
@@ -167,7 +237,17 @@ static int barrier_look(const wex__store_conn *c, const char *key,
     for (uint64_t i = 0; i < r->ns; i++)
         if (!arrived(s, key, r, i))
             wex__store_put_u64(out + 17 + 8 * dead++, i);
-    wex__store_map_put(s, key, out, 17 + 8 * dead);
+    if (el->per) {
+        uint8_t *at = out + 17 + 8 * dead;
+        wex__store_put_u64(at, absent);
+        at += 8;
+        for (uint64_t q = 0; q < r->nd / el->per; q++)
+            if (!replica_whole(s, key, r, el, q))
+                for (uint64_t k = 0; k < el->per; k++, at += 8)
+                    wex__store_put_u64(at, q * el->per + k);
+    }
+    wex__store_map_put(s, key, out,
+                       17 + 8 * dead + (el->per ? 8 + 8 * absent : 0));
     return WEX__BARRIER_DONE;
 }
 
@@ -211,25 +291,26 @@ static wex_status mark_arrival(wex__store_conn *c, const char *key)
  * makes N changes: the O(N) look is kept for when every member could
  * be accounted for (arrived or dead), or a death must be acted on. */
 static int worth_a_look(const wex__store_conn *c, const char *key,
-                        uint64_t members, int fail_fast)
+                        uint64_t members, int fail_fast, int elastic)
 {
     const wex__store_server *s = c->server;
 
-    return arrivals(s, key) + s->dead_count >= members ||
+    /* elastic: who is connected decides, so every change may */
+    return elastic || arrivals(s, key) + s->dead_count >= members ||
            s->dead_count > c->acked || (fail_fast && s->dead_count > 0);
 }
 
 /* With s->mu held: looks at every member (see barrier_look). */
 static int look(wex__store_conn *c, const char *key, store_roll *r,
-                const uint8_t *optional, int fail_fast, char *missing,
-                size_t cap)
+                const uint8_t *optional, const elastic_rule *el, int fail_fast,
+                char *missing, size_t cap)
 {
     roll_free(r);
     if (roll_call(c->server, r) != WEX_OK) {
         snprintf(missing, cap, "(out of memory)");
         return WEX__BARRIER_WAIT;
     }
-    return barrier_look(c, key, r, optional, fail_fast, missing, cap);
+    return barrier_look(c, key, r, optional, el, fail_fast, missing, cap);
 }
 
 /* With s->mu held: whether barrier `key` was passed (its outcome is
@@ -260,11 +341,17 @@ int wex__store_on_arrive(wex__store_conn *c, const char *key, const char *shown,
     store_roll r = {wex__store_get_u64(req->value + 16),
                     wex__store_get_u64(req->value + 24), NULL, NULL};
     const uint8_t *optional = req->value + 32;
+    elastic_rule el = {0, 0, 0};
     double next_check = 0;
     char missing[512] = "", text[WEX__ERROR_MAX];
     const wex__store_entry *e;
     int why;
 
+    if (wex__store_get_u64(req->value + 8) & WEX__ARRIVE_ELASTIC) {
+        const uint8_t *tail = req->value + req->value_len - 16;
+        el.per = wex__store_get_u64(tail); /* checked: divides nd */
+        el.least = wex__store_get_u64(tail + 8);
+    }
     pthread_mutex_lock(&s->mu);
     if (passed_without(c, key)) {
         pthread_mutex_unlock(&s->mu);
@@ -283,9 +370,9 @@ int wex__store_on_arrive(wex__store_conn *c, const char *key, const char *shown,
     for (;;) {
         if ((e = wex__store_map_find(s, key)) != NULL)
             break;
-        if (worth_a_look(c, key, r.ns + r.nd, fail_fast) &&
-            look(c, key, &r, optional, fail_fast, missing, sizeof(missing)) !=
-                WEX__BARRIER_WAIT) {
+        if (worth_a_look(c, key, r.ns + r.nd, fail_fast, el.per != 0) &&
+            look(c, key, &r, optional, &el, fail_fast, missing,
+                 sizeof(missing)) != WEX__BARRIER_WAIT) {
             pthread_cond_broadcast(&s->changed);
             continue;
         }
@@ -293,9 +380,10 @@ int wex__store_on_arrive(wex__store_conn *c, const char *key, const char *shown,
         if (why == WEX__STORE_WAIT_MORE)
             continue;
         /* Ending: one last look, which also says who is missing. */
+        el.final = 1; /* elastic: those not here are left out */
         if (why == WEX__STORE_WAIT_TIMEOUT &&
-            look(c, key, &r, optional, fail_fast, missing, sizeof(missing)) !=
-                WEX__BARRIER_WAIT) {
+            look(c, key, &r, optional, &el, fail_fast, missing,
+                 sizeof(missing)) != WEX__BARRIER_WAIT) {
             pthread_cond_broadcast(&s->changed);
             continue;
         }

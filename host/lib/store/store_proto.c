@@ -67,6 +67,21 @@ static wex_status check_request(uint8_t op, const char *key, size_t key_len,
                               "destinations",
                               name, WEX__STORE_MEMBERS_MAX);
         want = 32 + (size_t)(ns + 7) / 8;
+        if (wex__store_get_u64(value + 8) & WEX__ARRIVE_ELASTIC) {
+            uint64_t per = 0, least = 0;
+            want += 16;
+            if (value_len == want) {
+                per = wex__store_get_u64(value + want - 16);
+                least = wex__store_get_u64(value + want - 8);
+            }
+            if (value_len == want &&
+                (per == 0 || nd % per != 0 || least > nd / per))
+                return wex__error(WEX_ERR_INVALID,
+                                  "%s: expected ranks per replica that "
+                                  "divide the %llu destinations and at "
+                                  "most that many replicas",
+                                  name, (unsigned long long)nd);
+        }
         break;
     }
     case WEX__STORE_GATHER:

@@ -24,6 +24,12 @@
  *            alive (or, for the optional sources, has died at some
  *            point and is not here): u64 death count acknowledged, u64 N,
  *            then N u64 source ranks left out.
+ *            With WEX__ARRIVE_ELASTIC the bitmap is followed by u64
+ *            ranks per destination replica R (consecutive ranks, R
+ *            divides D) and u64 min_replicas: destinations are then
+ *            optional by replica (docs/design.md, "Elastic replicas");
+ *            and the reply by u64 M, then M u64 destination ranks left
+ *            out.
  *            The first reply is kept: every member gets the same one.
  *   GATHER   key = a key prefix, value = u64 timeout in ms, u64 N, then
  *            an owner prefix (no NUL): waits until, for each i < N, key
@@ -73,6 +79,7 @@ enum {
 
 /* ARRIVE flags */
 #define WEX__ARRIVE_FAIL_FAST 1u /* a dead required member fails it now */
+#define WEX__ARRIVE_ELASTIC 2u   /* destinations take part by replica */
 #define WEX__STORE_MEMBERS_MAX (1u << 20) /* sources, destinations, N */
 
 enum {
