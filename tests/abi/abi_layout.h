@@ -159,7 +159,7 @@
     FIELD(wex_tensor, name, 16)                                                \
     FIELD(wex_tensor, shape, 24)                                               \
     FIELD(wex_tensor, bytes, 32)                                               \
-    SIZE(wex_sync_report, 120)                                                 \
+    SIZE(wex_sync_report, 152)                                                 \
     FIELD(wex_sync_report, verified, 4)                                        \
     FIELD(wex_sync_report, step, 8)                                            \
     FIELD(wex_sync_report, committed_step, 16)                                 \
@@ -174,7 +174,11 @@
     FIELD(wex_sync_report, delta_elements, 88)                                 \
     FIELD(wex_sync_report, changed_elements, 96)                               \
     FIELD(wex_sync_report, mode, 104)                                          \
-    FIELD(wex_sync_report, apply_seconds, 112)
+    FIELD(wex_sync_report, apply_seconds, 112)                                 \
+    FIELD(wex_sync_report, replicas, 120)                                      \
+    FIELD(wex_sync_report, replicas_committed, 128)                            \
+    FIELD(wex_sync_report, replicas_joined, 136)                               \
+    FIELD(wex_sync_report, replicas_left, 144)
 
 /* The sizes ABI 1.0 froze: the smallest struct_size a reader accepts.
  * They never change; a minor version appends past them. */
@@ -204,4 +208,5 @@
     CONST(WEX_TENSOR_SIZE_1_0, 40)                                             \
     CONST(WEX_SYNC_REPORT_SIZE_1_0, 72)                                        \
     CONST(WEX_SYNC_REPORT_SIZE_1_2, 80)                                        \
-    CONST(WEX_SYNC_REPORT_SIZE_1_5, 120)
+    CONST(WEX_SYNC_REPORT_SIZE_1_5, 120)                                       \
+    CONST(WEX_SYNC_REPORT_SIZE_1_6, 152)

@@ -81,6 +81,7 @@ START_TEST(constants_are_pinned)
     ck_assert_uint_eq(WEX_ABI_1_3, 0x10003u);
     ck_assert_uint_eq(WEX_ABI_1_4, 0x10004u);
     ck_assert_uint_eq(WEX_ABI_1_5, 0x10005u);
+    ck_assert_uint_eq(WEX_ABI_1_6, 0x10006u);
     ck_assert_uint_eq(WEX_SYNC_FULL, 0);
     ck_assert_uint_eq(WEX_SYNC_DELTA, 1);
     ck_assert_uint_eq(WEX_SYNC_MIXED, 2);

@@ -117,6 +117,50 @@ static double number_at(const cJSON *doc, const char *obj, const char *key)
     return cJSON_GetObjectItemCaseSensitive(o, key)->valuedouble;
 }
 
+/* "elastic": destinations only, a min_replicas their dp can hold, a
+ * transport that connects peers one by one (not nccl's one
+ * communicator of every rank). */
+static wex_status read_elastic(wex__job_config *c, const cJSON *src,
+                               const cJSON *dst, problems *all)
+{
+    const cJSON *el = cJSON_GetObjectItemCaseSensitive(dst, "elastic");
+    const cJSON *dp = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(dst, "parallel"), "dp");
+    const cJSON *transport = cJSON_GetObjectItemCaseSensitive(c->doc,
+                                                              "transport");
+    const char *tname = cJSON_IsString(transport)
+                            ? transport->valuestring
+                            : cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+                                  transport, "name"));
+    double replicas = cJSON_IsNumber(dp) ? dp->valuedouble : 1;
+    wex_status st = WEX_OK;
+
+    if (cJSON_GetObjectItemCaseSensitive(src, "elastic") != NULL)
+        st = wex__error(WEX_ERR_INVALID,
+                        "%s: /source/elastic: only destination replicas "
+                        "can be elastic",
+                        c->path);
+    else if (el == NULL)
+        return WEX_OK;
+    else if ((c->elastic_min_replicas = (uint64_t)number_at(
+                  dst, "elastic", "min_replicas")) > replicas)
+        st = wex__error(WEX_ERR_INVALID,
+                        "%s: /destination/elastic/min_replicas: %llu is "
+                        "more than the destination's %.0f replica%s "
+                        "(/destination/parallel/dp)",
+                        c->path, (unsigned long long)c->elastic_min_replicas,
+                        replicas, replicas == 1 ? "" : "s");
+    else if (tname != NULL && strcmp(tname, "nccl") == 0)
+        st = wex__error(WEX_ERR_INVALID,
+                        "%s: /destination/elastic: the nccl transport holds "
+                        "one communicator of every rank, so replicas cannot "
+                        "join or leave it; use shm or ucx",
+                        c->path);
+    if (st != WEX_OK)
+        note(all, wex__last_error());
+    return st;
+}
+
 /* Reads the validated, defaulted document into the struct. */
 static wex_status bind_fields(wex__job_config *c, const char *base_dir,
                               wex__registry *registry, unsigned flags,
@@ -165,6 +209,9 @@ static wex_status bind_fields(wex__job_config *c, const char *base_dir,
     c->step_seconds = number_at(doc, "timeouts", "step_seconds");
     c->peer_seconds = number_at(doc, "timeouts", "peer_seconds");
     c->fence_seconds = number_at(doc, "timeouts", "fence_seconds");
+    c->join_seconds = number_at(doc, "timeouts", "join_seconds");
+    status = read_elastic(c, src, dst, all);
+    first = first ? first : status;
     {
         const cJSON *delta = cJSON_GetObjectItemCaseSensitive(doc, "delta");
         const cJSON *inbox;

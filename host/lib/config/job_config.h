@@ -36,6 +36,10 @@ typedef struct wex__job_config {
     uint64_t staging_bytes;        /* a source's packing staging, at most */
     uint64_t device_staging_bytes; /* a destination's pinned window */
     double connect_seconds, step_seconds, peer_seconds, fence_seconds;
+    double join_seconds;
+    /* "destination.elastic": replicas join and leave; the fewest that
+     * must commit a step (0: not elastic) */
+    uint64_t elastic_min_replicas;
     /* "delta": deltas on, the fraction above which an operation goes
      * whole, and each destination's inbox (0: 5 % of what it holds) */
     int delta;

@@ -76,6 +76,19 @@ typedef struct wex__job_members {
     uint64_t dead_count;
     uint64_t earlier_steps[2]; /* the steps of the last two wex_sync
                                   calls, older first (0: none) */
+    /* Elastic destinations (connect/elastic_members.c): ranks a
+     * replica (0: not elastic), the destination ranks this rank's ops
+     * leave out (absent_count UINT64_MAX: none planned yet), and per
+     * replica whether it took part in the last step this rank ran. */
+    uint64_t replica_ranks;
+    uint64_t *absent;
+    uint64_t absent_count;
+    uint8_t *took_part;
+    uint8_t *here; /* ... and in this try */
+    /* The last step's replicas: there, committed, new since the step
+     * before, gone since. */
+    uint64_t replicas_present, replicas_committed, replicas_joined,
+        replicas_left;
     /* Called once a try's barrier has passed, before this rank moves a
      * byte: where `wex run`'s fault injection kills a rank inside a
      * step, at a moment that cannot race the step's end. NULL: none. */
@@ -292,9 +305,19 @@ wex_status wex__job_attach(wex_job *job, double timeout);
  * rejoined since, and attach their new memory. */
 wex_status wex__job_follow_rejoins(wex_job *job, double timeout);
 /* job_members.c: re-plans this rank's operations around `dead` sources
- * (ascending) unless they are the ones already planned around. */
+ * (ascending), and on a source without the destination ranks `absent`
+ * (ascending: elastic replicas left out of the step), unless they are
+ * the ones already planned around. */
 wex_status wex__job_fit(wex_job *job, const uint64_t *dead, uint64_t dead_count,
+                        const uint64_t *absent, uint64_t absent_count,
                         double timeout);
+/* elastic_members.c: at connect, the job's replica shape (members'
+ * replica_ranks; nothing planned yet for an elastic source). */
+wex_status wex__elastic_setup(wex_job *job);
+/* elastic_members.c: drops the builder's operations into the ranks
+ * `absent` (ascending). */
+void wex__elastic_drop_absent(wex_plan_builder *b, const uint64_t *absent,
+                              uint64_t absent_count);
 /* transport_exchange.c: the transport's connect (ABI 1.3), when it has
  * one, with the job's rendezvous lent as its exchange; fetches wait up
  * to `timeout` seconds. */
@@ -309,7 +332,7 @@ wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r);
  * when it committed, `missed` when it began without this rank. */
 void wex__sync_report_fill(const wex_job *job, wex_sync_report *r,
                            uint64_t step, uint64_t number, double started,
-                           int missed, int ok);
+                           int missed, int ok, int elastic_passed);
 /* executor.c: sources write every op (and digest it when `digests`,
  * telling each destination's landing board under `landing_tag`), pass by
  * pass (window.h), under the try's keys `try_prefix` ("step/S/T/");

@@ -50,7 +50,10 @@ extern "C" {
 /* 1.5: wex_sync_report's delta fields (wire_bytes ... apply_seconds,
  * wex.h) appended. */
 #define WEX_ABI_1_5 WEX_MAKE_VERSION(1, 5)
-#define WEX_ABI_CURRENT WEX_ABI_1_5
+/* 1.6: wex_sync_report's elastic replica fields (replicas ...
+ * replicas_left, wex.h) appended; wex_job_join and wex_job_leave. */
+#define WEX_ABI_1_6 WEX_MAKE_VERSION(1, 6)
+#define WEX_ABI_CURRENT WEX_ABI_1_6
 
 /* True when a struct whose struct_size is `size` contains `member`. */
 #define WEX_HAS_MEMBER(type, member, size)                                     \

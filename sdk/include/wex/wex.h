@@ -86,11 +86,23 @@ typedef struct wex_sync_report {
     /* Destinations: the time the commit spent writing deltas into the
      * live tensors, the one moment they change in a delta step. */
     double apply_seconds;
+    /* ABI 1.6, elastic destination replicas (docs/design.md, "Elastic
+     * replicas"), as of the step's last try: the replicas that took part,
+     * those that committed, those taking part that had not in this
+     * rank's previous step, and those that had and no longer do. All 0
+     * in a job without elastic replicas, or a try that did not pass its
+     * barrier. */
+    uint64_t replicas;
+    uint64_t replicas_committed;
+    uint64_t replicas_joined;
+    uint64_t replicas_left;
 } wex_sync_report;
 #define WEX_SYNC_REPORT_SIZE_1_0 WEX_SIZE_THROUGH(wex_sync_report, failed_over)
 #define WEX_SYNC_REPORT_SIZE_1_2 WEX_SIZE_THROUGH(wex_sync_report, puts)
 #define WEX_SYNC_REPORT_SIZE_1_5                                               \
     WEX_SIZE_THROUGH(wex_sync_report, apply_seconds)
+#define WEX_SYNC_REPORT_SIZE_1_6                                               \
+    WEX_SIZE_THROUGH(wex_sync_report, replicas_left)
 
 /* wex_sync_report.mode: every operation whole, every one a delta, or
  * some of each. */
@@ -168,6 +180,21 @@ WEX_EXPORT wex_status wex_job_connect(wex_job *job);
  * nothing is committed and the message names the peers at fault. */
 WEX_EXPORT wex_status wex_sync(wex_job *job, uint64_t step,
                                wex_sync_report *report);
+/* ABI 1.6. A destination rank that starts (new, or after a crash) while
+ * the sources are stepping: connects, waits for the next step that takes
+ * it (with elastic replicas, one its whole replica arrived at), receives
+ * that step in full, commits it, and says which step in *step_p. Gives
+ * up after the job's timeouts.join_seconds, naming why the last step
+ * went on without it. Afterwards it syncs the steps that follow with
+ * wex_sync. `report` (may be NULL) is the joined step's. */
+WEX_EXPORT wex_status wex_job_join(wex_job *job, uint64_t *step_p,
+                                   wex_sync_report *report);
+/* ABI 1.6. Takes this destination rank out of the job between steps: it
+ * says goodbye to the rendezvous, so the next step's barrier leaves its
+ * replica out without failing anyone (an elastic job's sources go on
+ * with the replicas there). Its tensors keep the committed step; a later
+ * wex_job_join brings it back. wex_job_close does the same. */
+WEX_EXPORT wex_status wex_job_leave(wex_job *job);
 /* The last step this destination rank committed (0: none yet). */
 WEX_EXPORT uint64_t wex_job_committed_step(const wex_job *job);
 /* 1 when a step this destination took part in failed after sources

@@ -175,6 +175,7 @@ wex_status wex__job_connect(wex_job *job)
 {
     double timeout = job->plan.job->connect_seconds;
     int64_t everyone = (int64_t)(job->plan.src.ranks + job->plan.dst.ranks);
+    int elastic = job->plan.job->elastic_min_replicas > 0;
     char who[64];
     wex_status st;
 
@@ -192,6 +193,8 @@ wex_status wex__job_connect(wex_job *job)
     snprintf(who, sizeof(who), "%s/%llu", side_name(job->side),
              (unsigned long long)job->rank);
     st = wex__job_find_replicas(job);
+    if (st == WEX_OK)
+        st = wex__elastic_setup(job);
     if (st != WEX_OK)
         return st;
     st = wex__store_connect(job->rendezvous.address, job->rendezvous.token, who,
@@ -202,9 +205,11 @@ wex_status wex__job_connect(wex_job *job)
         st = wex__transport_connect(job, timeout);
     if (st == WEX_OK && job->side == WEX_SIDE_DESTINATION)
         st = wex__job_publish_memory(job);
-    if (st == WEX_OK && job->side == WEX_SIDE_SOURCE)
+    /* Elastic: nobody waits for replicas that may never come, and a
+     * source attaches a replica's memory once it takes part in a step. */
+    if (st == WEX_OK && job->side == WEX_SIDE_SOURCE && !elastic)
         st = wex__job_attach(job, timeout);
-    if (st == WEX_OK)
+    if (st == WEX_OK && !elastic)
         st = wex__store_barrier(job->rendezvous.store, "connected", everyone,
                                 timeout);
     /* Every destination has published by now: later moves of "joins"

@@ -44,8 +44,14 @@ void wex__job_members_fini(wex_job *job)
 {
     free(job->members.optional_sources);
     free(job->members.dead);
+    free(job->members.absent);
+    free(job->members.took_part);
+    free(job->members.here);
+    job->members.here = NULL;
     job->members.optional_sources = NULL;
     job->members.dead = NULL;
+    job->members.absent = NULL;
+    job->members.took_part = NULL;
 }
 
 void wex__job_ops_free(wex_job *job)
@@ -348,25 +354,50 @@ static int same_set(const uint64_t *a, uint64_t na, const uint64_t *b,
     return na == nb && (na == 0 || memcmp(a, b, na * sizeof(*a)) == 0);
 }
 
+/* A copy of `n` ranks (UINT64_MAX: none), or NULL when out of memory. */
+static uint64_t *copy_ranks(const uint64_t *ranks, uint64_t n)
+{
+    uint64_t *copy = malloc(n && n != UINT64_MAX ? n * sizeof(*copy) : 1);
+
+    if (copy != NULL && n && n != UINT64_MAX)
+        memcpy(copy, ranks, n * sizeof(*copy));
+    return copy;
+}
+
 wex_status wex__job_fit(wex_job *job, const uint64_t *dead, uint64_t dead_count,
+                        const uint64_t *absent, uint64_t absent_count,
                         double timeout)
 {
     wex_plan_builder b;
-    uint64_t *copy;
+    uint64_t *copy, *gone;
     wex_status st;
 
-    if (same_set(job->members.dead, job->members.dead_count, dead, dead_count))
+    /* only a source's operations depend on which destinations are here */
+    if (job->side != WEX_SIDE_SOURCE || job->members.replica_ranks == 0) {
+        absent = job->members.absent;
+        absent_count = job->members.absent_count;
+    }
+    if (same_set(job->members.dead, job->members.dead_count, dead,
+                 dead_count) &&
+        (absent_count == job->members.absent_count &&
+         (absent_count == UINT64_MAX ||
+          same_set(job->members.absent, job->members.absent_count, absent,
+                   absent_count))))
         return WEX_OK;
     if ((st = wex__job_complete_plan(job)) != WEX_OK)
         return st;
-    copy = malloc(dead_count ? dead_count * sizeof(*copy) : 1);
-    if (copy == NULL)
+    copy = copy_ranks(dead, dead_count);
+    gone = copy_ranks(absent, absent_count);
+    if (copy == NULL || gone == NULL) {
+        free(copy);
+        free(gone);
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
-    if (dead_count)
-        memcpy(copy, dead, dead_count * sizeof(*copy));
+    }
     wex__plan_builder_init(&b, &job->plan.src, &job->plan.dst);
     st = wex__planner_rank_without(&job->plan, job->side, job->rank, dead,
                                    dead_count, &b);
+    if (st == WEX_OK && absent_count != UINT64_MAX)
+        wex__elastic_drop_absent(&b, absent, absent_count);
     if (st == WEX_OK)
         st = wex__job_take_ops(job, &b, dead, dead_count);
     wex__plan_builder_fini(&b);
@@ -375,6 +406,9 @@ wex_status wex__job_fit(wex_job *job, const uint64_t *dead, uint64_t dead_count,
     free(job->members.dead);
     job->members.dead = copy;
     job->members.dead_count = dead_count;
+    free(job->members.absent);
+    job->members.absent = gone;
+    job->members.absent_count = absent_count;
     if (st != WEX_OK) {
         job->op_count = 0;
         job->peer_count = 0;

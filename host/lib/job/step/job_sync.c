@@ -24,6 +24,7 @@
 #include "error.h"
 #include "clock.h"
 #include "delta_move.h"
+#include "elastic_outcome.h"
 #include "landing.h"
 #include "log.h"
 #include "window.h"
@@ -39,6 +40,8 @@ typedef struct step_try {
     int wrote;                /* a try passed its barrier: sources wrote */
     int passed;               /* this try passed its barrier */
     int missed;               /* the step began without this rank */
+    uint64_t *absent;         /* elastic: destination ranks left out */
+    uint64_t absent_count;
     char why[WEX__ERROR_MAX]; /* why this rank could not take part */
 } step_try;
 
@@ -320,6 +323,13 @@ static int outcome(wex_job *job, const step_try *t, char *why, size_t cap)
                  wex__last_error());
         return STEP_FAILED;
     }
+    if (job->members.replica_ranks) {
+        int how = wex__elastic_outcome(job, t->step, v, why, cap);
+        free(v);
+        return how == WEX__ELASTIC_OK      ? STEP_OK
+               : how == WEX__ELASTIC_RETRY ? STEP_RETRY
+                                           : STEP_FAILED;
+    }
     for (uint64_t d = 0; d < job->plan.dst.ranks; d++) {
         int retry = v[d].present && strncmp(v[d].value, "retry:", 6) == 0;
         if (v[d].present && strcmp(v[d].value, "ok") == 0)
@@ -329,7 +339,7 @@ static int outcome(wex_job *job, const step_try *t, char *why, size_t cap)
         else if (!retry)
             result = STEP_FAILED;
     }
-    wex__step_tell_verdicts(v, job->plan.dst.ranks, why, cap);
+    wex__step_tell_verdicts(v, job->plan.dst.ranks, 0, why, cap);
     free(v);
     return result;
 }
@@ -349,6 +359,20 @@ static int with_own_reason(const wex_job *job, const step_try *t, int result,
 }
 
 /* ---- one try, and the step ---------------------------------------------- */
+
+/* Elastic jobs: a source tells replicas that join (wex_job_join) which
+ * step comes next: "steps/after/PREVIOUS" and "steps/latest" are this
+ * one, set before its barrier (every source sets the same). */
+static void announce_step(wex_job *job, uint64_t step)
+{
+    char key[64];
+
+    snprintf(key, sizeof(key), "steps/after/%llu",
+             (unsigned long long)job->members.earlier_steps[1]);
+    wex__store_set(job->rendezvous.store, key, &step, sizeof(step));
+    wex__store_set(job->rendezvous.store, "steps/latest", &step,
+                   sizeof(step));
+}
 
 static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
 {
@@ -373,13 +397,24 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
             unopened[0] == '\0')
             snprintf(unopened, sizeof(unopened), "%s", wex__last_error());
     }
+    if (job->members.replica_ranks && job->side == WEX_SIDE_SOURCE &&
+        t->number == 0)
+        announce_step(job, t->step);
     try_key(key, sizeof(key), t, "begin");
     /* A retry must not wait for a destination that died: only a source
-     * can be failed over. */
-    st = wex__store_arrive(job->rendezvous.store, key, t->number > 0,
-                           job->plan.src.ranks, job->plan.dst.ranks,
-                           job->members.optional_sources, t->timeout, &dead,
-                           &dead_count);
+     * can be failed over (or, elastic, a replica left out). */
+    {
+        wex__store_elastic el = {job->members.replica_ranks,
+                                 job->plan.job->elastic_min_replicas, NULL, 0};
+        st = wex__store_arrive_elastic(job->rendezvous.store, key,
+                                       t->number > 0, job->plan.src.ranks,
+                                       job->plan.dst.ranks,
+                                       job->members.optional_sources, &el,
+                                       t->timeout, &dead, &dead_count);
+        free(t->absent);
+        t->absent = el.absent;
+        t->absent_count = el.absent_count;
+    }
     if (st != WEX_OK && t->number == 0 &&
         wex__store_missed(job->rendezvous.store)) {
         /* Nothing of the step was touched: the rank takes part from a
@@ -393,6 +428,15 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
                  wex__last_error());
         return STEP_FAILED;
     }
+    if (st != WEX_OK && job->members.replica_ranks &&
+        strstr(wex__last_error(), "min_replicas") != NULL) {
+        snprintf(why, cap,
+                 "no replica committed step %llu; min_replicas %llu (%s)",
+                 (unsigned long long)t->step,
+                 (unsigned long long)job->plan.job->elastic_min_replicas,
+                 wex__last_error());
+        return STEP_FAILED;
+    }
     if (st != WEX_OK) {
         snprintf(why, cap, "%s: %s",
                  t->number > 0 ? "cannot go on without the dead (only "
@@ -400,6 +444,28 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
                                  "left out)"
                                : "waiting for every rank",
                  wex__last_error());
+        return STEP_FAILED;
+    }
+    if (t->absent_count > 0) {
+        char prefix[96];
+        try_key(prefix, sizeof(prefix), t, "verdict/");
+        wex__elastic_post_absent(job, prefix, t->absent, t->absent_count);
+    }
+    if (job->side == WEX_SIDE_DESTINATION &&
+        wex__elastic_is_absent(t->absent, t->absent_count, job->rank)) {
+        /* Nothing of the step reaches it: it takes part from a later
+         * one, once its whole replica is there. */
+        uint64_t per = job->members.replica_ranks, q = job->rank / per;
+        free(dead);
+        t->missed = 1;
+        snprintf(why, cap,
+                                "step %llu went on without this replica "
+                                "(destination ranks %llu-%llu), which was "
+                                "not whole at its barrier; nothing was "
+                                "written: sync a later step",
+                                (unsigned long long)t->step,
+                                (unsigned long long)(q * per),
+                                (unsigned long long)(q * per + per - 1));
         return STEP_FAILED;
     }
     if (t->number == 0)
@@ -420,7 +486,8 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
     t->why[0] = '\0';
     st = wex__job_follow_rejoins(job, t->timeout);
     if (st == WEX_OK)
-        st = wex__job_fit(job, dead, dead_count, t->timeout);
+        st = wex__job_fit(job, dead, dead_count, t->absent, t->absent_count,
+                          t->timeout);
     if (st != WEX_OK && dead_count > 0)
         snprintf(t->why, sizeof(t->why),
                  "%llu dead source rank%s (first %llu)"
@@ -554,6 +621,10 @@ wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
         if (result != STEP_RETRY || t.number >= job->plan.src.ranks)
             break;
     }
+    free(t.absent);
+    t.absent = NULL;
+    if (t.passed)
+        wex__elastic_settle(job);
     if (result == STEP_OK && job->side == WEX_SIDE_DESTINATION &&
         job->plan.job->delta && (st = wex__delta_apply(job)) != WEX_OK) {
         job->dst.dirty = 1; /* a copy to the device failed */
@@ -572,7 +643,7 @@ wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
     job->members.earlier_steps[1] = step;
     if (r != NULL)
         wex__sync_report_fill(job, r, step, t.number, t.started, t.missed,
-                              result == STEP_OK);
+                              result == STEP_OK, t.passed);
     if (result == STEP_OK)
         return WEX_OK;
     if (t.number > 0)

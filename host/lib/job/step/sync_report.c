@@ -7,7 +7,7 @@
 
 void wex__sync_report_fill(const wex_job *job, wex_sync_report *r,
                            uint64_t step, uint64_t number, double started,
-                           int missed, int ok)
+                           int missed, int ok, int elastic_passed)
 {
     uint64_t tries = number + 1;
     wex_sync_report full;
@@ -39,6 +39,12 @@ void wex__sync_report_fill(const wex_job *job, wex_sync_report *r,
                     : deltas == job->op_count ? WEX_SYNC_DELTA
                                               : WEX_SYNC_MIXED;
         full.apply_seconds = src ? 0 : job->dst.delta.apply_seconds;
+    }
+    if (job->members.replica_ranks && elastic_passed) {
+        full.replicas = job->members.replicas_present;
+        full.replicas_committed = job->members.replicas_committed;
+        full.replicas_joined = job->members.replicas_joined;
+        full.replicas_left = job->members.replicas_left;
     }
     wex__abi_out(r, &full, sizeof(full));
 }

@@ -14,14 +14,18 @@ static int same_verdict(const wex__store_gathered *a,
 /* "destination ranks 0, 2 did not commit: REASON", once per distinct
  * verdict, so a death every destination saw is told once. */
 void wex__step_tell_verdicts(const wex__store_gathered *v, uint64_t n,
-                             char *why, size_t cap)
+                             uint64_t first, char *why, size_t cap)
 {
     size_t used = 0;
 
+    if (cap > 0)
+        why[0] = '\0';
     for (uint64_t d = 0; d < n && used < cap; d++) {
         uint64_t count = 0;
         int told = 0, retry;
-        if (v[d].present && strcmp(v[d].value, "ok") == 0)
+        /* ok, or an elastic replica left out of the step: not a reason */
+        if (v[d].present && (strcmp(v[d].value, "ok") == 0 ||
+                             strcmp(v[d].value, "absent") == 0))
             continue;
         for (uint64_t e = 0; e < d && !told; e++)
             told = same_verdict(&v[e], &v[d]);
@@ -31,11 +35,12 @@ void wex__step_tell_verdicts(const wex__store_gathered *v, uint64_t n,
             count += same_verdict(&v[e], &v[d]);
         used += (size_t)snprintf(why + used, cap - used,
                                  "%sdestination rank%s %llu", used ? "; " : "",
-                                 count > 1 ? "s" : "", (unsigned long long)d);
+                                 count > 1 ? "s" : "",
+                                 (unsigned long long)(first + d));
         for (uint64_t e = d + 1; e < n && used < cap; e++)
             if (same_verdict(&v[e], &v[d]))
                 used += (size_t)snprintf(why + used, cap - used, ", %llu",
-                                         (unsigned long long)e);
+                                         (unsigned long long)(first + e));
         retry = v[d].present && strncmp(v[d].value, "retry:", 6) == 0;
         if (used < cap)
             used += (size_t)snprintf(

@@ -1,0 +1,64 @@
+/*
+ * Elastic destination replicas (docs/design.md, "Elastic replicas"): a
+ * job whose destination says "elastic" takes its replicas as they come.
+ * A replica is `replica_ranks` consecutive destination ranks (the
+ * serving engines number dp outermost); each step's barrier says which
+ * destination ranks it left out, and a source plans its operations
+ * without them, attaching a replica's memory only once it takes part.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "job.h"
+
+wex_status wex__elastic_setup(wex_job *job)
+{
+    const cJSON *dp = cJSON_GetObjectItemCaseSensitive(
+        job->plan.job->destination_parallel, "dp");
+    uint64_t replicas = cJSON_IsNumber(dp) ? (uint64_t)dp->valuedouble : 1;
+    uint64_t ranks = job->plan.dst.ranks;
+
+    job->members.replica_ranks = 0;
+    if (job->plan.job->elastic_min_replicas == 0)
+        return WEX_OK;
+    if (replicas == 0 || ranks % replicas != 0)
+        return wex__error(WEX_ERR_INVALID,
+                          "%s: /destination/elastic: the destination's %llu "
+                          "ranks are not %llu replicas of equal size",
+                          job->plan.job->path, (unsigned long long)ranks,
+                          (unsigned long long)replicas);
+    job->members.replica_ranks = ranks / replicas;
+    free(job->members.took_part);
+    free(job->members.here);
+    job->members.took_part = calloc(replicas, 1);
+    job->members.here = calloc(replicas, 1);
+    if (job->members.took_part == NULL || job->members.here == NULL)
+        return wex__error(WEX_ERR_NOMEM, "job: out of memory");
+    /* a source attaches a replica once it takes part: plan at the first
+     * step's barrier */
+    if (job->side == WEX_SIDE_SOURCE)
+        job->members.absent_count = UINT64_MAX;
+    return WEX_OK;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+void wex__elastic_drop_absent(wex_plan_builder *b, const uint64_t *absent,
+                              uint64_t absent_count)
+{
+    size_t kept = 0;
+
+    if (absent_count == 0)
+        return;
+    for (size_t i = 0; i < b->count; i++)
+        if (bsearch(&b->ops[i].dst_rank, absent, absent_count,
+                    sizeof(*absent), cmp_u64) == NULL)
+            b->ops[kept++] = b->ops[i];
+    b->count = kept;
+}

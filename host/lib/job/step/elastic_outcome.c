@@ -1,0 +1,115 @@
+/* A step's outcome with elastic destination replicas (elastic_outcome.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elastic_outcome.h"
+#include "verdicts.h"
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+int wex__elastic_is_absent(const uint64_t *absent, uint64_t n, uint64_t rank)
+{
+    return n > 0 &&
+           bsearch(&rank, absent, n, sizeof(*absent), cmp_u64) != NULL;
+}
+
+wex_status wex__elastic_post_absent(wex_job *job, const char *prefix,
+                                    const uint64_t *absent, uint64_t n)
+{
+    wex_status st = WEX_OK;
+
+    for (uint64_t i = 0; i < n && st == WEX_OK; i++) {
+        char key[160];
+        snprintf(key, sizeof(key), "%s%llu", prefix,
+                 (unsigned long long)absent[i]);
+        st = wex__store_set(job->rendezvous.store, key, WEX__VERDICT_ABSENT,
+                            strlen(WEX__VERDICT_ABSENT));
+    }
+    return st;
+}
+
+static int is(const wex__store_gathered *v, const char *what)
+{
+    return v->present && strcmp(v->value, what) == 0;
+}
+
+int wex__elastic_outcome(wex_job *job, uint64_t step,
+                         const wex__store_gathered *v, char *why, size_t cap)
+{
+    wex__job_members *m = &job->members;
+    uint64_t per = m->replica_ranks, replicas = job->plan.dst.ranks / per;
+    uint64_t least = job->plan.job->elastic_min_replicas, mine = 0;
+    int mine_ok = 0;
+
+    m->replicas_present = m->replicas_committed = 0;
+    for (uint64_t d = 0; d < job->plan.dst.ranks; d++)
+        if (v[d].present && strncmp(v[d].value, "retry:", 6) == 0) {
+            wex__step_tell_verdicts(v, job->plan.dst.ranks, 0, why, cap);
+            return WEX__ELASTIC_RETRY;
+        }
+    for (uint64_t q = 0; q < replicas; q++) {
+        int here = 1, ok = 1;
+        for (uint64_t k = 0; k < per; k++) {
+            here &= !is(&v[q * per + k], WEX__VERDICT_ABSENT);
+            ok &= is(&v[q * per + k], "ok");
+        }
+        m->here[q] = (uint8_t)here;
+        m->replicas_present += (uint64_t)here;
+        m->replicas_committed += (uint64_t)ok;
+        if (job->side == WEX_SIDE_DESTINATION && q == job->rank / per)
+            mine = q, mine_ok = ok;
+    }
+    if (job->side == WEX_SIDE_DESTINATION) {
+        if (mine_ok)
+            return WEX__ELASTIC_OK;
+        wex__step_tell_verdicts(v + mine * per, per, mine * per, why, cap);
+        return WEX__ELASTIC_FAILED;
+    }
+    if (m->replicas_committed >= least)
+        return WEX__ELASTIC_OK;
+    {
+        size_t used;
+        if (m->replicas_committed == 0)
+            used = (size_t)snprintf(why, cap,
+                                    "no replica committed step %llu; "
+                                    "min_replicas %llu",
+                                    (unsigned long long)step,
+                                    (unsigned long long)least);
+        else
+            used = (size_t)snprintf(
+                why, cap,
+                "%llu replica%s committed step %llu, fewer than "
+                "min_replicas %llu",
+                (unsigned long long)m->replicas_committed,
+                m->replicas_committed == 1 ? "" : "s",
+                (unsigned long long)step, (unsigned long long)least);
+        if (used + 2 < cap && m->replicas_present > 0) {
+            snprintf(why + used, cap - used, ": ");
+            wex__step_tell_verdicts(v, job->plan.dst.ranks, 0, why + used + 2,
+                                    cap - used - 2);
+        }
+    }
+    return WEX__ELASTIC_FAILED;
+}
+
+void wex__elastic_settle(wex_job *job)
+{
+    wex__job_members *m = &job->members;
+    uint64_t replicas;
+
+    if (m->replica_ranks == 0)
+        return;
+    replicas = job->plan.dst.ranks / m->replica_ranks;
+    m->replicas_joined = m->replicas_left = 0;
+    for (uint64_t q = 0; q < replicas; q++) {
+        m->replicas_joined += m->here[q] && !m->took_part[q];
+        m->replicas_left += !m->here[q] && m->took_part[q];
+        m->took_part[q] = m->here[q];
+    }
+}

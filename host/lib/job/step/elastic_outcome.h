@@ -1,0 +1,33 @@
+/*
+ * A step with elastic destination replicas (docs/design.md, "Elastic
+ * replicas"): the barrier names the destination ranks it left out; every
+ * rank posts "absent" as their verdicts, so the verdicts' gather has one
+ * for each; a replica commits when every one of its ranks says "ok", and
+ * the sources' step succeeds when at least min_replicas replicas did.
+ */
+#ifndef WEX_HOST_ELASTIC_OUTCOME_H
+#define WEX_HOST_ELASTIC_OUTCOME_H
+
+#include "job.h"
+#include "store.h"
+
+#define WEX__VERDICT_ABSENT "absent"
+
+/* Whether destination `rank` is among the `n` ranks `absent` (sorted). */
+int wex__elastic_is_absent(const uint64_t *absent, uint64_t n, uint64_t rank);
+/* Posts "absent" under `prefix` ("step/S/T/verdict/") for each rank. */
+wex_status wex__elastic_post_absent(wex_job *job, const char *prefix,
+                                    const uint64_t *absent, uint64_t n);
+
+enum { WEX__ELASTIC_OK, WEX__ELASTIC_RETRY, WEX__ELASTIC_FAILED };
+/* The try's outcome for this rank from every destination's verdict
+ * (v[0..dst.ranks)): a "retry:" anywhere retries the step (a source
+ * died: failover); else a destination's replica commits or not, and a
+ * source succeeds when min_replicas replicas commit. Why not in `why`. */
+int wex__elastic_outcome(wex_job *job, uint64_t step,
+                         const wex__store_gathered *v, char *why, size_t cap);
+/* After a step's last try: the replicas that took part in it become the
+ * ones the next step's joined and left are counted against. */
+void wex__elastic_settle(wex_job *job);
+
+#endif /* WEX_HOST_ELASTIC_OUTCOME_H */
