@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "replica_cover.h"
 #include "clock.h"
 
 static void shape_text(const wex__tensor *t, char *out, size_t cap)
@@ -180,6 +181,28 @@ wex_status wex__planner_open(wex__planner *p, wex__registry *registry,
     return wex__planner_open_job(p, registry, job);
 }
 
+/* An elastic destination's dp replicas: equal groups of ranks, each a
+ * whole copy (replica_cover.h). */
+static wex_status elastic_replicas_whole(wex__planner *p)
+{
+    const wex__job_config *j = p->job;
+    const cJSON *dp = cJSON_GetObjectItemCaseSensitive(
+        j->destination_parallel, "dp");
+    uint64_t replicas = cJSON_IsNumber(dp) ? (uint64_t)dp->valuedouble : 1;
+    char where[1100];
+
+    if (j->elastic_min_replicas == 0)
+        return WEX_OK;
+    snprintf(where, sizeof(where), "%s: /destination/elastic", j->path);
+    if (replicas == 0 || p->dst.ranks % replicas != 0)
+        return wex__error(WEX_ERR_INVALID,
+                          "%s: the destination's %llu ranks are not %llu "
+                          "replicas of equal size",
+                          where, (unsigned long long)p->dst.ranks,
+                          (unsigned long long)replicas);
+    return wex__side_whole_replicas(&p->dst, p->dst.ranks / replicas, where);
+}
+
 /* Everything after reading the job: models, both sides' layouts, the
  * topology and the policy. */
 static wex_status lay_out(wex__planner *p, int with_policy)
@@ -208,6 +231,8 @@ static wex_status lay_out(wex__planner *p, int with_policy)
         st = wex__quantize_classify(p);
     if (st == WEX_OK)
         st = sources_cover(p);
+    if (st == WEX_OK)
+        st = elastic_replicas_whole(p);
     if (st == WEX_OK && with_policy)
         st = open_policy(p, p->registry);
     return st;

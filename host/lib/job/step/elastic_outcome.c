@@ -47,23 +47,32 @@ int wex__elastic_outcome(wex_job *job, uint64_t step,
     uint64_t least = job->plan.job->elastic_min_replicas, mine = 0;
     int mine_ok = 0;
 
+    int retry = 0, died = 0, live_failed = 0;
+
     m->replicas_present = m->replicas_committed = 0;
     for (uint64_t d = 0; d < job->plan.dst.ranks; d++)
-        if (v[d].present && strncmp(v[d].value, "retry:", 6) == 0) {
-            wex__step_tell_verdicts(v, job->plan.dst.ranks, 0, why, cap);
-            return WEX__ELASTIC_RETRY;
-        }
+        retry |= v[d].present && strncmp(v[d].value, "retry:", 6) == 0;
     for (uint64_t q = 0; q < replicas; q++) {
-        int here = 1, ok = 1;
+        int here = 1, ok = 1, dead = 0;
         for (uint64_t k = 0; k < per; k++) {
             here &= !is(&v[q * per + k], WEX__VERDICT_ABSENT);
             ok &= is(&v[q * per + k], "ok");
+            dead |= !v[q * per + k].present;
         }
         m->here[q] = (uint8_t)here;
         m->replicas_present += (uint64_t)here;
         m->replicas_committed += (uint64_t)ok;
+        died |= dead;
+        live_failed |= here && !dead && !ok;
         if (job->side == WEX_SIDE_DESTINATION && q == job->rank / per)
             mine = q, mine_ok = ok;
+    }
+    /* A source died (failover), or a destination died where a source
+     * could not finish writing the others (a transport whose flush fails
+     * with a dead peer): the next try leaves the dead out. */
+    if (retry || (died && live_failed)) {
+        wex__step_tell_verdicts(v, job->plan.dst.ranks, 0, why, cap);
+        return WEX__ELASTIC_RETRY;
     }
     if (job->side == WEX_SIDE_DESTINATION) {
         if (mine_ok)

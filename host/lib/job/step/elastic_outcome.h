@@ -21,8 +21,9 @@ wex_status wex__elastic_post_absent(wex_job *job, const char *prefix,
 
 enum { WEX__ELASTIC_OK, WEX__ELASTIC_RETRY, WEX__ELASTIC_FAILED };
 /* The try's outcome for this rank from every destination's verdict
- * (v[0..dst.ranks)): a "retry:" anywhere retries the step (a source
- * died: failover); else a destination's replica commits or not, and a
+ * (v[0..dst.ranks)): a "retry:" anywhere (a source died: failover), or
+ * a destination that died while a whole live replica failed, retries
+ * the step; else a destination's replica commits or not, and a
  * source succeeds when min_replicas replicas commit. Why not in `why`. */
 int wex__elastic_outcome(wex_job *job, uint64_t step,
                          const wex__store_gathered *v, char *why, size_t cap);
