@@ -153,7 +153,7 @@ START_TEST(too_few_replicas_fail_at_the_timeout)
 
     start(&src, "source/0", "step/1/0/begin", 1, 0.5);
     pthread_join(src.thread, NULL);
-    ck_assert_int_eq(src.st, WEX_ERR_PEER);
+    ck_assert_int_eq(src.st, WEX_ERR_TIMEOUT);
     ck_assert_msg(strstr(src.error, "0 whole destination replicas arrived, "
                                     "fewer than min_replicas 1") != NULL,
                   "%s", src.error);

@@ -126,12 +126,13 @@ static wex_status read_elastic(wex__job_config *c, const cJSON *src,
     const cJSON *el = cJSON_GetObjectItemCaseSensitive(dst, "elastic");
     const cJSON *dp = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(dst, "parallel"), "dp");
-    const cJSON *transport = cJSON_GetObjectItemCaseSensitive(c->doc,
-                                                              "transport");
-    const char *tname = cJSON_IsString(transport)
-                            ? transport->valuestring
-                            : cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-                                  transport, "name"));
+    const cJSON *transport =
+        cJSON_GetObjectItemCaseSensitive(c->doc, "transport");
+    const char *tname =
+        cJSON_IsString(transport)
+            ? transport->valuestring
+            : cJSON_GetStringValue(
+                  cJSON_GetObjectItemCaseSensitive(transport, "name"));
     double replicas = cJSON_IsNumber(dp) ? dp->valuedouble : 1;
     wex_status st = WEX_OK;
 

@@ -186,8 +186,8 @@ wex_status wex__planner_open(wex__planner *p, wex__registry *registry,
 static wex_status elastic_replicas_whole(wex__planner *p)
 {
     const wex__job_config *j = p->job;
-    const cJSON *dp = cJSON_GetObjectItemCaseSensitive(
-        j->destination_parallel, "dp");
+    const cJSON *dp =
+        cJSON_GetObjectItemCaseSensitive(j->destination_parallel, "dp");
     uint64_t replicas = cJSON_IsNumber(dp) ? (uint64_t)dp->valuedouble : 1;
     char where[1100];
 

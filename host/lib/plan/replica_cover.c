@@ -78,7 +78,8 @@ wex_status wex__side_whole_replicas(const wex__side *side, uint64_t per,
     for (uint64_t c = 0; c < side->model->count; c++) {
         size_t n = side->canon_start[c + 1] - side->canon_start[c];
         for (size_t i = 0; i < n; i++) {
-            const wex__piece_ref *r = &side->canon_refs[side->canon_start[c] + i];
+            const wex__piece_ref *r =
+                &side->canon_refs[side->canon_start[c] + i];
             boxes[i].group = r->rank / per;
             boxes[i].piece = &side->layouts[r->rank].pieces[r->piece];
         }
@@ -100,8 +101,8 @@ wex_status wex__side_whole_replicas(const wex__side *side, uint64_t per,
                 "shards, or experts spread over dp, are one copy over every "
                 "rank)",
                 where, (unsigned long long)(g * per),
-                (unsigned long long)(g * per + per - 1),
-                share, side->model->tensors[c].name);
+                (unsigned long long)(g * per + per - 1), share,
+                side->model->tensors[c].name);
         }
     }
     free(held);

@@ -443,8 +443,8 @@ wex_status wex__store_arrive(wex__store_client *c, const char *key,
 
 /* The u64 list at reply offset *at: its count (at most `most`) and its
  * items, malloc'd; -1 when it runs past the reply. */
-static int read_list(const wex__store_response *resp, size_t *at,
-                     uint64_t most, uint64_t **items_p, uint64_t *n_p)
+static int read_list(const wex__store_response *resp, size_t *at, uint64_t most,
+                     uint64_t **items_p, uint64_t *n_p)
 {
     uint64_t n;
 
@@ -462,13 +462,10 @@ static int read_list(const wex__store_response *resp, size_t *at,
     return 0;
 }
 
-wex_status wex__store_arrive_elastic(wex__store_client *c, const char *key,
-                                     int fail_fast, uint64_t sources,
-                                     uint64_t destinations,
-                                     const uint8_t *optional,
-                                     wex__store_elastic *elastic,
-                                     double timeout_s, uint64_t **dead_p,
-                                     uint64_t *dead_count_p)
+wex_status wex__store_arrive_elastic(
+    wex__store_client *c, const char *key, int fail_fast, uint64_t sources,
+    uint64_t destinations, const uint8_t *optional, wex__store_elastic *elastic,
+    double timeout_s, uint64_t **dead_p, uint64_t *dead_count_p)
 {
     uint64_t ms = timeout_ms(timeout_s), n = 0;
     size_t bitmap = (size_t)(sources + 7) / 8, at = 8;
@@ -502,12 +499,11 @@ wex_status wex__store_arrive_elastic(wex__store_client *c, const char *key,
         return st;
     c->missed = resp.status == WEX__STORE_R_PASSED;
     st = reply_status(c, &resp);
-    if (st == WEX_OK &&
-        (read_list(&resp, &at, sources, &dead, &n) != 0 ||
-         (elastic->replica_ranks &&
-          read_list(&resp, &at, destinations, &elastic->absent,
-                    &elastic->absent_count) != 0) ||
-         at != resp.len)) {
+    if (st == WEX_OK && (read_list(&resp, &at, sources, &dead, &n) != 0 ||
+                         (elastic->replica_ranks &&
+                          read_list(&resp, &at, destinations, &elastic->absent,
+                                    &elastic->absent_count) != 0) ||
+                         at != resp.len)) {
         c->broken = 1;
         st = wex__error(WEX_ERR_PEER,
                         "rendezvous %s: ARRIVE '%.200s': "

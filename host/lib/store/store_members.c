@@ -131,9 +131,9 @@ static int elastic_waiting(const wex__store_server *s, const char *key,
             continue;
         waiting = 1;
         if (*used_p + 64 < cap)
-            *used_p += (size_t)snprintf(
-                missing + *used_p, cap - *used_p, "%s%s (connected)",
-                *used_p ? ", " : "", member_name(r, i, who, sizeof(who)));
+            *used_p += (size_t)snprintf(missing + *used_p, cap - *used_p,
+                                        "%s%s (connected)", *used_p ? ", " : "",
+                                        member_name(r, i, who, sizeof(who)));
     }
     for (uint64_t q = 0; !waiting && q < r->nd / el->per; q++)
         *whole_p += replica_whole(s, key, r, el, q);
@@ -148,6 +148,24 @@ static int elastic_waiting(const wex__store_server *s, const char *key,
  * connection; one whose death was already reported is waited for: it
  * may rejoin. With `fail_fast`, one that died since and is back fails
  * it too. */
+/* With s->mu held: stores a failed outcome under `key`: u8 `kind` (0: a
+ * member died, 2: too few elastic replicas), u64 deaths acknowledged,
+ * the message. */
+static int store_failure(wex__store_server *s, const char *key, uint8_t kind,
+                         const char *text)
+{
+    size_t len = strlen(text);
+    uint8_t *out = malloc(9 + len);
+
+    if (out == NULL)
+        return WEX__BARRIER_WAIT;
+    out[0] = kind;
+    wex__store_put_u64(out + 1, s->dead_count);
+    memcpy(out + 9, text, len);
+    wex__store_map_put(s, key, out, 9 + len);
+    return WEX__BARRIER_FAILED;
+}
+
 static int barrier_look(const wex__store_conn *c, const char *key,
                         const store_roll *r, const uint8_t *optional,
                         const elastic_rule *el, int fail_fast, char *missing,
@@ -205,26 +223,17 @@ static int barrier_look(const wex__store_conn *c, const char *key,
                      (unsigned long long)whole, (unsigned long long)el->least);
             return WEX__BARRIER_WAIT;
         }
-        failed = 1;
         snprintf(missing, cap,
                  "%llu whole destination replica%s arrived, fewer than "
                  "min_replicas %llu",
                  (unsigned long long)whole, whole == 1 ? "" : "s",
                  (unsigned long long)el->least);
+        return store_failure(s, key, 2, missing);
     }
     if (waiting && !failed)
         return WEX__BARRIER_WAIT;
-    if (failed) {
-        size_t len = strlen(missing);
-        out = malloc(9 + len);
-        if (out == NULL)
-            return WEX__BARRIER_WAIT;
-        out[0] = 0;
-        wex__store_put_u64(out + 1, s->dead_count);
-        memcpy(out + 9, missing, len);
-        wex__store_map_put(s, key, out, 9 + len);
-        return WEX__BARRIER_FAILED;
-    }
+    if (failed)
+        return store_failure(s, key, 0, missing);
     if (el->per)
         absent = (r->nd / el->per - whole) * el->per;
     out = malloc(17 + 8 * dead + (el->per ? 8 + 8 * absent : 0));
@@ -395,7 +404,7 @@ int wex__store_on_arrive(wex__store_conn *c, const char *key, const char *shown,
         return wex__store_end_wait(c, why, text);
     }
     roll_free(&r);
-    if (e->len < 9 || e->value[0] > 1) {
+    if (e->len < 9 || e->value[0] > 2) {
         pthread_mutex_unlock(&s->mu);
         return wex__store_replyf(c, WEX__STORE_R_ERROR,
                                  "key '%s' holds something "
@@ -409,6 +418,13 @@ int wex__store_on_arrive(wex__store_conn *c, const char *key, const char *shown,
         c->acked = (size_t)wex__store_get_u64(e->value + 1);
     if (!fail_fast)
         c->step_acked = (size_t)wex__store_get_u64(e->value + 1);
+    if (e->value[0] == 2) {
+        snprintf(text, sizeof(text),
+                 "rendezvous: barrier '%s': %.*s within %.1f s", shown,
+                 (int)(e->len - 9), (const char *)e->value + 9, wait);
+        pthread_mutex_unlock(&s->mu);
+        return wex__store_reply(c, WEX__STORE_R_TIMEOUT, text, strlen(text));
+    }
     if (e->value[0] == 0) {
         snprintf(text, sizeof(text),
                  "rendezvous: barrier '%s': %.*s "

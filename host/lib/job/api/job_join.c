@@ -17,8 +17,8 @@
 
 /* The step the sources announced: the latest (after == NULL), or the one
  * after `*after`; 0 when none yet (latest only). */
-static wex_status announced(wex_job *job, const uint64_t *after,
-                            double timeout, uint64_t *step_p)
+static wex_status announced(wex_job *job, const uint64_t *after, double timeout,
+                            uint64_t *step_p)
 {
     char key[64];
     void *value = NULL;
@@ -85,8 +85,9 @@ static wex_status join(wex_job *job, uint64_t *step_p, wex_sync_report *r)
         if (st == WEX_ERR_TIMEOUT)
             break;
         if (st != WEX_OK)
-            return wex__error_prefix(st, "wex_job_join: waiting for the "
-                                         "step after %llu",
+            return wex__error_prefix(st,
+                                     "wex_job_join: waiting for the "
+                                     "step after %llu",
                                      (unsigned long long)past);
     }
     return wex__error(WEX_ERR_TIMEOUT,
@@ -97,8 +98,7 @@ static wex_status join(wex_job *job, uint64_t *step_p, wex_sync_report *r)
                       job->plan.job->join_seconds, last);
 }
 
-wex_status wex_job_join(wex_job *job, uint64_t *step_p,
-                        wex_sync_report *report)
+wex_status wex_job_join(wex_job *job, uint64_t *step_p, wex_sync_report *report)
 {
     wex_status st;
     uint64_t step = 0;

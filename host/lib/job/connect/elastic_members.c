@@ -57,8 +57,8 @@ void wex__elastic_drop_absent(wex_plan_builder *b, const uint64_t *absent,
     if (absent_count == 0)
         return;
     for (size_t i = 0; i < b->count; i++)
-        if (bsearch(&b->ops[i].dst_rank, absent, absent_count,
-                    sizeof(*absent), cmp_u64) == NULL)
+        if (bsearch(&b->ops[i].dst_rank, absent, absent_count, sizeof(*absent),
+                    cmp_u64) == NULL)
             b->ops[kept++] = b->ops[i];
     b->count = kept;
 }

@@ -322,6 +322,11 @@ wex_status wex__job_follow_rejoins(wex_job *job, double timeout)
     st = wex__store_add(job->rendezvous.store, "joins", 0, &joins);
     if (st != WEX_OK || joins == job->src.joins_seen)
         return st;
+    /* an elastic source attaches once it knows who takes part (fit) */
+    if (job->members.absent_count == UINT64_MAX) {
+        job->src.joins_seen = joins;
+        return WEX_OK;
+    }
     for (size_t k = 0; k < job->src.attached_count;) {
         uint64_t rank = job->src.attached_what[k].rank;
         int64_t now = 0;
@@ -352,6 +357,27 @@ static int same_set(const uint64_t *a, uint64_t na, const uint64_t *b,
                     uint64_t nb)
 {
     return na == nb && (na == 0 || memcmp(a, b, na * sizeof(*a)) == 0);
+}
+
+/* Drops the attachments of destination ranks `ranks` (sorted): a
+ * replica left out of a step may be dead, and a transport may fail
+ * every flush while it keeps an endpoint to a dead peer. A replica
+ * that comes back is attached again (wex__job_attach). */
+static void detach_ranks(wex_job *job, const uint64_t *ranks, uint64_t n)
+{
+    for (size_t k = 0; k < job->src.attached_count;) {
+        uint64_t rank = job->src.attached_what[k].rank;
+        if (bsearch(&rank, ranks, n, sizeof(*ranks), cmp_u64) == NULL) {
+            k++;
+            continue;
+        }
+        job->transport.ops->peer_detach(job->transport.ctx,
+                                        job->src.attached[k]);
+        job->src.attached_count--;
+        job->src.attached[k] = job->src.attached[job->src.attached_count];
+        job->src.attached_what[k] =
+            job->src.attached_what[job->src.attached_count];
+    }
 }
 
 /* A copy of `n` ranks (UINT64_MAX: none), or NULL when out of memory. */
@@ -396,8 +422,10 @@ wex_status wex__job_fit(wex_job *job, const uint64_t *dead, uint64_t dead_count,
     wex__plan_builder_init(&b, &job->plan.src, &job->plan.dst);
     st = wex__planner_rank_without(&job->plan, job->side, job->rank, dead,
                                    dead_count, &b);
-    if (st == WEX_OK && absent_count != UINT64_MAX)
+    if (st == WEX_OK && absent_count != UINT64_MAX) {
         wex__elastic_drop_absent(&b, absent, absent_count);
+        detach_ranks(job, absent, absent_count);
+    }
     if (st == WEX_OK)
         st = wex__job_take_ops(job, &b, dead, dead_count);
     wex__plan_builder_fini(&b);

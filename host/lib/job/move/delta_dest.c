@@ -396,10 +396,10 @@ wex__peer_outcome wex__delta_check(wex_job *job, uint64_t peer,
             d->landed[job->ops[i].dst_tensor] = 1;
             d->wire_bytes += job->ops[i].bytes;
             /* digested as its pass of the window drained, or now */
-            bad += verify && (job->dst.early[i]
-                                  ? job->scratch.digests[i]
-                                  : wex__digest_landed(job, &job->ops[i])) !=
-                                 r->digest;
+            bad += verify &&
+                   (job->dst.early[i]
+                        ? job->scratch.digests[i]
+                        : wex__digest_landed(job, &job->ops[i])) != r->digest;
             continue;
         }
         if (r->mode != WEX__DELTA_OP_PAYLOAD || slot == SIZE_MAX) {

@@ -15,8 +15,7 @@ static int cmp_u64(const void *a, const void *b)
 
 int wex__elastic_is_absent(const uint64_t *absent, uint64_t n, uint64_t rank)
 {
-    return n > 0 &&
-           bsearch(&rank, absent, n, sizeof(*absent), cmp_u64) != NULL;
+    return n > 0 && bsearch(&rank, absent, n, sizeof(*absent), cmp_u64) != NULL;
 }
 
 wex_status wex__elastic_post_absent(wex_job *job, const char *prefix,
@@ -96,8 +95,8 @@ int wex__elastic_outcome(wex_job *job, uint64_t step,
                 "%llu replica%s committed step %llu, fewer than "
                 "min_replicas %llu",
                 (unsigned long long)m->replicas_committed,
-                m->replicas_committed == 1 ? "" : "s",
-                (unsigned long long)step, (unsigned long long)least);
+                m->replicas_committed == 1 ? "" : "s", (unsigned long long)step,
+                (unsigned long long)least);
         if (used + 2 < cap && m->replicas_present > 0) {
             snprintf(why + used, cap - used, ": ");
             wex__step_tell_verdicts(v, job->plan.dst.ranks, 0, why + used + 2,

@@ -36,11 +36,11 @@ typedef struct step_try {
     uint64_t step, number;
     int verify;
     double timeout;
-    double started;           /* when the first try's barrier passed */
-    int wrote;                /* a try passed its barrier: sources wrote */
-    int passed;               /* this try passed its barrier */
-    int missed;               /* the step began without this rank */
-    uint64_t *absent;         /* elastic: destination ranks left out */
+    double started;   /* when the first try's barrier passed */
+    int wrote;        /* a try passed its barrier: sources wrote */
+    int passed;       /* this try passed its barrier */
+    int missed;       /* the step began without this rank */
+    uint64_t *absent; /* elastic: destination ranks left out */
     uint64_t absent_count;
     char why[WEX__ERROR_MAX]; /* why this rank could not take part */
 } step_try;
@@ -370,8 +370,7 @@ static void announce_step(wex_job *job, uint64_t step)
     snprintf(key, sizeof(key), "steps/after/%llu",
              (unsigned long long)job->members.earlier_steps[1]);
     wex__store_set(job->rendezvous.store, key, &step, sizeof(step));
-    wex__store_set(job->rendezvous.store, "steps/latest", &step,
-                   sizeof(step));
+    wex__store_set(job->rendezvous.store, "steps/latest", &step, sizeof(step));
 }
 
 static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
@@ -406,11 +405,10 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
     {
         wex__store_elastic el = {job->members.replica_ranks,
                                  job->plan.job->elastic_min_replicas, NULL, 0};
-        st = wex__store_arrive_elastic(job->rendezvous.store, key,
-                                       t->number > 0, job->plan.src.ranks,
-                                       job->plan.dst.ranks,
-                                       job->members.optional_sources, &el,
-                                       t->timeout, &dead, &dead_count);
+        st = wex__store_arrive_elastic(
+            job->rendezvous.store, key, t->number > 0, job->plan.src.ranks,
+            job->plan.dst.ranks, job->members.optional_sources, &el, t->timeout,
+            &dead, &dead_count);
         free(t->absent);
         t->absent = el.absent;
         t->absent_count = el.absent_count;
@@ -459,13 +457,12 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
         free(dead);
         t->missed = 1;
         snprintf(why, cap,
-                                "step %llu went on without this replica "
-                                "(destination ranks %llu-%llu), which was "
-                                "not whole at its barrier; nothing was "
-                                "written: sync a later step",
-                                (unsigned long long)t->step,
-                                (unsigned long long)(q * per),
-                                (unsigned long long)(q * per + per - 1));
+                 "step %llu went on without this replica "
+                 "(destination ranks %llu-%llu), which was "
+                 "not whole at its barrier; nothing was "
+                 "written: sync a later step",
+                 (unsigned long long)t->step, (unsigned long long)(q * per),
+                 (unsigned long long)(q * per + per - 1));
         return STEP_FAILED;
     }
     if (t->number == 0)
