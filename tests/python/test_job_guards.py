@@ -40,7 +40,7 @@ def scenario(*args, timeout=240):
 # ---- steps -------------------------------------------------------------------
 
 @pytest.mark.parametrize("step", [-1, 0, 2 ** 63, 2 ** 64, 2 ** 64 + 1, 1.5,
-                                  True, "1", None])
+                                  True, "1"])
 def test_steps_outside_1_to_2_pow_63_are_refused(llama, step):
     with wex.Job({"model": llama, "source": {"engine": "hf"},
                   "destination": {"engine": "hf"}, "transport": "shm"},
@@ -51,6 +51,17 @@ def test_steps_outside_1_to_2_pow_63_are_refused(llama, step):
             job.sync(step)
         assert e.value.status == "INVALID"
         assert job.committed_step == 0
+
+
+def test_a_source_cannot_join(llama):
+    """sync() without a step joins, which only a destination does."""
+    with wex.Job({"model": llama, "source": {"engine": "hf"},
+                  "destination": {"engine": "hf"}, "transport": "shm"},
+                 "source", 0, token=TOKEN) as job:
+        with pytest.raises(wex.WexError, match="only a destination joins"):
+            job.sync()
+        with pytest.raises(wex.WexError, match="only a destination joins"):
+            job.join()
 
 
 # ---- bound tensors that move ---------------------------------------------------

@@ -46,7 +46,9 @@ class SyncReport(NamedTuple):
     and with delta steps, the bytes that crossed the wire, the elements sent
     as deltas and how many of them changed, the mode ("full", "delta" or
     "mixed") and (destinations) the seconds the commit spent applying
-    deltas."""
+    deltas; and with elastic destination replicas, the replicas that took
+    part in the step, committed it, joined (took part, and had not in this
+    rank's previous step) and left (the reverse)."""
     step: int
     committed_step: int
     operations: int
@@ -62,6 +64,10 @@ class SyncReport(NamedTuple):
     changed_elements: int = 0
     mode: str = "full"
     apply_seconds: float = 0.0
+    replicas: int = 0
+    replicas_committed: int = 0
+    replicas_joined: int = 0
+    replicas_left: int = 0
 
     @property
     def changed_fraction(self) -> float:
@@ -318,11 +324,14 @@ class Job(Closing):
         with self._lock:
             check(_lib.lib().wex_job_connect(self._live()))
 
-    def sync(self, step: int) -> SyncReport:
+    def sync(self, step: int | None = None) -> SyncReport:
         """One step on this rank: sources write, destinations commit `step`
         only when everything landed (and matched). Returns a SyncReport;
         raises WexError naming the peers at fault otherwise (its
-        ``missed`` is True when the step began without this rank)."""
+        ``missed`` is True when the step began without this rank).
+        Without a step, a destination joins (see join())."""
+        if step is None:
+            return self.join()
         _check_step(step)
         report = _lib.SyncReport()
         report.struct_size = ctypes.sizeof(report)
@@ -331,14 +340,36 @@ class Job(Closing):
             self._check_bound("sync")
             code = _lib.lib().wex_sync(handle, step, ctypes.byref(report))
             check(code, missed=report.missed != 0)
-        return SyncReport(report.step, report.committed_step,
-                          report.operations, report.bytes, report.peers,
-                          report.seconds, bool(report.verified),
-                          report.attempts, report.failed_over, report.puts,
-                          report.wire_bytes, report.delta_elements,
-                          report.changed_elements,
-                          _lib.SYNC_MODES.get(report.mode, "mixed"),
-                          report.apply_seconds)
+        return _report(report)
+
+    def join(self) -> SyncReport:
+        """A destination that starts while the sources are stepping (new,
+        or after a crash): waits for the next step that takes it (with
+        elastic replicas, one its whole replica is at), receives it in
+        full and commits it. The report's ``step`` is the step it joined;
+        then sync() the steps after it. Gives up after the job's
+        timeouts.join_seconds with a WexError saying why."""
+        if self.side != "destination":
+            raise invalid("join: this is a source: only a destination joins "
+                          "a running job (a source syncs the steps it makes: "
+                          "sync(step))")
+        report = _lib.SyncReport()
+        report.struct_size = ctypes.sizeof(report)
+        step = ctypes.c_uint64()
+        with self._lock:
+            handle = self._live()
+            self._check_bound("join")
+            check(_lib.lib().wex_job_join(handle, ctypes.byref(step),
+                                          ctypes.byref(report)))
+        return _report(report)
+
+    def leave(self) -> None:
+        """Takes this destination out of the job between steps: the next
+        step goes on without its replica (with elastic replicas, without
+        failing anyone). Its tensors keep the committed step; join() brings
+        it back. close() leaves too."""
+        with self._lock:
+            check(_lib.lib().wex_job_leave(self._live()))
 
     def save(self, directory: str | os.PathLike[str],
              shard_bytes: int = 5_000_000_000) -> None:
@@ -414,6 +445,15 @@ class Job(Closing):
 
 
 _STEP_END = 2 ** 63
+
+
+def _report(r: _lib.SyncReport) -> SyncReport:
+    return SyncReport(r.step, r.committed_step, r.operations, r.bytes,
+                      r.peers, r.seconds, bool(r.verified), r.attempts,
+                      r.failed_over, r.puts, r.wire_bytes, r.delta_elements,
+                      r.changed_elements, _lib.SYNC_MODES.get(r.mode, "mixed"),
+                      r.apply_seconds, r.replicas, r.replicas_committed,
+                      r.replicas_joined, r.replicas_left)
 
 
 def _check_step(step: object) -> None:

@@ -104,6 +104,10 @@ class SyncReport(ctypes.Structure):
     mode: int
     reserved0: int
     apply_seconds: float
+    replicas: int
+    replicas_committed: int
+    replicas_joined: int
+    replicas_left: int
     _fields_ = [("struct_size", ctypes.c_uint32), ("verified", ctypes.c_int32),
                 ("step", ctypes.c_uint64), ("committed_step", ctypes.c_uint64),
                 ("operations", ctypes.c_uint64), ("bytes", ctypes.c_uint64),
@@ -114,7 +118,11 @@ class SyncReport(ctypes.Structure):
                 ("delta_elements", ctypes.c_uint64),
                 ("changed_elements", ctypes.c_uint64),
                 ("mode", ctypes.c_uint32), ("reserved0", ctypes.c_uint32),
-                ("apply_seconds", ctypes.c_double)]
+                ("apply_seconds", ctypes.c_double),
+                ("replicas", ctypes.c_uint64),
+                ("replicas_committed", ctypes.c_uint64),
+                ("replicas_joined", ctypes.c_uint64),
+                ("replicas_left", ctypes.c_uint64)]
 
 # wex_sync_report.mode (wex.h: WEX_SYNC_FULL, _DELTA, _MIXED), by name
 SYNC_MODES = {0: "full", 1: "delta", 2: "mixed"}
@@ -154,6 +162,8 @@ def prototypes() -> dict[str, Prototype]:
         "wex_job_save": (st, [vp, cp, u64]),
         "wex_job_connect": (st, [vp]),
         "wex_sync": (st, [vp, u64, p(SyncReport)]),
+        "wex_job_join": (st, [vp, vp, p(SyncReport)]),
+        "wex_job_leave": (st, [vp]),
         "wex_job_committed_step": (u64, [vp]),
         "wex_job_peer_path": (cp, [vp, u64]),
         "wex_last_error": (cp, []),
@@ -209,6 +219,9 @@ class Libwex(Protocol):
     def wex_job_connect(self, job: ctypes.c_void_p, /) -> int: ...
     def wex_sync(self, job: ctypes.c_void_p, step: int,
                  report: _CArgObject, /) -> int: ...
+    def wex_job_join(self, job: ctypes.c_void_p, step_p: _CArgObject,
+                     report: _CArgObject, /) -> int: ...
+    def wex_job_leave(self, job: ctypes.c_void_p, /) -> int: ...
     def wex_job_committed_step(self, job: ctypes.c_void_p, /) -> int: ...
     def wex_job_peer_path(self, job: ctypes.c_void_p,
                           destination_rank: int, /) -> bytes | None: ...
