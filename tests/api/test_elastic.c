@@ -408,9 +408,11 @@ static void come_and_go(const char *wex, const char *transport,
         e = await_event(0, SYNCED);
     }
     at_five = e.replicas;
+    /* a retry left it out (or, on a loaded machine, the step's barrier
+     * did, if it was not there yet when stopped) */
     EXPECT(e.rc == WEX_OK && e.committed == 3 &&
-               e.replicas == (e.attempts == 1 ? 4u : 3u) &&
-               e.left == (e.attempts == 1 ? 0u : 1u),
+               ((e.replicas == 3 && e.left == 1) ||
+                (e.replicas == 4 && e.left == 0 && e.attempts == 1)),
            "%s: step 5 with replica 2 killed: %s, %llu replicas, %llu "
            "committed",
            transport, e.msg, (unsigned long long)e.replicas,

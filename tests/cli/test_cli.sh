@@ -17,7 +17,7 @@ contains() { grep -qF -- "$2" "$1"; }
 contains "$tmp/out" "Commands:"; check "--help lists commands" $?
 contains "$tmp/out" "WEX_PLUGIN_PATH"; check "--help names the environment" $?
 "$wex" --version >"$tmp/out"; check "--version exits 0" $?
-grep -qE '^wex [0-9]+\.[0-9]+\.[0-9]+ \(plugin ABI 1\.5\)$' "$tmp/out"; check "--version format" $?
+grep -qE '^wex [0-9]+\.[0-9]+\.[0-9]+ \(plugin ABI 1\.6\)$' "$tmp/out"; check "--version format" $?
 "$wex" frobnicate 2>"$tmp/err"; [ $? -eq 2 ]; check "unknown command exits 2" $?
 contains "$tmp/err" "unknown command 'frobnicate'"; check "unknown command named" $?
 "$wex" plugins --help >"$tmp/out"; check "plugins --help" $?

@@ -55,6 +55,19 @@ static void usage(FILE *out)
         "after the one\n"
         "              it died in; the other ranks go on past a failed "
         "step\n"
+        "  --elastic   the destination's replicas come and go: the job's "
+        "destination\n"
+        "              is made elastic (min_replicas 1) if it is not; "
+        "WEX_RUN_FAULT lists\n"
+        "              leave:REPLICA:STEP (its ranks leave before that "
+        "step) and\n"
+        "              join:REPLICA:STEP (they join at that step; a "
+        "replica whose first\n"
+        "              event is a join starts then), comma separated. "
+        "Sources must\n"
+        "              never fail a step, every replica must commit every "
+        "step it is\n"
+        "              there for, and a line is printed per change\n"
         "  --json      a report valid against "
         "schemas/run-report.schema.json\n"
         "  --from-checkpoint DIR\n"
@@ -138,7 +151,8 @@ enum {
     OPT_FROM_CHECKPOINT,
     OPT_SAVE,
     OPT_SHARD_BYTES,
-    OPT_CHANGED
+    OPT_CHANGED,
+    OPT_ELASTIC
 };
 
 static const struct option options[] = {
@@ -158,6 +172,7 @@ static const struct option options[] = {
     {"save", required_argument, NULL, OPT_SAVE},
     {"shard-bytes", required_argument, NULL, OPT_SHARD_BYTES},
     {"changed", required_argument, NULL, OPT_CHANGED},
+    {"elastic", no_argument, NULL, OPT_ELASTIC},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
 
@@ -172,6 +187,7 @@ static int take(cli_parser *p, int c, run_args *a)
     case OPT_TOKEN: a->token = p->arg; return 0;
     case OPT_JOB_ID: a->job_id = p->arg; return 0;
     case OPT_RESPAWN: a->respawn = 1; return 0;
+    case OPT_ELASTIC: a->elastic = 1; return 0;
     case OPT_KEEP_GOING: a->keep_going = 1; return 0;
     case OPT_WORKER: return parse_worker(p, a);
     case OPT_FROM_CHECKPOINT: a->from_checkpoint = p->arg; return 0;
@@ -243,10 +259,26 @@ static int parse_args(int argc, char **argv, run_args *a)
     return -1;
 }
 
+/* The launcher's part: every rank, their wait, the report. */
+static int run_with(const run_args *ap)
+{
+    run_args a = *ap;
+    launch l;
+    int code;
+
+    if (run_launch(&l, &a) != WEX_OK) {
+        fprintf(stderr, "wex run: %s\n", wex_last_error());
+        run_launch_close(&l, 1);
+        return CLI_EXIT_USAGE;
+    }
+    code = run_report(&l, &a, run_wait(&l, &a));
+    run_launch_close(&l, 0);
+    return code;
+}
+
 int cmd_run(int argc, char **argv)
 {
     run_args a;
-    launch l;
     int code;
 
     if (cli_wants_help(argc, argv)) {
@@ -257,12 +289,17 @@ int cmd_run(int argc, char **argv)
         return code;
     if (a.worker)
         return run_worker(&a);
-    if (run_launch(&l, &a) != WEX_OK) {
-        fprintf(stderr, "wex run: %s\n", wex_last_error());
-        run_launch_close(&l, 1);
-        return CLI_EXIT_USAGE;
+    if (a.elastic) {
+        static char job[4200], dir[4096];
+        if (run_elastic_job(a.job, job, sizeof(job), dir, sizeof(dir)) !=
+            WEX_OK) {
+            fprintf(stderr, "wex run: %s\n", wex_last_error());
+            return CLI_EXIT_FAILED;
+        }
+        a.job = job;
+        code = run_with(&a);
+        run_elastic_remove_job(job, dir);
+        return code;
     }
-    code = run_report(&l, &a, run_wait(&l, &a));
-    run_launch_close(&l, 0);
-    return code;
+    return run_with(&a);
 }

@@ -33,7 +33,20 @@ typedef struct run_args {
     const char *save;            /* destinations save what they hold */
     uint64_t shard_bytes;        /* the saved checkpoint's shard size */
     double changed; /* the fraction of elements a step changes (1: all) */
+    int elastic;    /* replicas join and leave (run_elastic.c) */
 } run_args;
+
+/* run_elastic.c: the replicas' comings and goings a run plays. */
+typedef struct run_replica_event {
+    int join; /* else a leave */
+    uint64_t replica, step;
+} run_replica_event;
+
+typedef struct run_elastic {
+    uint64_t replicas, per;    /* the destination's dp, ranks a replica */
+    run_replica_event *events; /* by step */
+    size_t count;
+} run_elastic;
 
 /* The launcher's state: the job's plan, the rendezvous it serves, and
  * one process per rank (sources first). */
@@ -50,6 +63,9 @@ typedef struct launch {
     int *killed;              /* per worker: the signal that ended it */
     char shares[4096];        /* where the workers' plan shares are */
     int shares_owned;         /* the run made it, and removes it */
+    run_elastic elastic;      /* --elastic: who is there when */
+    char elastic_job[4200];   /* --elastic: the job made elastic, */
+    char elastic_dir[4096];   /* ... in a directory of its own */
 } launch;
 
 /* A saved checkpoint's shards, as transformers' save_pretrained cuts
@@ -92,6 +108,33 @@ wex_status run_check_memory(launch *l, const run_args *a);
 /* run_memcpy.c: this machine's memcpy GB/s with 1 or 2 threads copying
  * at once (the latter all threads together). */
 double run_memcpy_gbps(int threads);
+
+/* run_elastic.c. The leave and join events of WEX_RUN_FAULT (other
+ * faults are skipped), checked against the replicas and steps. */
+wex_status run_elastic_parse(const char *faults, uint64_t replicas,
+                             uint64_t per, uint64_t steps, run_elastic *el);
+void run_elastic_free(run_elastic *el);
+/* Whether the replica takes part in `step`. */
+int run_elastic_present(const run_elastic *el, uint64_t replica, uint64_t step);
+/* The first step from `step` on the replica takes part in; 0: none. */
+uint64_t run_elastic_next(const run_elastic *el, uint64_t replica,
+                          uint64_t step, uint64_t steps);
+/* Sources: waits until every replica due at `step` has connected and
+ * every one gone by it has left. */
+wex_status run_elastic_before_step(const run_elastic *el,
+                                   wex_tool_store_client *c, uint64_t step);
+/* Joiners: waits until the sources finished `done` steps. */
+wex_status run_elastic_await_steps(wex_tool_store_client *c, uint64_t done);
+/* Source rank 0: one more step finished. */
+wex_status run_elastic_step_done(wex_tool_store_client *c);
+/* Adds one to elastic/WHAT/RANK ("arrived", "left"). */
+wex_status run_elastic_tell(wex_tool_store_client *c, const char *what,
+                            uint64_t rank);
+/* The job, or a copy made elastic (min_replicas 1, its paths absolute)
+ * in a directory of its own (`dir_out`, "" when none was made). */
+wex_status run_elastic_job(const char *job, char *out, size_t cap,
+                           char *dir_out, size_t dir_cap);
+void run_elastic_remove_job(const char *job, const char *dir);
 
 /* Prints the run's report; returns the exit status (run_report.c). */
 int run_report(launch *l, const run_args *a, size_t failed);

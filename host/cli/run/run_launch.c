@@ -34,6 +34,38 @@ static void random_hex(char *out, size_t bytes)
                                       : (unsigned)(rand() ^ getpid()) & 0xff);
 }
 
+/* --elastic: the destination's replicas and the events WEX_RUN_FAULT
+ * plays on them, checked once here; the workers get the shape. */
+static wex_status elastic_shape(launch *l, const run_args *a,
+                                const wex_tool_job_info *job)
+{
+    const cJSON *dst =
+        cJSON_GetObjectItemCaseSensitive(job->doc, "destination");
+    const cJSON *dp = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(dst, "parallel"), "dp");
+    uint64_t replicas = cJSON_IsNumber(dp) ? (uint64_t)dp->valuedouble : 1;
+    char text[32];
+    wex_status st;
+
+    if (replicas == 0 || job->destination_ranks % replicas != 0)
+        return wex_tool_error(WEX_ERR_INVALID,
+                              "%s: /destination/parallel/dp: %llu replicas "
+                              "do not divide %llu ranks",
+                              job->path, (unsigned long long)replicas,
+                              (unsigned long long)job->destination_ranks);
+    st = run_elastic_parse(getenv("WEX_RUN_FAULT"), replicas,
+                           job->destination_ranks / replicas, a->steps,
+                           &l->elastic);
+    if (st != WEX_OK)
+        return st;
+    snprintf(text, sizeof(text), "%llu", (unsigned long long)replicas);
+    setenv("WEX_RUN_REPLICAS", text, 1);
+    snprintf(text, sizeof(text), "%llu",
+             (unsigned long long)(job->destination_ranks / replicas));
+    setenv("WEX_RUN_REPLICA_RANKS", text, 1);
+    return WEX_OK;
+}
+
 /* Starts one worker; a source gets the plan shares in `shares`. */
 static pid_t spawn(const char *self, const run_args *a, const char *shares,
                    uint32_t side, uint64_t rank, uint64_t first_step)
@@ -72,6 +104,8 @@ static pid_t spawn(const char *self, const run_args *a, const char *shares,
             setenv("WEX_PLAN_SHARES", shares, 1);
         if (a->respawn)
             argv[n++] = (char *)"--keep-going";
+        if (a->elastic)
+            argv[n++] = (char *)"--elastic";
         if (a->from_checkpoint != NULL) {
             argv[n++] = (char *)"--from-checkpoint";
             argv[n++] = (char *)a->from_checkpoint;
@@ -130,6 +164,8 @@ wex_status run_launch(launch *l, const run_args *a)
     }
     if (a->verify >= 0)
         wex_tool_planner_set_verify(l->plan, a->verify);
+    if (a->elastic && (st = elastic_shape(l, a, &job)) != WEX_OK)
+        return st;
     /* A checkpoint that does not fit, a save that could not finish, or
      * ranks this machine cannot hold are refused here, once, before any
      * rank starts. */
@@ -323,4 +359,5 @@ void run_launch_close(launch *l, int kill_workers)
     free(l->ranks);
     free(l->respawned);
     free(l->killed);
+    run_elastic_free(&l->elastic);
 }

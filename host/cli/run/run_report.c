@@ -19,6 +19,9 @@ typedef struct step_total {
      * WEX_SYNC_*) */
     double wire_bytes, delta_elements, changed_elements, apply_seconds;
     unsigned modes;
+    /* --elastic, as the sources saw it: replicas there, committed,
+     * joined and left (-1: no source said) */
+    double replicas[4];
 } step_total;
 
 static double number(const cJSON *o, const char *key)
@@ -86,6 +89,18 @@ static const char *step_mode(const step_total *t)
     return "mixed";
 }
 
+/* A source's "replicas" of a step (--elastic) into the step's. */
+static void fold_replicas(step_total *t, const cJSON *one)
+{
+    static const char *const keys[4] = {"present", "committed", "joined",
+                                        "left"};
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(one, "replicas");
+
+    for (int k = 0; cJSON_IsObject(r) && k < 4; k++)
+        if (number(r, keys[k]) > t->replicas[k])
+            t->replicas[k] = number(r, keys[k]);
+}
+
 /* One rank's report into the per-step totals; returns whether every
  * step it reported committed and verified. */
 static int fold_one(launch *l, const run_args *a, int verify_digest, size_t i,
@@ -122,6 +137,8 @@ static int fold_one(launch *l, const run_args *a, int verify_digest, size_t i,
         if (number(one, "failed_over") > steps[s - 1].failed_over)
             steps[s - 1].failed_over = number(one, "failed_over");
         steps[s - 1].puts += number(one, "puts");
+        if (l->sides[i] == WEX_SIDE_SOURCE)
+            fold_replicas(&steps[s - 1], one);
         if (!counts)
             continue;
         steps[s - 1].seen[i] = 1;
@@ -149,8 +166,17 @@ static int fold_one(launch *l, const run_args *a, int verify_digest, size_t i,
     return verified;
 }
 
+/* Whether worker i takes part in `step`: every rank does, but with
+ * --elastic a destination whose replica is gone. */
+static int due(const launch *l, size_t i, uint64_t step)
+{
+    if (l->elastic.per == 0 || l->sides[i] != WEX_SIDE_DESTINATION)
+        return 1;
+    return run_elastic_present(&l->elastic, l->ranks[i] / l->elastic.per, step);
+}
+
 /* Folds the ranks' reports into per-step totals; returns whether every
- * destination committed and verified every step. */
+ * destination committed and verified every step it took part in. */
 static int fold(launch *l, const run_args *a, int verify_digest,
                 step_total *steps, cJSON *errors, cJSON *paths,
                 double *snapshot_bytes)
@@ -161,22 +187,25 @@ static int fold(launch *l, const run_args *a, int verify_digest,
      * reports what its sources sent (and saw committed). */
     for (size_t i = 0; i < l->count; i++)
         have_dst |= l->sides[i] == WEX_SIDE_DESTINATION;
-    for (uint64_t s = 0; s < a->steps; s++)
+    for (uint64_t s = 0; s < a->steps; s++) {
         if ((steps[s].seen = calloc(l->count ? l->count : 1, 1)) == NULL)
             return 0;
+        for (int k = 0; k < 4; k++)
+            steps[s].replicas[k] = -1;
+    }
     for (size_t i = 0; i < l->count; i++) {
         int counts = !have_dst || l->sides[i] == WEX_SIDE_DESTINATION;
         verified &= fold_one(l, a, verify_digest, i, counts, steps, errors,
                              paths, snapshot_bytes);
         for (uint64_t s = 0; counts && s < a->steps; s++)
-            if (!steps[s].seen[i])
+            if (!steps[s].seen[i] && due(l, i, s + 1))
                 verified = 0;
     }
     for (uint64_t s = 0; s < a->steps; s++) {
         steps[s].ok = 1;
         for (size_t i = 0; i < l->count; i++)
             if ((!have_dst || l->sides[i] == WEX_SIDE_DESTINATION) &&
-                !steps[s].seen[i])
+                !steps[s].seen[i] && due(l, i, s + 1))
                 steps[s].ok = 0;
     }
     return verified;
@@ -316,6 +345,13 @@ int run_report(launch *l, const run_args *a, size_t failed)
             cJSON_AddNumberToObject(one, "failed_over", steps[s].failed_over);
         if (job.delta)
             add_step_delta(one, &steps[s]);
+        if (a->elastic && steps[s].replicas[0] >= 0) {
+            cJSON *r = cJSON_AddObjectToObject(one, "replicas");
+            cJSON_AddNumberToObject(r, "present", steps[s].replicas[0]);
+            cJSON_AddNumberToObject(r, "committed", steps[s].replicas[1]);
+            cJSON_AddNumberToObject(r, "joined", steps[s].replicas[2]);
+            cJSON_AddNumberToObject(r, "left", steps[s].replicas[3]);
+        }
         cJSON_AddItemToArray(list, one);
         if (steps[s].ok) {
             total_s += steps[s].seconds;
@@ -382,6 +418,12 @@ int run_report(launch *l, const run_args *a, size_t failed)
             if (job.delta && steps[s].ok)
                 print_step_delta(&steps[s]);
             putchar('\n');
+            if (a->elastic &&
+                (steps[s].replicas[2] > 0 || steps[s].replicas[3] > 0))
+                printf("           replicas: %.0f joined, %.0f left; %.0f "
+                       "there, %.0f committed\n",
+                       steps[s].replicas[2], steps[s].replicas[3],
+                       steps[s].replicas[0], steps[s].replicas[1]);
         }
         printf("throughput %.2f GB/s; memcpy on this machine %.2f GB/s "
                "(one thread); ratio %.2f\n",

@@ -33,19 +33,29 @@ static const char *side_name(uint32_t side)
     return side == WEX_SIDE_SOURCE ? "source" : "destination";
 }
 
+/* Whether WEX_RUN_FAULT (one fault, or several comma separated) holds
+ * this one. */
 static int fault_now(const char *how, uint32_t side, uint64_t rank,
                      uint64_t step)
 {
     const char *f = getenv("WEX_RUN_FAULT");
     char want[128];
+    size_t n;
 
     if (f == NULL)
         return 0;
-    snprintf(want, sizeof(want), "%s:%s:%llu:%llu", how, side_name(side),
-             (unsigned long long)rank, (unsigned long long)step);
-    return strcmp(f, want) == 0 ||
-           (strcmp(how, "die-mid") == 0 &&
-            strncmp(f, want, strlen(want)) == 0 && f[strlen(want)] == ':');
+    n = (size_t)snprintf(want, sizeof(want), "%s:%s:%llu:%llu", how,
+                         side_name(side), (unsigned long long)rank,
+                         (unsigned long long)step);
+    for (const char *p = f; p != NULL && *p;
+         p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+        if (strncmp(p, want, n) != 0)
+            continue;
+        if (p[n] == '\0' || p[n] == ',' ||
+            (strcmp(how, "die-mid") == 0 && p[n] == ':'))
+            return 1;
+    }
+    return 0;
 }
 
 /* The milliseconds after the barrier a "die-mid:...:MS" fault waits. */
@@ -137,6 +147,15 @@ static void report_key(const run_args *a, char *key, size_t cap)
              (unsigned long long)a->rank);
 }
 
+/* --elastic: this worker's own client of the rendezvous, which stays
+ * while its job leaves and joins again. */
+static wex_tool_store_client *own;
+
+static wex_tool_store_client *store_of(wex_job *job)
+{
+    return own != NULL ? own : wex_tool_job_store(job);
+}
+
 static void report(wex_job *job, const run_args *a, cJSON *doc)
 {
     char key[96], *text;
@@ -145,8 +164,8 @@ static void report(wex_job *job, const run_args *a, cJSON *doc)
     text = cJSON_PrintUnformatted(doc);
 
     report_key(a, key, sizeof(key));
-    if (text != NULL)
-        wex_tool_store_set(wex_tool_job_store(job), key, text, strlen(text));
+    if (text != NULL && store_of(job) != NULL)
+        wex_tool_store_set(store_of(job), key, text, strlen(text));
     free(text);
 }
 
@@ -160,8 +179,8 @@ static cJSON *steps_list(wex_job *job, const run_args *a, cJSON *doc)
     cJSON *old = NULL, *list;
 
     report_key(a, key, sizeof(key));
-    if (a->first_step > 1 && wex_tool_store_get(wex_tool_job_store(job), key, 0,
-                                                &text, &len) == WEX_OK)
+    if (a->first_step > 1 &&
+        wex_tool_store_get(store_of(job), key, 0, &text, &len) == WEX_OK)
         old = cJSON_ParseWithLength(text, len);
     free(text);
     list = cJSON_DetachItemFromObjectCaseSensitive(old, "steps");
@@ -204,14 +223,15 @@ static void add_delta(cJSON *one, const wex_sync_report *r)
 }
 
 /* A source waits, before it fills the next step's weights, until each
- * destination it sends to has committed the `commits` steps it saw
- * commit (every one commits a committed step): then the oracle's filling
+ * destination it sends to has committed step `step`, the last it saw
+ * commit (committed/RANK holds a destination's last committed step;
+ * every one commits a committed step): then the oracle's filling
  * never runs beside a destination's step, whose apply (a delta step's)
  * comes after the verdict the source returns at. A trainer's next step
  * runs on its GPUs; this one's would take the CPUs a step is timed on.
  * Best effort: a destination that died after its commit is waited for
  * a few seconds, then the source goes on. */
-static void await_commits(wex_job *job, uint64_t commits)
+static void await_commits(wex_job *job, uint64_t step)
 {
     size_t n = 0;
     const uint64_t *peers = wex_tool_job_peers(job, &n);
@@ -220,30 +240,119 @@ static void await_commits(wex_job *job, uint64_t commits)
         char key[64];
         snprintf(key, sizeof(key), "committed/%llu",
                  (unsigned long long)peers[p]);
-        (void)wex_tool_store_wait_ge(wex_tool_job_store(job), key,
-                                     (int64_t)commits, 5.0);
+        (void)wex_tool_store_wait_ge(store_of(job), key, (int64_t)step, 5.0);
     }
 }
 
+/* What a step did, into the rank's report list and the rendezvous's
+ * counters, and (a destination) every element checked: 0 when it went
+ * well, 1 when the run must stop, 2 when a failed step is only reported
+ * (--keep-going). */
+static int record_step(wex_job *job, const run_args *a, cJSON *doc, cJSON *list,
+                       uint64_t s, wex_status st, const wex_sync_report *r,
+                       const wex_tool_checkpoint *ck)
+{
+    uint32_t side = a->side;
+    uint64_t rank = a->rank, bad = 0;
+    cJSON *one = cJSON_CreateObject();
+
+    cJSON_AddNumberToObject(one, "step", (double)s);
+    cJSON_AddBoolToObject(one, "committed", st == WEX_OK);
+    cJSON_AddItemToArray(list, one);
+    if (st != WEX_OK && r->missed && a->keep_going) {
+        /* A rank started again after the step began without it:
+         * nothing of it was written; it joins the next one. */
+        cJSON_AddBoolToObject(one, "missed", 1);
+        fprintf(stderr,
+                "wex run: %s rank %llu: step %llu went on "
+                "without it; it joins the next step\n",
+                side_name(side), (unsigned long long)rank,
+                (unsigned long long)s);
+        report(job, a, doc);
+        return 2;
+    }
+    if (st != WEX_OK) {
+        cJSON_AddStringToObject(one, "error", wex_last_error());
+        fprintf(stderr, "wex run: %s rank %llu: %s\n", side_name(side),
+                (unsigned long long)rank, wex_last_error());
+        report(job, a, doc);
+        if (a->keep_going)
+            return 2;
+        cJSON_AddStringToObject(doc, "error", wex_last_error());
+        return 1;
+    }
+    if (side == WEX_SIDE_DESTINATION) {
+        char key[64];
+        int64_t held = 0;
+        /* the counter becomes this step: it holds the last one committed
+         * (a rank started again, or a replica that was gone, skips some) */
+        snprintf(key, sizeof(key), "committed/%llu", (unsigned long long)rank);
+        if (wex_tool_store_add(store_of(job), key, 0, &held) == WEX_OK &&
+            (int64_t)s > held)
+            wex_tool_store_add(store_of(job), key, (int64_t)s - held, NULL);
+        if (fault_now("scribble", side, rank, s))
+            wex_tool_synth_scribble(job);
+        bad = run_worker_mismatches(job, ck, s);
+    }
+    cJSON_AddNumberToObject(one, "seconds", r->seconds);
+    cJSON_AddNumberToObject(one, "bytes", (double)r->bytes);
+    cJSON_AddNumberToObject(one, "operations", (double)r->operations);
+    cJSON_AddNumberToObject(one, "attempts", (double)r->attempts);
+    cJSON_AddNumberToObject(one, "failed_over", (double)r->failed_over);
+    if (side == WEX_SIDE_SOURCE)
+        cJSON_AddNumberToObject(one, "puts", (double)r->puts);
+    if (a->elastic) {
+        cJSON *rep = cJSON_AddObjectToObject(one, "replicas");
+        cJSON_AddNumberToObject(rep, "present", (double)r->replicas);
+        cJSON_AddNumberToObject(rep, "committed",
+                                (double)r->replicas_committed);
+        cJSON_AddNumberToObject(rep, "joined", (double)r->replicas_joined);
+        cJSON_AddNumberToObject(rep, "left", (double)r->replicas_left);
+    }
+    add_delta(one, r);
+    cJSON_AddBoolToObject(one, "digests_matched", r->verified == 1);
+    cJSON_AddNumberToObject(one, "mismatched_elements", (double)bad);
+    /* Posted after every step, so a rank that dies later still leaves
+     * what it did. */
+    report(job, a, doc);
+    /* One counter of commits, not a key per step: a long run's
+     * rendezvous must not grow. */
+    if (side == WEX_SIDE_DESTINATION)
+        wex_tool_store_add(store_of(job), "progress", 1, NULL);
+    if (bad != 0) {
+        fprintf(stderr,
+                "wex run: destination rank %llu: step %llu: "
+                "%llu elements differ from what was sent\n",
+                (unsigned long long)rank, (unsigned long long)s,
+                (unsigned long long)bad);
+        return 1;
+    }
+    return 0;
+}
+
 static int run_steps(wex_job *job, const run_args *a, cJSON *doc,
-                     const wex_tool_checkpoint *ck)
+                     const wex_tool_checkpoint *ck, const run_elastic *el)
 {
     cJSON *list = steps_list(job, a, doc);
     uint32_t side = a->side;
-    uint64_t rank = a->rank, commits = 0;
+    uint64_t rank = a->rank, last = 0;
     int code = 0;
 
     for (uint64_t s = a->first_step; s <= a->steps; s++) {
         wex_sync_report r;
-        uint64_t bad = 0;
-        cJSON *one;
-        wex_status st;
+        wex_status st = WEX_OK;
+        int how;
 
         memset(&r, 0, sizeof(r));
         r.struct_size = sizeof(r);
+        if (el != NULL &&
+            (st = run_elastic_before_step(el, own, s)) != WEX_OK) {
+            record_step(job, a, doc, list, s, st, &r, ck);
+            return 1;
+        }
         if (side == WEX_SIDE_SOURCE && a->from_checkpoint == NULL) {
-            if (commits > 0)
-                await_commits(job, commits);
+            if (last > 0)
+                await_commits(job, last);
             wex_tool_synth_fill(job, s);
         }
         if (fault_now("die", side, rank, s))
@@ -253,76 +362,114 @@ static int run_steps(wex_job *job, const run_args *a, cJSON *doc,
         if (fault_now("die-mid", side, rank, s))
             arm_mid_step_fault(job, s);
         st = wex_sync(job, s, &r);
-        one = cJSON_CreateObject();
-        cJSON_AddNumberToObject(one, "step", (double)s);
-        cJSON_AddBoolToObject(one, "committed", st == WEX_OK);
-        cJSON_AddItemToArray(list, one);
-        code = st != WEX_OK;
-        if (st != WEX_OK && r.missed && a->keep_going) {
-            /* A rank started again after the step began without it:
-             * nothing of it was written; it joins the next one. */
-            cJSON_AddBoolToObject(one, "missed", 1);
-            fprintf(stderr,
-                    "wex run: %s rank %llu: step %llu went on "
-                    "without it; it joins the next step\n",
-                    side_name(side), (unsigned long long)rank,
-                    (unsigned long long)s);
-            report(job, a, doc);
-            code = 0;
-            continue;
-        }
-        if (st != WEX_OK) {
-            cJSON_AddStringToObject(one, "error", wex_last_error());
-            fprintf(stderr, "wex run: %s rank %llu: %s\n", side_name(side),
-                    (unsigned long long)rank, wex_last_error());
-            report(job, a, doc);
-            if (a->keep_going)
-                continue;
-            cJSON_AddStringToObject(doc, "error", wex_last_error());
+        if (el != NULL && rank == 0)
+            run_elastic_step_done(own);
+        how = record_step(job, a, doc, list, s, st, &r, ck);
+        if (how == 1)
             return 1;
-        }
-        if (side == WEX_SIDE_SOURCE)
-            commits++;
-        if (side == WEX_SIDE_DESTINATION) {
-            char key[64];
-            snprintf(key, sizeof(key), "committed/%llu",
-                     (unsigned long long)rank);
-            wex_tool_store_add(wex_tool_job_store(job), key, 1, NULL);
-            if (fault_now("scribble", side, rank, s))
-                wex_tool_synth_scribble(job);
-            bad = run_worker_mismatches(job, ck, s);
-        }
-        cJSON_AddNumberToObject(one, "seconds", r.seconds);
-        cJSON_AddNumberToObject(one, "bytes", (double)r.bytes);
-        cJSON_AddNumberToObject(one, "operations", (double)r.operations);
-        cJSON_AddNumberToObject(one, "attempts", (double)r.attempts);
-        cJSON_AddNumberToObject(one, "failed_over", (double)r.failed_over);
-        if (side == WEX_SIDE_SOURCE)
-            cJSON_AddNumberToObject(one, "puts", (double)r.puts);
-        add_delta(one, &r);
-        cJSON_AddBoolToObject(one, "digests_matched", r.verified == 1);
-        cJSON_AddNumberToObject(one, "mismatched_elements", (double)bad);
-        /* Posted after every step, so a rank that dies later still
-         * leaves what it did. */
-        report(job, a, doc);
-        /* One counter of commits, not a key per step: a long run's
-         * rendezvous must not grow. */
-        if (side == WEX_SIDE_DESTINATION)
-            wex_tool_store_add(wex_tool_job_store(job), "progress", 1, NULL);
-        if (bad != 0) {
-            fprintf(stderr,
-                    "wex run: destination rank %llu: step %llu: "
-                    "%llu elements differ from what was sent\n",
-                    (unsigned long long)rank, (unsigned long long)s,
-                    (unsigned long long)bad);
-            return 1;
-        }
+        /* kept going: a missed step is not this rank's failure */
+        code = st != WEX_OK && !r.missed;
+        if (st == WEX_OK && side == WEX_SIDE_SOURCE)
+            last = s;
     }
     if (code != 0)
         cJSON_AddStringToObject(doc, "error", "the last step failed");
     else if (a->save != NULL && side == WEX_SIDE_DESTINATION)
         code = save(job, a, doc);
     return code;
+}
+
+/* --elastic, a destination: its replica's steps, joining when it comes
+ * (wex_job_join) and leaving when it goes (wex_job_leave), as
+ * WEX_RUN_FAULT plays them. */
+static int run_replica(wex_job *job, const run_args *a, cJSON *doc,
+                       const wex_tool_checkpoint *ck, const run_elastic *el)
+{
+    cJSON *list = steps_list(job, a, doc);
+    uint64_t q = a->rank / el->per, s = 1;
+
+    while ((s = run_elastic_next(el, q, s, a->steps)) != 0) {
+        wex_sync_report r;
+        uint64_t joined = 0;
+        double t0;
+        wex_status st;
+        int how;
+
+        memset(&r, 0, sizeof(r));
+        r.struct_size = sizeof(r);
+        /* joining: once the sources finished the step before; ready is
+         * from then (connecting, the join, the step) to its commit */
+        st = run_elastic_await_steps(own, s - 1);
+        t0 = wex_tool_now();
+        if (st == WEX_OK)
+            st = wex_job_connect(job);
+        if (st == WEX_OK)
+            st = run_elastic_tell(own, "arrived", a->rank);
+        if (st == WEX_OK)
+            st = wex_job_join(job, &joined, &r);
+        if (st == WEX_OK && joined != s)
+            st = wex_tool_error(
+                WEX_ERR_INTERNAL, "replica %llu joined step %llu, not %llu",
+                (unsigned long long)q, (unsigned long long)joined,
+                (unsigned long long)s);
+        if (st == WEX_OK && !a->json)
+            fprintf(stderr,
+                    "wex run: destination rank %llu (replica %llu) joined "
+                    "step %llu in %.3f s\n",
+                    (unsigned long long)a->rank, (unsigned long long)q,
+                    (unsigned long long)s, wex_tool_now() - t0);
+        how = record_step(job, a, doc, list, s, st, &r, ck);
+        if (how != 0)
+            return 1;
+        for (s++; s <= a->steps && run_elastic_present(el, q, s); s++) {
+            memset(&r, 0, sizeof(r));
+            r.struct_size = sizeof(r);
+            st = wex_sync(job, s, &r);
+            if (record_step(job, a, doc, list, s, st, &r, ck) != 0)
+                return 1;
+        }
+        if (s > a->steps)
+            break;
+        /* gone before step s */
+        if ((st = wex_job_leave(job)) != WEX_OK ||
+            (st = run_elastic_tell(own, "left", a->rank)) != WEX_OK) {
+            cJSON_AddStringToObject(doc, "error", wex_last_error());
+            return 1;
+        }
+        if (!a->json)
+            fprintf(stderr,
+                    "wex run: destination rank %llu (replica %llu) left "
+                    "before step %llu\n",
+                    (unsigned long long)a->rank, (unsigned long long)q,
+                    (unsigned long long)s);
+    }
+    return 0;
+}
+
+/* --elastic: the replicas' events (WEX_RUN_FAULT, the shape the
+ * launcher put in WEX_RUN_REPLICAS and WEX_RUN_REPLICA_RANKS), and this
+ * worker's own client of the rendezvous. */
+static wex_status elastic_setup(const run_args *a, run_elastic *el)
+{
+    const char *replicas = getenv("WEX_RUN_REPLICAS");
+    const char *per = getenv("WEX_RUN_REPLICA_RANKS");
+    char who[64];
+    wex_status st;
+
+    if (replicas == NULL || per == NULL)
+        return wex_tool_error(WEX_ERR_INVALID,
+                              "wex run --elastic: a worker needs "
+                              "WEX_RUN_REPLICAS and WEX_RUN_REPLICA_RANKS "
+                              "(the launcher sets them)");
+    st =
+        run_elastic_parse(getenv("WEX_RUN_FAULT"), strtoull(replicas, NULL, 10),
+                          strtoull(per, NULL, 10), a->steps, el);
+    snprintf(who, sizeof(who), "worker/%s/%llu", side_name(a->side),
+             (unsigned long long)a->rank);
+    if (st == WEX_OK)
+        st = wex_tool_store_connect(getenv("WEX_RENDEZVOUS"),
+                                    getenv("WEX_TOKEN"), who, 60.0, &own);
+    return st;
 }
 
 int run_worker(const run_args *a)
@@ -334,9 +481,14 @@ int run_worker(const run_args *a)
     int code = 1;
     wex_status st;
 
+    run_elastic el;
+
+    memset(&el, 0, sizeof(el));
     /* before anything fills or checks a weight */
     wex_tool_synth_set_changed(a->changed);
     st = wex_job_open(a->job, side, rank, NULL, &job);
+    if (st == WEX_OK && a->elastic)
+        st = elastic_setup(a, &el);
 
     if (st == WEX_OK && a->verify >= 0)
         wex_tool_job_set_verify(job, a->verify);
@@ -346,13 +498,15 @@ int run_worker(const run_args *a)
         st = wex_tool_synth_prepare(job);
     if (st == WEX_OK)
         st = run_worker_checkpoint_open(job, a, &ck);
+    /* an elastic destination connects when its replica joins */
     if (st != WEX_OK ||
         (!(a->from_checkpoint && side == WEX_SIDE_SOURCE) &&
          get_memory(job) != WEX_OK) ||
-        wex_job_connect(job) != WEX_OK) {
+        ((!a->elastic || side == WEX_SIDE_SOURCE) &&
+         wex_job_connect(job) != WEX_OK)) {
         fprintf(stderr, "wex run: %s rank %llu: %s\n", side_name(side),
                 (unsigned long long)rank, wex_last_error());
-        if (job != NULL && wex_tool_job_store(job) != NULL) {
+        if (job != NULL && store_of(job) != NULL) {
             cJSON_AddStringToObject(doc, "error", wex_last_error());
             report(job, a, doc);
         }
@@ -369,11 +523,16 @@ int run_worker(const run_args *a)
         if (wex_tool_job_snapshot_bytes(job) > 0)
             cJSON_AddNumberToObject(doc, "snapshot_bytes",
                                     (double)wex_tool_job_snapshot_bytes(job));
-        code = run_steps(job, a, doc, ck);
+        code = el.replicas == 0 || side == WEX_SIDE_SOURCE
+                   ? run_steps(job, a, doc, ck, el.replicas ? &el : NULL)
+                   : run_replica(job, a, doc, ck, &el);
         report(job, a, doc);
     }
     run_worker_checkpoint_close(ck);
     cJSON_Delete(doc);
     wex_job_close(job);
+    run_elastic_free(&el);
+    wex_tool_store_close(own);
+    own = NULL;
     return code;
 }

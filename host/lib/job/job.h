@@ -128,6 +128,9 @@ typedef struct wex__delta_record {
  * are encoded once a step and send the same payload to each. */
 typedef struct wex__delta_group {
     size_t first_op;           /* the op whose runs it is read through */
+    wex__op read;              /* ... as it was: a new plan's groups meet
+                                  the old by it (delta_source.c) */
+    int fresh; /* its snapshot does not hold snap_step: its ops go whole */
     uint64_t snap_off, bytes;  /* its snapshot in the source's snapshots */
     uint64_t out_off, out_cap; /* its payload's room in the outbox */
     int64_t payload_len;       /* this step's; -1: the ops go whole */

@@ -22,10 +22,8 @@ int wex__delta_same_read(const wex__op *a, const wex__op *b)
            memcmp(a->extent, b->extent, sizeof(a->extent)) == 0;
 }
 
-static int cmp_read(const void *pa, const void *pb)
+int wex__delta_read_cmp(const wex__op *a, const wex__op *b)
 {
-    const wex__op *a = *(const wex__op *const *)pa;
-    const wex__op *b = *(const wex__op *const *)pb;
     int c;
 
     if (a->src_tensor != b->src_tensor)
@@ -38,9 +36,16 @@ static int cmp_read(const void *pa, const void *pb)
         return a->transform < b->transform ? -1 : 1;
     if ((c = memcmp(a->src_off, b->src_off, sizeof(a->src_off))) != 0)
         return c;
-    if ((c = memcmp(a->extent, b->extent, sizeof(a->extent))) != 0)
-        return c;
-    return a < b ? -1 : a > b;
+    return memcmp(a->extent, b->extent, sizeof(a->extent));
+}
+
+static int cmp_read(const void *pa, const void *pb)
+{
+    const wex__op *a = *(const wex__op *const *)pa;
+    const wex__op *b = *(const wex__op *const *)pb;
+    int c = wex__delta_read_cmp(a, b);
+
+    return c ? c : (a < b ? -1 : a > b);
 }
 
 void wex__delta_sort(const wex__op **ops, size_t count)

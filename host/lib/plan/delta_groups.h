@@ -29,6 +29,8 @@ int wex__delta_same_read(const wex__op *a, const wex__op *b);
  * tensor, box), then by position: operations that read the same bytes
  * end up next to each other. */
 void wex__delta_sort(const wex__op **ops, size_t count);
+/* The order wex__delta_sort puts reads in (0: the same read). */
+int wex__delta_read_cmp(const wex__op *a, const wex__op *b);
 /* The room one payload takes in a source's outbox: past max_fraction of
  * its elements an operation goes whole, so a bitmap and that many
  * values is all a useful payload needs. */

@@ -189,6 +189,9 @@ static void *conn_main(void *arg)
         s->pending_count--;
     c->pending = 0;
     c->done = 1;
+    /* a member gone, even with a goodbye, may be what a barrier waits
+     * on (an elastic replica that left) */
+    pthread_cond_broadcast(&s->changed);
     pthread_mutex_unlock(&s->mu);
     return NULL;
 }

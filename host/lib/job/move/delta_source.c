@@ -55,6 +55,7 @@ static wex_status group_ops(wex_job *job)
         if (k == 0 || !wex__delta_same_read(o, order[k - 1])) {
             g = &d->groups[d->group_count++];
             g->first_op = index;
+            g->read = *o;
             g->snap_off = d->snapshot_bytes;
             g->bytes = o->bytes;
             g->out_off = d->outbox_bytes;
@@ -75,10 +76,8 @@ static wex_status group_ops(wex_job *job)
 
 /* ---- preparing and freeing -------------------------------------------- */
 
-static void free_source(wex_job *job)
+static void free_state(wex_job *job, wex__job_source_delta *d)
 {
-    wex__job_source_delta *d = &job->src.delta;
-
     if (d->outbox_mem != NULL)
         job->transport.ops->mem_deregister(job->transport.ctx, d->outbox_mem);
     free(d->group_of);
@@ -95,6 +94,54 @@ static void free_source(wex_job *job)
     memset(d, 0, sizeof(*d));
 }
 
+static void free_source(wex_job *job)
+{
+    free_state(job, &job->src.delta);
+}
+
+/* A new plan (a dead source failed over, an elastic replica came or
+ * went) keeps what the old snapshots hold: each new group reading what
+ * an old one read takes its snapshot (the old buffer itself when every
+ * group is the same), and a group new to this source is fresh, its ops
+ * whole until a step commits, so the replicas that stayed keep their
+ * deltas. */
+static wex_status carry_snapshots(wex_job *job, wex__job_source_delta *old)
+{
+    wex__job_source_delta *d = &job->src.delta;
+    size_t k = 0, same = 0;
+
+    if (old->snapshots == NULL || old->snap_step == 0)
+        return WEX_OK;
+    for (size_t g = 0; g < d->group_count; g++) {
+        wex__delta_group *n = &d->groups[g];
+        while (k < old->group_count &&
+               wex__delta_read_cmp(&old->groups[k].read, &n->read) < 0)
+            k++;
+        n->fresh = k == old->group_count ||
+                   wex__delta_read_cmp(&old->groups[k].read, &n->read) != 0 ||
+                   old->groups[k].fresh;
+        same += !n->fresh && old->groups[k].snap_off == n->snap_off;
+    }
+    if (same == d->group_count && old->snapshot_bytes == d->snapshot_bytes) {
+        d->snapshots = old->snapshots; /* the same groups: taken whole */
+        old->snapshots = NULL;
+    } else if ((d->snapshots = calloc(d->snapshot_bytes + 1, 1)) == NULL) {
+        return wex__error(WEX_ERR_NOMEM, "job: out of memory");
+    }
+    for (size_t g = 0, o = 0; old->snapshots != NULL && g < d->group_count;
+         g++) {
+        const wex__delta_group *n = &d->groups[g];
+        while (o < old->group_count &&
+               wex__delta_read_cmp(&old->groups[o].read, &n->read) < 0)
+            o++;
+        if (!n->fresh)
+            memcpy(d->snapshots + n->snap_off,
+                   old->snapshots + old->groups[o].snap_off, n->bytes);
+    }
+    d->snap_step = old->snap_step;
+    return WEX_OK;
+}
+
 void wex__delta_free(wex_job *job)
 {
     if (job->side == WEX_SIDE_SOURCE)
@@ -105,7 +152,7 @@ void wex__delta_free(wex_job *job)
 
 wex_status wex__delta_prepare(wex_job *job)
 {
-    wex__job_source_delta *d = &job->src.delta;
+    wex__job_source_delta *d = &job->src.delta, old;
     size_t peers = job->peer_count + 1;
     wex_status st;
 
@@ -113,8 +160,12 @@ wex_status wex__delta_prepare(wex_job *job)
         return WEX_OK;
     if (job->side != WEX_SIDE_SOURCE)
         return wex__delta_dest_prepare(job);
-    /* Replanned (failover): the snapshots no longer fit the ops. */
-    free_source(job);
+    /* Replanned: the snapshots are carried over to the new groups. */
+    old = *d;
+    old.outbox_mem = NULL;
+    if (d->outbox_mem != NULL)
+        job->transport.ops->mem_deregister(job->transport.ctx, d->outbox_mem);
+    memset(d, 0, sizeof(*d));
     if (wex__delta_enc_alloc(&d->enc) != 0 ||
         (d->records = calloc(job->op_count + 1, sizeof(*d->records))) == NULL ||
         (d->pair_records =
@@ -123,10 +174,11 @@ wex_status wex__delta_prepare(wex_job *job)
         (d->inbox_size = calloc(peers, sizeof(*d->inbox_size))) == NULL ||
         (d->inbox_used = calloc(peers, sizeof(*d->inbox_used))) == NULL ||
         (d->peer_delta = calloc(peers, 1)) == NULL)
-        return wex__error(WEX_ERR_NOMEM, "job: out of memory");
-    if ((st = group_ops(job)) != WEX_OK)
-        return st;
-    return WEX_OK;
+        st = wex__error(WEX_ERR_NOMEM, "job: out of memory");
+    else if ((st = group_ops(job)) == WEX_OK)
+        st = carry_snapshots(job, &old);
+    free_state(job, &old);
+    return st;
 }
 
 /* The snapshots and the outbox, made when the first step needs them
@@ -137,9 +189,10 @@ static wex_status make_room(wex_job *job)
     wex__job_source_delta *d = &job->src.delta;
     wex_status st;
 
-    if (d->snapshots != NULL || d->group_count == 0)
+    if (d->outbox != NULL || d->group_count == 0)
         return WEX_OK;
-    d->snapshots = calloc(d->snapshot_bytes + 1, 1);
+    if (d->snapshots == NULL) /* else carried from the plan before */
+        d->snapshots = calloc(d->snapshot_bytes + 1, 1);
     d->outbox = malloc(d->outbox_bytes + 1);
     if (d->snapshots == NULL || d->outbox == NULL)
         return wex__error(WEX_ERR_NOMEM,
@@ -227,8 +280,9 @@ static void encode_end(wex_job *job, wex__delta_group *g, XXH3_state_t *h)
     g->changed = d->enc.changed;
     g->elems = d->enc.elems;
     if (g->payload_len >= 0 &&
-        (double)g->changed >
-            (double)g->elems * job->plan.job->delta_max_fraction)
+        ((double)g->changed >
+             (double)g->elems * job->plan.job->delta_max_fraction ||
+         g->fresh))
         g->payload_len = -1; /* goes whole */
     g->digest = h != NULL ? XXH3_64bits_digest(h) : 0;
     g->payload_digest =
@@ -442,6 +496,11 @@ void wex__delta_full_done(wex_job *job, size_t i, uint64_t digest)
 
 void wex__delta_end(wex_job *job, uint64_t step, int committed)
 {
-    if (job->side == WEX_SIDE_SOURCE && job->plan.job->delta)
-        job->src.delta.snap_step = committed ? step : 0;
+    wex__job_source_delta *d = &job->src.delta;
+
+    if (job->side != WEX_SIDE_SOURCE || !job->plan.job->delta)
+        return;
+    d->snap_step = committed ? step : 0;
+    for (size_t g = 0; committed && g < d->group_count; g++)
+        d->groups[g].fresh = 0; /* encoded this step: it holds it */
 }

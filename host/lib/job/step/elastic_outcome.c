@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "elastic_outcome.h"
+#include "error.h"
 #include "verdicts.h"
 
 static int cmp_u64(const void *a, const void *b)
@@ -16,6 +17,51 @@ static int cmp_u64(const void *a, const void *b)
 int wex__elastic_is_absent(const uint64_t *absent, uint64_t n, uint64_t rank)
 {
     return n > 0 && bsearch(&rank, absent, n, sizeof(*absent), cmp_u64) != NULL;
+}
+
+void wex__elastic_announce(wex_job *job, uint64_t step)
+{
+    char key[64];
+
+    snprintf(key, sizeof(key), "steps/after/%llu",
+             (unsigned long long)job->members.earlier_steps[1]);
+    wex__store_set(job->rendezvous.store, key, &step, sizeof(step));
+    wex__store_set(job->rendezvous.store, "steps/latest", &step, sizeof(step));
+}
+
+int wex__elastic_too_few(const wex_job *job, uint64_t step, char *why,
+                         size_t cap)
+{
+    if (job->members.replica_ranks == 0 ||
+        strstr(wex__last_error(), "min_replicas") == NULL)
+        return 0;
+    snprintf(why, cap, "no replica committed step %llu; min_replicas %llu (%s)",
+             (unsigned long long)step,
+             (unsigned long long)job->plan.job->elastic_min_replicas,
+             wex__last_error());
+    return 1;
+}
+
+int wex__elastic_left_out(wex_job *job, uint64_t step, const char *prefix,
+                          const uint64_t *absent, uint64_t n, char *why,
+                          size_t cap)
+{
+    uint64_t per = job->members.replica_ranks, q;
+
+    if (n == 0)
+        return 0;
+    wex__elastic_post_absent(job, prefix, absent, n);
+    if (job->side != WEX_SIDE_DESTINATION ||
+        !wex__elastic_is_absent(absent, n, job->rank))
+        return 0;
+    q = job->rank / per;
+    snprintf(why, cap,
+             "step %llu went on without this replica (destination ranks "
+             "%llu-%llu), which was not whole at its barrier; nothing was "
+             "written: sync a later step",
+             (unsigned long long)step, (unsigned long long)(q * per),
+             (unsigned long long)(q * per + per - 1));
+    return 1;
 }
 
 wex_status wex__elastic_post_absent(wex_job *job, const char *prefix,

@@ -13,6 +13,18 @@
 
 #define WEX__VERDICT_ABSENT "absent"
 
+/* Sources, before a step's barrier: "steps/latest" and
+ * "steps/after/PREVIOUS" are `step`, for ranks that join (job_join.c). */
+void wex__elastic_announce(wex_job *job, uint64_t step);
+/* The barrier failed (the thread's error) for too few replicas: the
+ * step's one line in `why`, and 1. */
+int wex__elastic_too_few(const wex_job *job, uint64_t step, char *why,
+                         size_t cap);
+/* After the barrier: posts the left-out ranks' "absent" verdicts under
+ * `prefix`; 1, with why, when this destination is one of them. */
+int wex__elastic_left_out(wex_job *job, uint64_t step, const char *prefix,
+                          const uint64_t *absent, uint64_t n, char *why,
+                          size_t cap);
 /* Whether destination `rank` is among the `n` ranks `absent` (sorted). */
 int wex__elastic_is_absent(const uint64_t *absent, uint64_t n, uint64_t rank);
 /* Posts "absent" under `prefix` ("step/S/T/verdict/") for each rank. */

@@ -36,12 +36,11 @@ typedef struct step_try {
     uint64_t step, number;
     int verify;
     double timeout;
-    double started;   /* when the first try's barrier passed */
-    int wrote;        /* a try passed its barrier: sources wrote */
-    int passed;       /* this try passed its barrier */
-    int missed;       /* the step began without this rank */
-    uint64_t *absent; /* elastic: destination ranks left out */
-    uint64_t absent_count;
+    double started;           /* when the first try's barrier passed */
+    int wrote;                /* a try passed its barrier: sources wrote */
+    int passed;               /* this try passed its barrier */
+    int missed;               /* the step began without this rank */
+    wex__store_elastic el;    /* the barrier's, and who it left out */
     char why[WEX__ERROR_MAX]; /* why this rank could not take part */
 } step_try;
 
@@ -360,19 +359,6 @@ static int with_own_reason(const wex_job *job, const step_try *t, int result,
 
 /* ---- one try, and the step ---------------------------------------------- */
 
-/* Elastic jobs: a source tells replicas that join (wex_job_join) which
- * step comes next: "steps/after/PREVIOUS" and "steps/latest" are this
- * one, set before its barrier (every source sets the same). */
-static void announce_step(wex_job *job, uint64_t step)
-{
-    char key[64];
-
-    snprintf(key, sizeof(key), "steps/after/%llu",
-             (unsigned long long)job->members.earlier_steps[1]);
-    wex__store_set(job->rendezvous.store, key, &step, sizeof(step));
-    wex__store_set(job->rendezvous.store, "steps/latest", &step, sizeof(step));
-}
-
 static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
 {
     uint64_t *dead = NULL, dead_count = 0;
@@ -398,21 +384,17 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
     }
     if (job->members.replica_ranks && job->side == WEX_SIDE_SOURCE &&
         t->number == 0)
-        announce_step(job, t->step);
+        wex__elastic_announce(job, t->step);
     try_key(key, sizeof(key), t, "begin");
     /* A retry must not wait for a destination that died: only a source
      * can be failed over (or, elastic, a replica left out). */
-    {
-        wex__store_elastic el = {job->members.replica_ranks,
+    free(t->el.absent); /* elastic: the destination ranks left out */
+    t->el = (wex__store_elastic){job->members.replica_ranks,
                                  job->plan.job->elastic_min_replicas, NULL, 0};
-        st = wex__store_arrive_elastic(
-            job->rendezvous.store, key, t->number > 0, job->plan.src.ranks,
-            job->plan.dst.ranks, job->members.optional_sources, &el, t->timeout,
-            &dead, &dead_count);
-        free(t->absent);
-        t->absent = el.absent;
-        t->absent_count = el.absent_count;
-    }
+    st = wex__store_arrive_elastic(job->rendezvous.store, key, t->number > 0,
+                                   job->plan.src.ranks, job->plan.dst.ranks,
+                                   job->members.optional_sources, &t->el,
+                                   t->timeout, &dead, &dead_count);
     if (st != WEX_OK && t->number == 0 &&
         wex__store_missed(job->rendezvous.store)) {
         /* Nothing of the step was touched: the rank takes part from a
@@ -426,15 +408,8 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
                  wex__last_error());
         return STEP_FAILED;
     }
-    if (st != WEX_OK && job->members.replica_ranks &&
-        strstr(wex__last_error(), "min_replicas") != NULL) {
-        snprintf(why, cap,
-                 "no replica committed step %llu; min_replicas %llu (%s)",
-                 (unsigned long long)t->step,
-                 (unsigned long long)job->plan.job->elastic_min_replicas,
-                 wex__last_error());
+    if (st != WEX_OK && wex__elastic_too_few(job, t->step, why, cap))
         return STEP_FAILED;
-    }
     if (st != WEX_OK) {
         snprintf(why, cap, "%s: %s",
                  t->number > 0 ? "cannot go on without the dead (only "
@@ -444,26 +419,15 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
                  wex__last_error());
         return STEP_FAILED;
     }
-    if (t->absent_count > 0) {
+    {
         char prefix[96];
         try_key(prefix, sizeof(prefix), t, "verdict/");
-        wex__elastic_post_absent(job, prefix, t->absent, t->absent_count);
-    }
-    if (job->side == WEX_SIDE_DESTINATION &&
-        wex__elastic_is_absent(t->absent, t->absent_count, job->rank)) {
-        /* Nothing of the step reaches it: it takes part from a later
-         * one, once its whole replica is there. */
-        uint64_t per = job->members.replica_ranks, q = job->rank / per;
-        free(dead);
-        t->missed = 1;
-        snprintf(why, cap,
-                 "step %llu went on without this replica "
-                 "(destination ranks %llu-%llu), which was "
-                 "not whole at its barrier; nothing was "
-                 "written: sync a later step",
-                 (unsigned long long)t->step, (unsigned long long)(q * per),
-                 (unsigned long long)(q * per + per - 1));
-        return STEP_FAILED;
+        if (wex__elastic_left_out(job, t->step, prefix, t->el.absent,
+                                  t->el.absent_count, why, cap)) {
+            free(dead);
+            t->missed = 1; /* nothing of the step reaches it */
+            return STEP_FAILED;
+        }
     }
     if (t->number == 0)
         t->started = wex__now();
@@ -483,8 +447,8 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
     t->why[0] = '\0';
     st = wex__job_follow_rejoins(job, t->timeout);
     if (st == WEX_OK)
-        st = wex__job_fit(job, dead, dead_count, t->absent, t->absent_count,
-                          t->timeout);
+        st = wex__job_fit(job, dead, dead_count, t->el.absent,
+                          t->el.absent_count, t->timeout);
     if (st != WEX_OK && dead_count > 0)
         snprintf(t->why, sizeof(t->why),
                  "%llu dead source rank%s (first %llu)"
@@ -618,8 +582,7 @@ wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
         if (result != STEP_RETRY || t.number >= job->plan.src.ranks)
             break;
     }
-    free(t.absent);
-    t.absent = NULL;
+    free(t.el.absent);
     if (t.passed)
         wex__elastic_settle(job);
     if (result == STEP_OK && job->side == WEX_SIDE_DESTINATION &&
