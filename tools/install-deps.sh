@@ -16,8 +16,9 @@ $sudo apt-get install -y -qq --no-install-recommends \
 # carries: an unpinned torch would download a CUDA build of several GB.
 # transformers 4.x: its model classes' parameter names are the checkpoints'
 # (5.x fuses MoE experts; see docs/python.md). mypy checks the package's
-# type hints.
+# type hints. ray runs samples/python/ray_loop.py (trainer and engines as
+# Ray actors), pinned so a new release cannot change what it tests.
 python3 -m pip install -q --disable-pip-version-check \
     "torch==2.13.0" "transformers==4.57.6" safetensors numpy pytest \
-    "scikit-build-core>=0.10" mypy
+    "scikit-build-core>=0.10" mypy "ray==2.60.0"
 echo "dependencies installed"

@@ -102,10 +102,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=6)
     args = parser.parse_args()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=True,
-             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(
-                 p for p in (os.environ.get("PYTHONPATH"),) if p)}}
-             if os.environ.get("PYTHONPATH") else None)
+    # a local cluster; its workers inherit this process's environment
+    ray.init(num_cpus=2, include_dashboard=False)
     bad = 0
     with wex.Store(token=TOKEN) as store:
         trainer = Trainer.remote(store.address)

@@ -90,6 +90,16 @@ sed 's/"engine": "vllm", "parallel": {"tp": 2, "dp": 3}/"engine": "fsdp", "paral
 [ $? -ne 0 ] && grep -q "destination ranks 0-0 do not hold a whole copy" "$TMP/out" &&
     pass "fsdp's shards refused as elastic replicas" || fail "fsdp: $(cat "$TMP/out")"
 
+sed 's/"transport": "shm"/"transport": "nccl"/' "$TMP/many.json" | sed 's/"min_replicas": 4/"min_replicas": 1/' >"$TMP/nccl.json"
+"$WEX" plan "$TMP/nccl.json" >"$TMP/out" 2>&1
+[ $? -ne 0 ] && grep -q "/destination/elastic: the nccl transport holds one communicator of every rank" "$TMP/out" &&
+    [ "$(grep -c . "$TMP/out")" -eq 1 ] &&
+    pass "nccl refused in one line" || fail "nccl: $(cat "$TMP/out")"
+sed 's/"source": {"engine": "megatron", "parallel": {"tp": 2}}/"source": {"engine": "megatron", "parallel": {"tp": 2}, "elastic": {}}/' "$TMP/text.json" >"$TMP/src.json"
+"$WEX" plan "$TMP/src.json" >"$TMP/out" 2>&1
+[ $? -ne 0 ] && grep -q "/source/elastic: only destination replicas can be elastic" "$TMP/out" &&
+    pass "an elastic source refused in one line" || fail "source: $(cat "$TMP/out")"
+
 # Bad events: one line naming the event.
 for bad in join:3:2 leave:0:9 leave:0:2,leave:0:3 join:1:2,join:1:3 wobble:1:2x; do
     WEX_RUN_FAULT=$bad "$WEX" run "$TMP/text.json" --elastic --steps 3 >"$TMP/out" 2>&1
