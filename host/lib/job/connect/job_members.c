@@ -312,6 +312,15 @@ wex_status wex__job_attach(wex_job *job, double timeout)
     return st == WEX_OK ? attach_inboxes(job, timeout) : st;
 }
 
+/* Detaches attachment k; the last takes its place. */
+static void drop_attachment(wex_job *job, size_t k)
+{
+    job->transport.ops->peer_detach(job->transport.ctx, job->src.attached[k]);
+    job->src.attached_count--;
+    job->src.attached[k] = job->src.attached[job->src.attached_count];
+    job->src.attached_what[k] = job->src.attached_what[job->src.attached_count];
+}
+
 wex_status wex__job_follow_rejoins(wex_job *job, double timeout)
 {
     int64_t joins = 0;
@@ -342,12 +351,7 @@ wex_status wex__job_follow_rejoins(wex_job *job, double timeout)
         }
         /* The rank came back with new memory: the old is gone with the
          * process that owned it. */
-        job->transport.ops->peer_detach(job->transport.ctx,
-                                        job->src.attached[k]);
-        job->src.attached_count--;
-        job->src.attached[k] = job->src.attached[job->src.attached_count];
-        job->src.attached_what[k] =
-            job->src.attached_what[job->src.attached_count];
+        drop_attachment(job, k);
     }
     job->src.joins_seen = joins;
     return wex__job_attach(job, timeout);
@@ -371,12 +375,7 @@ static void detach_ranks(wex_job *job, const uint64_t *ranks, uint64_t n)
             k++;
             continue;
         }
-        job->transport.ops->peer_detach(job->transport.ctx,
-                                        job->src.attached[k]);
-        job->src.attached_count--;
-        job->src.attached[k] = job->src.attached[job->src.attached_count];
-        job->src.attached_what[k] =
-            job->src.attached_what[job->src.attached_count];
+        drop_attachment(job, k);
     }
 }
 
