@@ -89,7 +89,8 @@ wex_status run_elastic_parse(const char *faults, uint64_t replicas,
         }
         p = end ? end + 1 : NULL;
     }
-    qsort(el->events, el->count, sizeof(*el->events), by_step);
+    if (el->count > 1)
+        qsort(el->events, el->count, sizeof(*el->events), by_step);
     /* each replica's events alternate: a leave while there, a join while
      * gone (a first join: it starts gone) */
     for (uint64_t q = 0; q < replicas; q++) {
