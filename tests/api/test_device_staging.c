@@ -330,8 +330,7 @@ int main(int argc, char **argv)
             expect_deltas = 0;
             {
                 uint64_t dw[2] = {15, 16};
-                run_job(window_delta, 1, WEX_MEMORY_HOST, WEX_MEMORY_CUDA,
-                        dw);
+                run_job(window_delta, 1, WEX_MEMORY_HOST, WEX_MEMORY_CUDA, dw);
                 for (int d = 0; d < 2; d++)
                     EXPECT(dh[d] == dw[d],
                            "delta job: destination %d holds other bytes "

@@ -127,8 +127,8 @@ typedef struct wex__delta_record {
  * same local tensor, for replicas of a destination) share a snapshot,
  * are encoded once a step and send the same payload to each. */
 typedef struct wex__delta_group {
-    size_t first_op;           /* the op whose runs it is read through */
-    wex__op read;              /* ... as it was: a new plan's groups meet
+    size_t first_op; /* the op whose runs it is read through */
+    wex__op read;    /* ... as it was: a new plan's groups meet
                                   the old by it (delta_source.c) */
     int fresh; /* its snapshot does not hold snap_step: its ops go whole */
     uint64_t snap_off, bytes;  /* its snapshot in the source's snapshots */

@@ -107,13 +107,10 @@ typedef struct wex__store_elastic {
     uint64_t *absent; /* out */
     uint64_t absent_count;
 } wex__store_elastic;
-wex_status wex__store_arrive_elastic(wex__store_client *c, const char *key,
-                                     int fail_fast, uint64_t sources,
-                                     uint64_t destinations,
-                                     const uint8_t *optional,
-                                     wex__store_elastic *elastic,
-                                     double timeout_s, uint64_t **dead_p,
-                                     uint64_t *dead_count_p);
+wex_status wex__store_arrive_elastic(
+    wex__store_client *c, const char *key, int fail_fast, uint64_t sources,
+    uint64_t destinations, const uint8_t *optional, wex__store_elastic *elastic,
+    double timeout_s, uint64_t **dead_p, uint64_t *dead_count_p);
 /* Whether the last wex__store_arrive failed because its barrier had
  * already passed without this client (WEX_ERR_PEER): a step that went on
  * without it, which it may only skip. */
