@@ -30,6 +30,8 @@
  *   step 3    rank 3 is started again; ranks 2 and 3 join and their
  *             replica takes the step whole: its ranks then hold what
  *             replica 0's ranks hold
+ * and with rank 3 never started, rank 2's join gives up after
+ * timeouts.join_seconds naming it, while replica 0 commits.
  *
  *   test_elastic WEX_COMMAND
  */
@@ -529,6 +531,52 @@ static void half_a_replica(const char *wex, const char *model)
     waitpid(store, NULL, 0);
 }
 
+/* Half a replica: rank 3 never starts, so rank 2's join gives up after
+ * timeouts.join_seconds, naming it; the source's steps go on with the
+ * other replica. */
+static void half_started(const char *wex, const char *model)
+{
+    char address[300], text[1024];
+    pid_t store = start_store(wex, TOKEN, address, sizeof(address));
+    plan stay = {1, 0, 0, 0, 0};
+    pid_t d[3], src;
+    event e, j;
+
+    EXPECT(store > 0, "wex store started");
+    early_count = 0;
+    snprintf(text, sizeof(text),
+             "{\"model\": \"%s\", \"source\": {\"engine\": \"hf\"},"
+             " \"destination\": {\"engine\": \"vllm\","
+             " \"parallel\": {\"tp\": 2, \"dp\": 2},"
+             " \"elastic\": {\"min_replicas\": 1}},"
+             " \"transport\": \"shm\", \"verify\": \"digest\","
+             " \"timeouts\": {\"connect_seconds\": 30, \"step_seconds\": 5,"
+             " \"join_seconds\": 2}}",
+             model);
+    printf("shm: half a replica started:\n");
+    fflush(stdout);
+    if ((src = fork()) == 0)
+        _exit(source(text, address, 1));
+    for (uint64_t r = 0; r < 3; r++) {
+        d[r] = start_destination(text, address, r, stay);
+        await_event(d[r], CONNECTED);
+    }
+    e = step_source(1, 1);
+    expect_step("half started", &e, 1, 1, 1, 0);
+    j = await_event(d[2], SYNCED);
+    EXPECT(j.rc == WEX_ERR_TIMEOUT && strstr(j.msg, "join_seconds (2 s)") &&
+               strstr(j.msg, "destination rank 3 of it never connected"),
+           "rank 2 gives up its join naming rank 3: %s", j.msg);
+    printf("  rank 2: %s\n", j.msg);
+    step_source(2, 1);
+    EXPECT(exit_code(d[0]) == 0 && exit_code(d[1]) == 0,
+           "the whole replica committed step 1");
+    EXPECT(exit_code(d[2]) != 0, "rank 2 failed to join");
+    EXPECT(exit_code(src) == 0, "the source");
+    kill(store, SIGTERM);
+    waitpid(store, NULL, 0);
+}
+
 int main(int argc, char **argv)
 {
     char model[] = "/tmp/wex-elastic-model-XXXXXX";
@@ -549,6 +597,7 @@ int main(int argc, char **argv)
     come_and_go(argv[1], "shm", model);
     come_and_go(argv[1], "ucx", model);
     half_a_replica(argv[1], model);
+    half_started(argv[1], model);
     unlink(model);
     if (failures == 0)
         printf("elastic replicas: joined one a step, killed, left and "

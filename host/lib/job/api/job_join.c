@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi_copy.h"
 #include "clock.h"
 #include "error.h"
 #include "job.h"
@@ -40,6 +41,34 @@ static wex_status announced(wex_job *job, const uint64_t *after, double timeout,
     return st;
 }
 
+/* ", destination rank 3 of it never connected": the ranks of this
+ * rank's replica that never published memory (a half-started replica),
+ * or "" when every one did at some point. */
+static void siblings_never_connected(wex_job *job, char *out, size_t cap)
+{
+    uint64_t per = job->members.replica_ranks;
+    uint64_t first = per ? job->rank / per * per : 0;
+    char ranks[200] = "";
+    size_t used = 0, count = 0;
+
+    for (uint64_t r = first; per && r < first + per; r++) {
+        char key[64];
+        int64_t seen = 0;
+        snprintf(key, sizeof(key), "incarnation/destination/%llu",
+                 (unsigned long long)r);
+        if (r == job->rank ||
+            wex__store_add(job->rendezvous.store, key, 0, &seen) != WEX_OK ||
+            seen > 0 || used >= sizeof(ranks))
+            continue;
+        used += (size_t)snprintf(ranks + used, sizeof(ranks) - used, "%s%llu",
+                                 count++ ? ", " : "", (unsigned long long)r);
+    }
+    out[0] = '\0';
+    if (count > 0)
+        snprintf(out, cap, ", destination rank%s %s of it never connected",
+                 count > 1 ? "s" : "", ranks);
+}
+
 static wex_status join(wex_job *job, uint64_t *step_p, wex_sync_report *r)
 {
     double deadline = wex__now() + job->plan.job->join_seconds;
@@ -67,9 +96,7 @@ static wex_status join(wex_job *job, uint64_t *step_p, wex_sync_report *r)
             mine.struct_size = sizeof(mine);
             st = wex__job_sync(job, step, &mine);
             if (r != NULL)
-                memcpy(r, &mine,
-                       r->struct_size < sizeof(mine) ? r->struct_size
-                                                     : sizeof(mine));
+                wex__abi_out(r, &mine, sizeof(mine));
             if (st == WEX_OK) {
                 *step_p = step;
                 return WEX_OK;
@@ -90,12 +117,16 @@ static wex_status join(wex_job *job, uint64_t *step_p, wex_sync_report *r)
                                      "step after %llu",
                                      (unsigned long long)past);
     }
-    return wex__error(WEX_ERR_TIMEOUT,
-                      "wex_job_join: destination rank %llu: no step took "
-                      "this replica within timeouts.join_seconds (%g s); "
-                      "the last: %s",
-                      (unsigned long long)job->rank,
-                      job->plan.job->join_seconds, last);
+    {
+        char never[256];
+        siblings_never_connected(job, never, sizeof(never));
+        return wex__error(WEX_ERR_TIMEOUT,
+                          "wex_job_join: destination rank %llu: no step took "
+                          "this replica within timeouts.join_seconds (%g "
+                          "s)%s; the last: %s",
+                          (unsigned long long)job->rank,
+                          job->plan.job->join_seconds, never, last);
+    }
 }
 
 wex_status wex_job_join(wex_job *job, uint64_t *step_p, wex_sync_report *report)
