@@ -279,6 +279,22 @@ static int respawn(launch *l, const run_args *a, size_t i, int status)
     return 1;
 }
 
+/* The destinations' commits through `step`: every rank every step, but
+ * with --elastic only the replicas there. */
+static int64_t commits_through(const launch *l, uint64_t step,
+                               uint64_t destinations)
+{
+    const run_elastic *el = &l->elastic;
+    int64_t n = 0;
+
+    if (el->per == 0)
+        return (int64_t)(step * destinations);
+    for (uint64_t s = 1; s <= step; s++)
+        for (uint64_t q = 0; q < el->replicas; q++)
+            n += run_elastic_present(el, q, s) ? (int64_t)el->per : 0;
+    return n;
+}
+
 size_t run_wait(launch *l, const run_args *a)
 {
     int tty = !a->json && isatty(STDERR_FILENO);
@@ -308,8 +324,8 @@ size_t run_wait(launch *l, const run_args *a)
         if (pid < 0 && errno != EINTR)
             break;
         if (tty) {
-            /* every destination adds one per step it commits */
-            int64_t want = (int64_t)((shown + 1) * destinations);
+            /* every destination there adds one per step it commits */
+            int64_t want = commits_through(l, shown + 1, destinations);
             if (shown < a->steps &&
                 wex_tool_store_wait_ge(l->client, "progress", want, 0.05) ==
                     WEX_OK) {
