@@ -34,13 +34,14 @@ typedef struct member {
     wex_status st;
     char error[512];
     uint64_t absent[DESTINATIONS], absent_count;
+    int too_few;
 } member;
 
 static void *arrive_main(void *arg)
 {
     member *m = arg;
     wex__store_client *c = NULL;
-    wex__store_elastic el = {PER, m->least, NULL, 0};
+    wex__store_elastic el = {PER, m->least, NULL, 0, 0};
     uint64_t *dead = NULL, dead_count = 0;
 
     m->st = wex__store_connect(address, TOKEN, m->who, 10.0, &c);
@@ -50,6 +51,7 @@ static void *arrive_main(void *arg)
                                           &dead, &dead_count);
     snprintf(m->error, sizeof(m->error), "%s", wex__last_error());
     m->absent_count = el.absent_count;
+    m->too_few = el.too_few;
     for (uint64_t i = 0; i < el.absent_count && i < DESTINATIONS; i++)
         m->absent[i] = el.absent[i];
     free(el.absent);
@@ -73,6 +75,7 @@ static void finish_ok(member *m, uint64_t absent_count)
 {
     pthread_join(m->thread, NULL);
     ck_assert_msg(m->st == WEX_OK, "%s: %s", m->who, m->error);
+    ck_assert_int_eq(m->too_few, 0);
     ck_assert_msg(m->absent_count == absent_count,
                   "%s: %llu destination ranks left out, expected %llu", m->who,
                   (unsigned long long)m->absent_count,
@@ -154,6 +157,7 @@ START_TEST(too_few_replicas_fail_at_the_timeout)
     start(&src, "source/0", "step/1/0/begin", 1, 0.5);
     pthread_join(src.thread, NULL);
     ck_assert_int_eq(src.st, WEX_ERR_TIMEOUT);
+    ck_assert_int_eq(src.too_few, 1); /* told apart from other timeouts */
     ck_assert_msg(strstr(src.error, "0 whole destination replicas arrived, "
                                     "fewer than min_replicas 1") != NULL,
                   "%s", src.error);

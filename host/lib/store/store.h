@@ -106,6 +106,7 @@ typedef struct wex__store_elastic {
     uint64_t min_replicas;
     uint64_t *absent; /* out */
     uint64_t absent_count;
+    int too_few; /* out: it failed for too few whole replicas */
 } wex__store_elastic;
 wex_status wex__store_arrive_elastic(
     wex__store_client *c, const char *key, int fail_fast, uint64_t sources,

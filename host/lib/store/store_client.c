@@ -195,7 +195,7 @@ static wex_status reply_status(const wex__store_client *c,
     switch (r->status) {
     case WEX__STORE_R_OK: return WEX_OK;
     case WEX__STORE_R_TIMEOUT:
-        return wex__error(WEX_ERR_TIMEOUT, "%.*s", n, text);
+    case WEX__STORE_R_FEW: return wex__error(WEX_ERR_TIMEOUT, "%.*s", n, text);
     case WEX__STORE_R_PEER_DEAD:
         return wex__error(WEX_ERR_PEER, "%.*s", n, text);
     case WEX__STORE_R_PASSED: return wex__error(WEX_ERR_PEER, "%.*s", n, text);
@@ -433,7 +433,7 @@ wex_status wex__store_arrive(wex__store_client *c, const char *key,
                              double timeout_s, uint64_t **dead_p,
                              uint64_t *dead_count_p)
 {
-    wex__store_elastic none = {0, 0, NULL, 0};
+    wex__store_elastic none = {0, 0, NULL, 0, 0};
     wex_status st = wex__store_arrive_elastic(c, key, fail_fast, sources,
                                               destinations, optional, &none,
                                               timeout_s, dead_p, dead_count_p);
@@ -477,6 +477,7 @@ wex_status wex__store_arrive_elastic(
 
     elastic->absent = NULL;
     elastic->absent_count = 0;
+    elastic->too_few = 0;
     if (arg == NULL)
         return wex__error(WEX_ERR_NOMEM, "out of memory");
     wex__store_put_u64(arg, ms);
@@ -498,6 +499,7 @@ wex_status wex__store_arrive_elastic(
     if (st != WEX_OK)
         return st;
     c->missed = resp.status == WEX__STORE_R_PASSED;
+    elastic->too_few = resp.status == WEX__STORE_R_FEW;
     st = reply_status(c, &resp);
     if (st == WEX_OK && (read_list(&resp, &at, sources, &dead, &n) != 0 ||
                          (elastic->replica_ranks &&

@@ -423,7 +423,7 @@ int wex__store_on_arrive(wex__store_conn *c, const char *key, const char *shown,
                  "rendezvous: barrier '%s': %.*s within %.1f s", shown,
                  (int)(e->len - 9), (const char *)e->value + 9, wait);
         pthread_mutex_unlock(&s->mu);
-        return wex__store_reply(c, WEX__STORE_R_TIMEOUT, text, strlen(text));
+        return wex__store_reply(c, WEX__STORE_R_FEW, text, strlen(text));
     }
     if (e->value[0] == 0) {
         snprintf(text, sizeof(text),

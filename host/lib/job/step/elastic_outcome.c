@@ -29,17 +29,21 @@ void wex__elastic_announce(wex_job *job, uint64_t step)
     wex__store_set(job->rendezvous.store, "steps/latest", &step, sizeof(step));
 }
 
-int wex__elastic_too_few(const wex_job *job, uint64_t step, char *why,
-                         size_t cap)
+void wex__elastic_barrier(const wex_job *job, wex__store_elastic *el)
 {
-    if (job->members.replica_ranks == 0 ||
-        strstr(wex__last_error(), "min_replicas") == NULL)
-        return 0;
+    free(el->absent);
+    memset(el, 0, sizeof(*el));
+    el->replica_ranks = job->members.replica_ranks;
+    el->min_replicas = job->plan.job->elastic_min_replicas;
+}
+
+void wex__elastic_too_few(const wex_job *job, uint64_t step, char *why,
+                          size_t cap)
+{
     snprintf(why, cap, "no replica committed step %llu; min_replicas %llu (%s)",
              (unsigned long long)step,
              (unsigned long long)job->plan.job->elastic_min_replicas,
              wex__last_error());
-    return 1;
 }
 
 int wex__elastic_left_out(wex_job *job, uint64_t step, const char *prefix,

@@ -16,10 +16,13 @@
 /* Sources, before a step's barrier: "steps/latest" and
  * "steps/after/PREVIOUS" are `step`, for ranks that join (job_join.c). */
 void wex__elastic_announce(wex_job *job, uint64_t step);
+/* A try's barrier asks with the job's replica shape (not elastic: none);
+ * what the try before left in `el` is freed. */
+void wex__elastic_barrier(const wex_job *job, wex__store_elastic *el);
 /* The barrier failed (the thread's error) for too few replicas: the
- * step's one line in `why`, and 1. */
-int wex__elastic_too_few(const wex_job *job, uint64_t step, char *why,
-                         size_t cap);
+ * step's one line in `why`. */
+void wex__elastic_too_few(const wex_job *job, uint64_t step, char *why,
+                          size_t cap);
 /* After the barrier: posts the left-out ranks' "absent" verdicts under
  * `prefix`; 1, with why, when this destination is one of them. */
 int wex__elastic_left_out(wex_job *job, uint64_t step, const char *prefix,

@@ -388,9 +388,7 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
     try_key(key, sizeof(key), t, "begin");
     /* A retry must not wait for a destination that died: only a source
      * can be failed over (or, elastic, a replica left out). */
-    free(t->el.absent); /* elastic: the destination ranks left out */
-    t->el = (wex__store_elastic){job->members.replica_ranks,
-                                 job->plan.job->elastic_min_replicas, NULL, 0};
+    wex__elastic_barrier(job, &t->el);
     st = wex__store_arrive_elastic(job->rendezvous.store, key, t->number > 0,
                                    job->plan.src.ranks, job->plan.dst.ranks,
                                    job->members.optional_sources, &t->el,
@@ -408,8 +406,10 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
                  wex__last_error());
         return STEP_FAILED;
     }
-    if (st != WEX_OK && wex__elastic_too_few(job, t->step, why, cap))
+    if (st != WEX_OK && t->el.too_few) {
+        wex__elastic_too_few(job, t->step, why, cap);
         return STEP_FAILED;
+    }
     if (st != WEX_OK) {
         snprintf(why, cap, "%s: %s",
                  t->number > 0 ? "cannot go on without the dead (only "
