@@ -136,6 +136,7 @@ static wex_status read_elastic(wex__job_config *c, const cJSON *src,
     double replicas = cJSON_IsNumber(dp) ? dp->valuedouble : 1;
     wex_status st = WEX_OK;
 
+    c->destination_replicas = (uint64_t)replicas;
     if (cJSON_GetObjectItemCaseSensitive(src, "elastic") != NULL)
         st = wex__error(WEX_ERR_INVALID,
                         "%s: /source/elastic: only destination replicas "

@@ -317,6 +317,9 @@ wex_status wex__job_fit(wex_job *job, const uint64_t *dead, uint64_t dead_count,
 /* elastic_members.c: at connect, the job's replica shape (members'
  * replica_ranks; nothing planned yet for an elastic source). */
 wex_status wex__elastic_setup(wex_job *job);
+/* elastic_members.c: whether `rank` is among the `n` ranks `absent`
+ * (ascending: a step's destination ranks left out). */
+int wex__elastic_is_absent(const uint64_t *absent, uint64_t n, uint64_t rank);
 /* elastic_members.c: drops the builder's operations into the ranks
  * `absent` (ascending). */
 void wex__elastic_drop_absent(wex_plan_builder *b, const uint64_t *absent,

@@ -186,9 +186,7 @@ wex_status wex__planner_open(wex__planner *p, wex__registry *registry,
 static wex_status elastic_replicas_whole(wex__planner *p)
 {
     const wex__job_config *j = p->job;
-    const cJSON *dp =
-        cJSON_GetObjectItemCaseSensitive(j->destination_parallel, "dp");
-    uint64_t replicas = cJSON_IsNumber(dp) ? (uint64_t)dp->valuedouble : 1;
+    uint64_t replicas = j->destination_replicas;
     char where[1100];
 
     if (j->elastic_min_replicas == 0)

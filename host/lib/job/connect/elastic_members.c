@@ -14,9 +14,7 @@
 
 wex_status wex__elastic_setup(wex_job *job)
 {
-    const cJSON *dp = cJSON_GetObjectItemCaseSensitive(
-        job->plan.job->destination_parallel, "dp");
-    uint64_t replicas = cJSON_IsNumber(dp) ? (uint64_t)dp->valuedouble : 1;
+    uint64_t replicas = job->plan.job->destination_replicas;
     uint64_t ranks = job->plan.dst.ranks;
 
     job->members.replica_ranks = 0;
@@ -49,16 +47,18 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+int wex__elastic_is_absent(const uint64_t *absent, uint64_t n, uint64_t rank)
+{
+    return n > 0 && bsearch(&rank, absent, n, sizeof(*absent), cmp_u64) != NULL;
+}
+
 void wex__elastic_drop_absent(wex_plan_builder *b, const uint64_t *absent,
                               uint64_t absent_count)
 {
     size_t kept = 0;
 
-    if (absent_count == 0)
-        return;
     for (size_t i = 0; i < b->count; i++)
-        if (bsearch(&b->ops[i].dst_rank, absent, absent_count, sizeof(*absent),
-                    cmp_u64) == NULL)
+        if (!wex__elastic_is_absent(absent, absent_count, b->ops[i].dst_rank))
             b->ops[kept++] = b->ops[i];
     b->count = kept;
 }

@@ -369,9 +369,8 @@ static int same_set(const uint64_t *a, uint64_t na, const uint64_t *b,
  * that comes back is attached again (wex__job_attach). */
 static void detach_ranks(wex_job *job, const uint64_t *ranks, uint64_t n)
 {
-    for (size_t k = 0; n > 0 && k < job->src.attached_count;) {
-        uint64_t rank = job->src.attached_what[k].rank;
-        if (bsearch(&rank, ranks, n, sizeof(*ranks), cmp_u64) == NULL) {
+    for (size_t k = 0; k < job->src.attached_count;) {
+        if (!wex__elastic_is_absent(ranks, n, job->src.attached_what[k].rank)) {
             k++;
             continue;
         }

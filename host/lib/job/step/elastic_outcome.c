@@ -7,18 +7,6 @@
 #include "error.h"
 #include "verdicts.h"
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-    return x < y ? -1 : x > y;
-}
-
-int wex__elastic_is_absent(const uint64_t *absent, uint64_t n, uint64_t rank)
-{
-    return n > 0 && bsearch(&rank, absent, n, sizeof(*absent), cmp_u64) != NULL;
-}
-
 void wex__elastic_announce(wex_job *job, uint64_t step)
 {
     char key[64];

@@ -28,8 +28,6 @@ void wex__elastic_too_few(const wex_job *job, uint64_t step, char *why,
 int wex__elastic_left_out(wex_job *job, uint64_t step, const char *prefix,
                           const uint64_t *absent, uint64_t n, char *why,
                           size_t cap);
-/* Whether destination `rank` is among the `n` ranks `absent` (sorted). */
-int wex__elastic_is_absent(const uint64_t *absent, uint64_t n, uint64_t rank);
 /* Posts "absent" under `prefix` ("step/S/T/verdict/") for each rank. */
 wex_status wex__elastic_post_absent(wex_job *job, const char *prefix,
                                     const uint64_t *absent, uint64_t n);
