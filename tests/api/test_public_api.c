@@ -118,6 +118,32 @@ static void check_refusals(const char *job_text)
     EXPECT(strstr(wex_last_error(), "ranks 0..1") != NULL, "%s",
            wex_last_error());
     EXPECT(job == NULL, "no job on failure");
+    /* joining and leaving: a destination's, refused before any rendezvous
+     * is met (the one named here listens nowhere) */
+    if (wex_job_open(job_text, WEX_SIDE_SOURCE, 0, &whole, &job) == WEX_OK) {
+        wex_sync_report old;
+        uint64_t step = 99;
+
+        memset(&old, 0, sizeof(old));
+        old.struct_size = 8;
+        EXPECT(wex_job_join(job, NULL, NULL) == WEX_ERR_INVALID &&
+                   strstr(wex_last_error(), "step_p") != NULL,
+               "join without step_p: %s", wex_last_error());
+        EXPECT(wex_job_join(job, &step, &old) == WEX_ERR_ABI &&
+                   strstr(wex_last_error(), "struct_size 8") != NULL,
+               "join with a report older than ABI 1.0: %s", wex_last_error());
+        EXPECT(wex_job_join(job, &step, NULL) == WEX_ERR_INVALID &&
+                   strstr(wex_last_error(), "only a destination joins") &&
+                   step == 0,
+               "a source cannot join: %s", wex_last_error());
+        EXPECT(wex_job_leave(job) == WEX_ERR_INVALID &&
+                   strstr(wex_last_error(), "only a destination replica"),
+               "a source cannot leave: %s", wex_last_error());
+        wex_job_close(job);
+        job = NULL;
+    } else {
+        EXPECT(0, "opening source rank 0: %s", wex_last_error());
+    }
 }
 
 /* Forks the three ranks first, then hands them the rendezvous address
