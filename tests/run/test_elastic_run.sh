@@ -100,6 +100,15 @@ sed 's/"source": {"engine": "megatron", "parallel": {"tp": 2}}/"source": {"engin
 [ $? -ne 0 ] && grep -q "/source/elastic: only destination replicas can be elastic" "$TMP/out" &&
     pass "an elastic source refused in one line" || fail "source: $(cat "$TMP/out")"
 
+# A job --elastic cannot read: one line naming it.
+echo '{"model": "x"' >"$TMP/broken.json"
+for bad in "$TMP/missing.json" "$TMP/broken.json"; do
+    "$WEX" run "$bad" --elastic >"$TMP/out" 2>&1
+    [ $? -ne 0 ] && grep -q "^wex run: $bad: " "$TMP/out" && [ "$(grep -c . "$TMP/out")" -eq 1 ] &&
+        pass "--elastic with $(basename "$bad") refused in one line" ||
+        fail "--elastic with $bad: $(cat "$TMP/out")"
+done
+
 # Bad events: one line naming the event.
 for bad in join:3:2 leave:0:9 leave:0:2,leave:0:3 join:1:2,join:1:3 wobble:1:2x; do
     WEX_RUN_FAULT=$bad "$WEX" run "$TMP/text.json" --elastic --steps 3 >"$TMP/out" 2>&1
