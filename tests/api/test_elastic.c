@@ -293,6 +293,24 @@ static int destination(const char *text, const char *address, uint64_t rank,
 
 /* ---- the parent --------------------------------------------------------- */
 
+#define VLLM_TP2_DP2 "\"vllm\", \"parallel\": {\"tp\": 2, \"dp\": 2}"
+
+/* An elastic job (min_replicas 1) from hf into `destination` (its
+ * engine and parallel config) over `transport`. */
+static void job_text(char *text, size_t cap, const char *model,
+                     const char *destination, const char *transport,
+                     int join_seconds)
+{
+    snprintf(text, cap,
+             "{\"model\": \"%s\", \"source\": {\"engine\": \"hf\"},"
+             " \"destination\": {\"engine\": %s,"
+             " \"elastic\": {\"min_replicas\": 1}},"
+             " \"transport\": \"%s\", \"verify\": \"digest\","
+             " \"timeouts\": {\"connect_seconds\": 30, \"step_seconds\": 5,"
+             " \"join_seconds\": %d}}",
+             model, destination, transport, join_seconds);
+}
+
 static int exit_code(pid_t pid)
 {
     int status = 0;
@@ -363,14 +381,8 @@ static void come_and_go(const char *wex, const char *transport,
 
     EXPECT(store > 0, "wex store started");
     early_count = 0;
-    snprintf(text, sizeof(text),
-             "{\"model\": \"%s\", \"source\": {\"engine\": \"hf\"},"
-             " \"destination\": {\"engine\": \"hf\", \"parallel\": {\"dp\": 4},"
-             " \"elastic\": {\"min_replicas\": 1}},"
-             " \"transport\": \"%s\", \"verify\": \"digest\","
-             " \"timeouts\": {\"connect_seconds\": 30, \"step_seconds\": 5,"
-             " \"join_seconds\": 60}}",
-             model, transport);
+    job_text(text, sizeof(text), model, "\"hf\", \"parallel\": {\"dp\": 4}",
+             transport, 60);
     printf("%s: replicas joining, killed, leaving, joining again:\n",
            transport);
     fflush(stdout);
@@ -470,15 +482,7 @@ static void half_a_replica(const char *wex, const char *model)
 
     EXPECT(store > 0, "wex store started");
     early_count = 0;
-    snprintf(text, sizeof(text),
-             "{\"model\": \"%s\", \"source\": {\"engine\": \"hf\"},"
-             " \"destination\": {\"engine\": \"vllm\","
-             " \"parallel\": {\"tp\": 2, \"dp\": 2},"
-             " \"elastic\": {\"min_replicas\": 1}},"
-             " \"transport\": \"shm\", \"verify\": \"digest\","
-             " \"timeouts\": {\"connect_seconds\": 30, \"step_seconds\": 5,"
-             " \"join_seconds\": 60}}",
-             model);
+    job_text(text, sizeof(text), model, VLLM_TP2_DP2, "shm", 60);
     printf("shm: a rank of a two-rank replica killed:\n");
     fflush(stdout);
     if ((src = fork()) == 0)
@@ -544,15 +548,7 @@ static void half_started(const char *wex, const char *model)
 
     EXPECT(store > 0, "wex store started");
     early_count = 0;
-    snprintf(text, sizeof(text),
-             "{\"model\": \"%s\", \"source\": {\"engine\": \"hf\"},"
-             " \"destination\": {\"engine\": \"vllm\","
-             " \"parallel\": {\"tp\": 2, \"dp\": 2},"
-             " \"elastic\": {\"min_replicas\": 1}},"
-             " \"transport\": \"shm\", \"verify\": \"digest\","
-             " \"timeouts\": {\"connect_seconds\": 30, \"step_seconds\": 5,"
-             " \"join_seconds\": 2}}",
-             model);
+    job_text(text, sizeof(text), model, VLLM_TP2_DP2, "shm", 2);
     printf("shm: half a replica started:\n");
     fflush(stdout);
     if ((src = fork()) == 0)
