@@ -71,7 +71,7 @@ static void response(const uint8_t *msg, size_t len)
         FUZZ_CHECK(wex__last_error()[0] != '\0');
         return;
     }
-    FUZZ_CHECK(resp.status <= WEX__STORE_R_PASSED);
+    FUZZ_CHECK(resp.status <= WEX__STORE_R_LAST);
     FUZZ_CHECK(inside(msg, len, resp.payload, resp.len));
     FUZZ_CHECK(wex__store_encode_response(resp.status, resp.payload, resp.len,
                                           &enc, &enc_len) == WEX_OK);

@@ -7,7 +7,8 @@ import os
 import struct
 
 HELLO, SET, GET, ADD, WAIT_GE, BYE, ARRIVE, GATHER, DROP = 1, 2, 3, 4, 5, 6, 7, 8, 9
-OK, TIMEOUT, PEER_DEAD, REFUSED, ERROR = 0, 1, 2, 3, 4
+OK, TIMEOUT, PEER_DEAD, REFUSED, ERROR, PASSED, FEW = 0, 1, 2, 3, 4, 5, 6
+ARRIVE_ELASTIC = 2
 
 
 def request(op, key=b"", value=b""):
@@ -33,6 +34,14 @@ SEEDS = {
     # timeout, flags, 10 sources, 4 destinations, a 2-byte optional map
     "req-arrive": request(ARRIVE, b"step/2/1/begin",
                           struct.pack("<QQQQ", 60000, 1, 10, 4) + b"\xff\x03"),
+    # elastic: 2 sources, 4 destinations in replicas of 2, at least 1
+    "req-arrive-elastic": request(ARRIVE, b"step/3/1/begin",
+                                  struct.pack("<QQQQ", 60000, ARRIVE_ELASTIC,
+                                              2, 4) + b"\x00" +
+                                  struct.pack("<QQ", 2, 1)),
+    "bad-arrive-elastic-indivisible": request(
+        ARRIVE, b"b", struct.pack("<QQQQ", 1, ARRIVE_ELASTIC, 1, 3) +
+        b"\x00" + struct.pack("<QQ", 2, 1)),
     "req-gather": request(GATHER, b"step/2/0/verdict/",
                           struct.pack("<QQ", 60000, 4) + b"destination/"),
     "resp-ok-arrive": response(OK, struct.pack("<QQQ", 3, 1, 7)),
@@ -49,6 +58,9 @@ SEEDS = {
     "resp-peer-dead": response(PEER_DEAD, b"destination/1 died"),
     "resp-refused": response(REFUSED, b"wrong token"),
     "resp-error": response(ERROR, b"GET: expected a 8-byte value, got 3 bytes"),
+    "resp-passed": response(PASSED, b"step/4/1/begin: passed without you"),
+    "resp-few": response(FEW, b"step/4/1/begin: 0 whole replicas, expected 1"),
+    "bad-unknown-status": response(FEW + 1, b"from a newer server"),
     # Malformed on purpose: the decoders must refuse these.
     "bad-truncated": request(SET, b"key", b"value")[:-2],
     "bad-key-past-end": struct.pack("<IBI", 5 + 3, SET, 99) + b"abc",

@@ -244,7 +244,7 @@ wex_status wex__store_decode_response(const uint8_t *msg, size_t len,
                     &body);
     if (st != WEX_OK)
         return st;
-    if (msg[WEX__STORE_HEADER] > WEX__STORE_R_FEW)
+    if (msg[WEX__STORE_HEADER] > WEX__STORE_R_LAST)
         return wex__error(WEX_ERR_INVALID, "unknown reply status %u",
                           msg[WEX__STORE_HEADER]);
     resp->status = msg[WEX__STORE_HEADER];

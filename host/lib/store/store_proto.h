@@ -88,11 +88,12 @@ enum {
     WEX__STORE_R_PEER_DEAD = 2, /* a client died; payload names it */
     WEX__STORE_R_REFUSED = 3,   /* wrong token; the server then closes */
     WEX__STORE_R_ERROR = 4,     /* bad request; payload = message */
+    WEX__STORE_R_PASSED = 5,    /* ARRIVE: the barrier was passed without
+                                 * this client; payload = message */
     WEX__STORE_R_FEW = 6,       /* ARRIVE (elastic): fewer whole replicas
                                  * than min_replicas at the timeout;
                                  * payload = message */
-    WEX__STORE_R_PASSED = 5,    /* ARRIVE: the barrier was passed without
-                                 * this client; payload = message */
+    WEX__STORE_R_LAST = WEX__STORE_R_FEW /* the highest status decoded */
 };
 
 /* A decoded request. key and value point into the message they were
