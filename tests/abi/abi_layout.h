@@ -159,7 +159,7 @@
     FIELD(wex_tensor, name, 16)                                                \
     FIELD(wex_tensor, shape, 24)                                               \
     FIELD(wex_tensor, bytes, 32)                                               \
-    SIZE(wex_sync_report, 152)                                                 \
+    SIZE(wex_sync_report, 168)                                                 \
     FIELD(wex_sync_report, verified, 4)                                        \
     FIELD(wex_sync_report, step, 8)                                            \
     FIELD(wex_sync_report, committed_step, 16)                                 \
@@ -178,7 +178,9 @@
     FIELD(wex_sync_report, replicas, 120)                                      \
     FIELD(wex_sync_report, replicas_committed, 128)                            \
     FIELD(wex_sync_report, replicas_joined, 136)                               \
-    FIELD(wex_sync_report, replicas_left, 144)
+    FIELD(wex_sync_report, replicas_left, 144)                                 \
+    FIELD(wex_sync_report, replicas_seeded, 152)                               \
+    FIELD(wex_sync_report, seeded_bytes, 160)
 
 /* The sizes ABI 1.0 froze: the smallest struct_size a reader accepts.
  * They never change; a minor version appends past them. */
@@ -209,4 +211,4 @@
     CONST(WEX_SYNC_REPORT_SIZE_1_0, 72)                                        \
     CONST(WEX_SYNC_REPORT_SIZE_1_2, 80)                                        \
     CONST(WEX_SYNC_REPORT_SIZE_1_5, 120)                                       \
-    CONST(WEX_SYNC_REPORT_SIZE_1_6, 152)
+    CONST(WEX_SYNC_REPORT_SIZE_1_6, 168)

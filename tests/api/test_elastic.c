@@ -33,6 +33,16 @@
  * and with rank 3 never started, rank 2's join gives up after
  * timeouts.join_seconds naming it, while replica 0 commits.
  *
+ * "seed": "replicas", hf into two vLLM TP2 replicas, over shm and ucx
+ * (with delta steps over shm):
+ *   step 1    replica 0 joins: the source fills it (no replica to copy)
+ *   step 2    replica 1 joins: replica 0 copies step 2 into it once it
+ *             committed; the source sends one replica's bytes
+ *   step 3    both up to date: the source fills both
+ *   step 5    replica 1 left after step 3 and joins again at step 5,
+ *             seeded again, while replica 0 took step 4 alone
+ * after each step both replicas' ranks hold the same bytes.
+ *
  *   test_elastic WEX_COMMAND
  */
 #include <signal.h>
@@ -63,7 +73,8 @@ typedef struct event {
     uint64_t step;
     int32_t rc;
     uint64_t replicas, committed, joined, left;
-    uint64_t hash; /* FNV-1a of what the destination holds */
+    uint64_t bytes, peers; /* the report's */
+    uint64_t hash;         /* FNV-1a of what the destination holds */
     uint32_t attempts;
     char msg[256];
 } event;
@@ -177,6 +188,8 @@ static void report_event(event *e, const wex_sync_report *rep, wex_status st)
     e->joined = rep->replicas_joined;
     e->left = rep->replicas_left;
     e->attempts = rep->attempts;
+    e->bytes = rep->bytes;
+    e->peers = rep->peers;
     snprintf(e->msg, sizeof(e->msg), "%s", st ? wex_last_error() : "");
 }
 
@@ -535,6 +548,114 @@ static void half_a_replica(const char *wex, const char *model)
     waitpid(store, NULL, 0);
 }
 
+/* Two vLLM TP2 replicas with "seed": "replicas" (the timeline above). */
+static void seeded(const char *wex, const char *transport, const char *model,
+                   int delta)
+{
+    char address[300], text[1024];
+    pid_t store = start_store(wex, TOKEN, address, sizeof(address));
+    plan stay = {5, 0, 0, 0, 0}, leaves = {5, 0, 3, 0, 0};
+    pid_t d[4], src;
+    uint64_t hashes[4] = {0}, one = 0;
+    event e, j;
+
+    EXPECT(store > 0, "wex store started");
+    early_count = 0;
+    snprintf(text, sizeof(text),
+             "{\"model\": \"%s\", \"source\": {\"engine\": \"hf\"},"
+             " \"destination\": {\"engine\": \"vllm\", \"parallel\": "
+             "{\"tp\": 2, \"dp\": 2}, \"elastic\": {\"min_replicas\": 1, "
+             "\"seed\": \"replicas\"}},"
+             " \"transport\": \"%s\", \"verify\": \"digest\",%s"
+             " \"timeouts\": {\"connect_seconds\": 30, \"step_seconds\": 5,"
+             " \"join_seconds\": 60}}",
+             model, transport, delta ? " \"delta\": true," : "");
+    printf("%s%s: seeding a joiner from a replica:\n", transport,
+           delta ? " (delta steps)" : "");
+    fflush(stdout);
+    if ((src = fork()) == 0)
+        _exit(source(text, address, 5));
+    for (uint64_t r = 0; r < 2; r++) {
+        d[r] = start_destination(text, address, r, stay);
+        await_event(d[r], CONNECTED);
+    }
+    e = step_source(1, 5);
+    expect_step("seed", &e, 1, 1, 1, 0);
+    one = e.bytes;
+    for (uint64_t round = 0; round < 2; round++) {
+        uint64_t at = round == 0 ? 2 : 5;
+        if (round == 1) { /* replica 1 left after step 3 */
+            for (uint64_t r = 2; r < 4; r++) {
+                j = await_event(d[r], LEFT);
+                EXPECT(j.rc == WEX_OK && exit_code(d[r]) == 0,
+                       "rank %llu left after step 3", (unsigned long long)r);
+            }
+            e = step_source(4, 5);
+            expect_step("seed", &e, 1, 1, 0, 1);
+        }
+        for (uint64_t r = 2; r < 4; r++) {
+            d[r] =
+                start_destination(text, address, r, round == 0 ? leaves : stay);
+            await_event(d[r], CONNECTED);
+        }
+        e = step_source(at, 5);
+        /* the source counts the seeded replica there, not committed:
+         * it commits the copy after the source's step */
+        expect_step("seed", &e, 2, 1, 1, 0);
+        EXPECT(e.bytes == one,
+               "%s: step %llu: the source sent %llu bytes, one replica's "
+               "(%llu): the joiner took none of them",
+               transport, (unsigned long long)at, (unsigned long long)e.bytes,
+               (unsigned long long)one);
+        for (uint64_t r = 0; r < 4; r++) {
+            for (;;) {
+                j = await_event(d[r], SYNCED);
+                if (j.step >= at || j.rc < 0)
+                    break;
+            }
+            EXPECT(j.rc == WEX_OK && j.step == at,
+                   "rank %llu synced step %llu: %s", (unsigned long long)r,
+                   (unsigned long long)at, j.msg);
+            EXPECT(r < 2 || (j.peers == 1 && j.committed == 2),
+                   "rank %llu reports its copy from one replica (%llu "
+                   "peers) and both replicas committed (%llu)",
+                   (unsigned long long)r, (unsigned long long)j.peers,
+                   (unsigned long long)j.committed);
+            hashes[r] = j.hash;
+        }
+        EXPECT(hashes[0] == hashes[2] && hashes[1] == hashes[3] &&
+                   hashes[0] != 0,
+               "%s: after step %llu the seeded replica holds what replica 0 "
+               "holds",
+               transport, (unsigned long long)at);
+        if (round == 0) {
+            e = step_source(3, 5);
+            expect_step("seed", &e, 2, 2, 0, 0);
+            EXPECT(e.bytes == 2 * one,
+                   "%s: step 3: the source filled both replicas (%llu "
+                   "bytes, expected %llu)",
+                   transport, (unsigned long long)e.bytes,
+                   (unsigned long long)(2 * one));
+            for (uint64_t r = 0; r < 4; r++) {
+                j = await_event(d[r], SYNCED);
+                EXPECT(j.rc == WEX_OK && j.step == 3,
+                       "rank %llu synced step 3: %s", (unsigned long long)r,
+                       j.msg);
+                hashes[r] = j.hash;
+            }
+            EXPECT(hashes[0] == hashes[2] && hashes[1] == hashes[3],
+                   "%s: after step 3 both replicas hold the same bytes",
+                   transport);
+        }
+    }
+    step_source(6, 5); /* past its last: the source closes */
+    for (uint64_t r = 0; r < 4; r++)
+        EXPECT(exit_code(d[r]) == 0, "rank %llu", (unsigned long long)r);
+    EXPECT(exit_code(src) == 0, "the source");
+    kill(store, SIGTERM);
+    waitpid(store, NULL, 0);
+}
+
 /* Half a replica: rank 3 never starts, so rank 2's join gives up after
  * timeouts.join_seconds, naming it; the source's steps go on with the
  * other replica. */
@@ -594,6 +715,9 @@ int main(int argc, char **argv)
     come_and_go(argv[1], "ucx", model);
     half_a_replica(argv[1], model);
     half_started(argv[1], model);
+    seeded(argv[1], "shm", model, 0);
+    seeded(argv[1], "ucx", model, 0);
+    seeded(argv[1], "shm", model, 1);
     unlink(model);
     if (failures == 0)
         printf("elastic replicas: joined one a step, killed, left and "

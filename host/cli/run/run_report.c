@@ -20,8 +20,10 @@ typedef struct step_total {
     double wire_bytes, delta_elements, changed_elements, apply_seconds;
     unsigned modes;
     /* --elastic, as the sources saw it: replicas there, committed,
-     * joined and left (-1: no source said) */
-    double replicas[4];
+     * joined, left and seeded by a replica (-1: no source said); and the
+     * bytes the seeded ranks took from a replica, not the sources */
+    double replicas[5];
+    double seeded_bytes;
 } step_total;
 
 static double number(const cJSON *o, const char *key)
@@ -92,11 +94,11 @@ static const char *step_mode(const step_total *t)
 /* A source's "replicas" of a step (--elastic) into the step's. */
 static void fold_replicas(step_total *t, const cJSON *one)
 {
-    static const char *const keys[4] = {"present", "committed", "joined",
-                                        "left"};
+    static const char *const keys[5] = {"present", "committed", "joined",
+                                        "left", "seeded"};
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(one, "replicas");
 
-    for (int k = 0; cJSON_IsObject(r) && k < 4; k++)
+    for (int k = 0; cJSON_IsObject(r) && k < 5; k++)
         if (number(r, keys[k]) > t->replicas[k])
             t->replicas[k] = number(r, keys[k]);
 }
@@ -145,7 +147,10 @@ static int fold_one(launch *l, const run_args *a, int verify_digest, size_t i,
         if (number(one, "seconds") > steps[s - 1].seconds)
             steps[s - 1].seconds = number(one, "seconds");
         steps[s - 1].bytes += number(one, "bytes");
-        fold_delta(&steps[s - 1], one);
+        if (number(one, "seeded_bytes") > 0) /* from a replica */
+            steps[s - 1].seeded_bytes += number(one, "seeded_bytes");
+        else
+            fold_delta(&steps[s - 1], one);
         if (number(one, "mismatched_elements") != 0 ||
             (verify_digest && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
                                   one, "digests_matched"))))
@@ -190,7 +195,7 @@ static int fold(launch *l, const run_args *a, int verify_digest,
     for (uint64_t s = 0; s < a->steps; s++) {
         if ((steps[s].seen = calloc(l->count ? l->count : 1, 1)) == NULL)
             return 0;
-        for (int k = 0; k < 4; k++)
+        for (int k = 0; k < 5; k++)
             steps[s].replicas[k] = -1;
     }
     for (size_t i = 0; i < l->count; i++) {
@@ -351,6 +356,11 @@ int run_report(launch *l, const run_args *a, size_t failed)
             cJSON_AddNumberToObject(r, "committed", steps[s].replicas[1]);
             cJSON_AddNumberToObject(r, "joined", steps[s].replicas[2]);
             cJSON_AddNumberToObject(r, "left", steps[s].replicas[3]);
+            if (steps[s].replicas[4] > 0) {
+                cJSON_AddNumberToObject(r, "seeded", steps[s].replicas[4]);
+                cJSON_AddNumberToObject(r, "seeded_bytes",
+                                        steps[s].seeded_bytes);
+            }
         }
         cJSON_AddItemToArray(list, one);
         if (steps[s].ok) {
@@ -419,11 +429,17 @@ int run_report(launch *l, const run_args *a, size_t failed)
                 print_step_delta(&steps[s]);
             putchar('\n');
             if (a->elastic &&
-                (steps[s].replicas[2] > 0 || steps[s].replicas[3] > 0))
+                (steps[s].replicas[2] > 0 || steps[s].replicas[3] > 0)) {
                 printf("           replicas: %.0f joined, %.0f left; %.0f "
-                       "there, %.0f committed\n",
+                       "there, %.0f committed",
                        steps[s].replicas[2], steps[s].replicas[3],
                        steps[s].replicas[0], steps[s].replicas[1]);
+                if (steps[s].replicas[4] > 0)
+                    printf(", %.0f seeded from a replica (%.0f bytes, none "
+                           "from the sources)",
+                           steps[s].replicas[4], steps[s].seeded_bytes);
+                putchar('\n');
+            }
         }
         printf("throughput %.2f GB/s; memcpy on this machine %.2f GB/s "
                "(one thread); ratio %.2f\n",

@@ -308,6 +308,10 @@ static int record_step(wex_job *job, const run_args *a, cJSON *doc, cJSON *list,
                                 (double)r->replicas_committed);
         cJSON_AddNumberToObject(rep, "joined", (double)r->replicas_joined);
         cJSON_AddNumberToObject(rep, "left", (double)r->replicas_left);
+        cJSON_AddNumberToObject(rep, "seeded", (double)r->replicas_seeded);
+        if (r->seeded_bytes > 0)
+            cJSON_AddNumberToObject(one, "seeded_bytes",
+                                    (double)r->seeded_bytes);
     }
     add_delta(one, r);
     cJSON_AddBoolToObject(one, "digests_matched", r->verified == 1);

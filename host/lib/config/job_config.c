@@ -133,6 +133,7 @@ static wex_status read_elastic(wex__job_config *c, const cJSON *src,
             ? transport->valuestring
             : cJSON_GetStringValue(
                   cJSON_GetObjectItemCaseSensitive(transport, "name"));
+    const cJSON *seed = cJSON_GetObjectItemCaseSensitive(el, "seed");
     double replicas = cJSON_IsNumber(dp) ? dp->valuedouble : 1;
     wex_status st = WEX_OK;
 
@@ -158,6 +159,16 @@ static wex_status read_elastic(wex__job_config *c, const cJSON *src,
                         "one communicator of every rank, so replicas cannot "
                         "join or leave it; use shm or ucx",
                         c->path);
+    else if ((c->elastic_seed_replicas =
+                  cJSON_IsString(seed) &&
+                  strcmp(seed->valuestring, "replicas") == 0) &&
+             tname != NULL && strcmp(tname, "shm") != 0 &&
+             strcmp(tname, "ucx") != 0)
+        st = wex__error(WEX_ERR_INVALID,
+                        "%s: /destination/elastic/seed: \"replicas\" copies "
+                        "host memory from replica to replica, over shm or "
+                        "ucx; the %s transport takes \"sources\"",
+                        c->path, tname);
     if (st != WEX_OK)
         note(all, wex__last_error());
     return st;

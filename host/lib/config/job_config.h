@@ -40,6 +40,9 @@ typedef struct wex__job_config {
     /* "destination.elastic": replicas join and leave; the fewest that
      * must commit a step (0: not elastic) */
     uint64_t elastic_min_replicas;
+    /* "destination.elastic.seed" is "replicas": a replica that is behind
+     * is filled from one the sources filled (step/elastic_seed.c) */
+    int elastic_seed_replicas;
     uint64_t destination_replicas; /* parallel.dp: the most it holds */
     /* "delta": deltas on, the fraction above which an operation goes
      * whole, and each destination's inbox (0: 5 % of what it holds) */

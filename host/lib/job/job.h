@@ -85,10 +85,13 @@ typedef struct wex__job_members {
     uint64_t absent_count;
     uint8_t *took_part;
     uint8_t *here; /* ... and in this try */
+    /* per replica, this try: 1 + the replica that seeds it, or 0 when
+     * the sources fill it (step/elastic_seed.h) */
+    uint64_t *seeded_by;
     /* The last step's replicas: there, committed, new since the step
      * before, gone since. */
     uint64_t replicas_present, replicas_committed, replicas_joined,
-        replicas_left;
+        replicas_left, replicas_seeded;
     /* Called once a try's barrier has passed, before this rank moves a
      * byte: where `wex run`'s fault injection kills a rank inside a
      * step, at a moment that cannot race the step's end. NULL: none. */
@@ -230,6 +233,10 @@ typedef struct wex__job_destination {
     uint32_t passes;      /* passes so far (0: none) */
     uint32_t window_pass; /* the pass the window fills */
     wex__job_destination_delta delta;
+    /* where it writes from when it seeds a replica that is behind
+     * (step/elastic_seed.h); NULL until it first does */
+    wex_transport_ctx *seed_ctx;
+    int seeded; /* the last step's last try: a replica filled it */
 } wex__job_destination;
 
 struct wex_job {

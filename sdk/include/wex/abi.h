@@ -51,7 +51,7 @@ extern "C" {
  * wex.h) appended. */
 #define WEX_ABI_1_5 WEX_MAKE_VERSION(1, 5)
 /* 1.6: wex_sync_report's elastic replica fields (replicas ...
- * replicas_left, wex.h) appended; wex_job_join and wex_job_leave. */
+ * seeded_bytes, wex.h) appended; wex_job_join and wex_job_leave. */
 #define WEX_ABI_1_6 WEX_MAKE_VERSION(1, 6)
 #define WEX_ABI_CURRENT WEX_ABI_1_6
 

@@ -96,13 +96,19 @@ typedef struct wex_sync_report {
     uint64_t replicas_committed;
     uint64_t replicas_joined;
     uint64_t replicas_left;
+    /* Of the replicas that took part, those filled by another replica
+     * ("seed": "replicas"), which commit after the sources' step and so
+     * are not in a source's replicas_committed; on a destination rank
+     * so filled, the bytes copied in (its `bytes`; its wire_bytes, from
+     * the sources, 0). */
+    uint64_t replicas_seeded;
+    uint64_t seeded_bytes;
 } wex_sync_report;
 #define WEX_SYNC_REPORT_SIZE_1_0 WEX_SIZE_THROUGH(wex_sync_report, failed_over)
 #define WEX_SYNC_REPORT_SIZE_1_2 WEX_SIZE_THROUGH(wex_sync_report, puts)
 #define WEX_SYNC_REPORT_SIZE_1_5                                               \
     WEX_SIZE_THROUGH(wex_sync_report, apply_seconds)
-#define WEX_SYNC_REPORT_SIZE_1_6                                               \
-    WEX_SIZE_THROUGH(wex_sync_report, replicas_left)
+#define WEX_SYNC_REPORT_SIZE_1_6 WEX_SIZE_THROUGH(wex_sync_report, seeded_bytes)
 
 /* wex_sync_report.mode: every operation whole, every one a delta, or
  * some of each. */

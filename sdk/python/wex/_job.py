@@ -68,6 +68,8 @@ class SyncReport(NamedTuple):
     replicas_committed: int = 0
     replicas_joined: int = 0
     replicas_left: int = 0
+    replicas_seeded: int = 0
+    seeded_bytes: int = 0
 
     @property
     def changed_fraction(self) -> float:
@@ -453,7 +455,8 @@ def _report(r: _lib.SyncReport) -> SyncReport:
                       r.failed_over, r.puts, r.wire_bytes, r.delta_elements,
                       r.changed_elements, _lib.SYNC_MODES.get(r.mode, "mixed"),
                       r.apply_seconds, r.replicas, r.replicas_committed,
-                      r.replicas_joined, r.replicas_left)
+                      r.replicas_joined, r.replicas_left, r.replicas_seeded,
+                      r.seeded_bytes)
 
 
 def _check_step(step: object) -> None:

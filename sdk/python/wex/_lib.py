@@ -108,6 +108,8 @@ class SyncReport(ctypes.Structure):
     replicas_committed: int
     replicas_joined: int
     replicas_left: int
+    replicas_seeded: int
+    seeded_bytes: int
     _fields_ = [("struct_size", ctypes.c_uint32), ("verified", ctypes.c_int32),
                 ("step", ctypes.c_uint64), ("committed_step", ctypes.c_uint64),
                 ("operations", ctypes.c_uint64), ("bytes", ctypes.c_uint64),
@@ -122,7 +124,9 @@ class SyncReport(ctypes.Structure):
                 ("replicas", ctypes.c_uint64),
                 ("replicas_committed", ctypes.c_uint64),
                 ("replicas_joined", ctypes.c_uint64),
-                ("replicas_left", ctypes.c_uint64)]
+                ("replicas_left", ctypes.c_uint64),
+                ("replicas_seeded", ctypes.c_uint64),
+                ("seeded_bytes", ctypes.c_uint64)]
 
 # wex_sync_report.mode (wex.h: WEX_SYNC_FULL, _DELTA, _MIXED), by name
 SYNC_MODES = {0: "full", 1: "delta", 2: "mixed"}

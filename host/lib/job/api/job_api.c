@@ -9,6 +9,7 @@
 #include "error.h"
 #include "host_registry.h"
 #include "delta_move.h"
+#include "elastic_seed.h"
 #include "landing.h"
 #include "log.h"
 #include "plan_share.h"
@@ -228,6 +229,7 @@ void wex_job_close(wex_job *job)
     wex__window_free(job);
     wex__pack_free(job);
     wex__landing_free(job);
+    wex__seed_close(job); /* its peers are detached after each seed */
     if (job->transport.ctx != NULL)
         job->transport.ops->ctx_destroy(job->transport.ctx);
     wex__job_rendezvous_fini(job);

@@ -29,9 +29,12 @@ wex_status wex__elastic_setup(wex_job *job)
     job->members.replica_ranks = ranks / replicas;
     free(job->members.took_part);
     free(job->members.here);
+    free(job->members.seeded_by);
     job->members.took_part = calloc(replicas, 1);
     job->members.here = calloc(replicas, 1);
-    if (job->members.took_part == NULL || job->members.here == NULL)
+    job->members.seeded_by = calloc(replicas, sizeof(uint64_t));
+    if (job->members.took_part == NULL || job->members.here == NULL ||
+        job->members.seeded_by == NULL)
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
     /* a source attaches a replica once it takes part: plan at the first
      * step's barrier */

@@ -47,7 +47,9 @@ void wex__job_members_fini(wex_job *job)
     free(job->members.absent);
     free(job->members.took_part);
     free(job->members.here);
+    free(job->members.seeded_by);
     job->members.here = NULL;
+    job->members.seeded_by = NULL;
     job->members.optional_sources = NULL;
     job->members.dead = NULL;
     job->members.absent = NULL;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "elastic_outcome.h"
+#include "elastic_seed.h"
 #include "error.h"
 #include "verdicts.h"
 
@@ -82,27 +83,29 @@ int wex__elastic_outcome(wex_job *job, uint64_t step,
     wex__job_members *m = &job->members;
     uint64_t per = m->replica_ranks, replicas = job->plan.dst.ranks / per;
     uint64_t least = job->plan.job->elastic_min_replicas, mine = 0;
-    int mine_ok = 0;
+    int mine_ok = 0, mine_seeded = 0;
 
     int retry = 0, died = 0, live_failed = 0;
 
-    m->replicas_present = m->replicas_committed = 0;
+    m->replicas_present = m->replicas_committed = m->replicas_seeded = 0;
     for (uint64_t d = 0; d < job->plan.dst.ranks; d++)
         retry |= v[d].present && strncmp(v[d].value, "retry:", 6) == 0;
     for (uint64_t q = 0; q < replicas; q++) {
-        int here = 1, ok = 1, dead = 0;
+        int here = 1, ok = 1, dead = 0, seeded = 1;
         for (uint64_t k = 0; k < per; k++) {
             here &= !is(&v[q * per + k], WEX__VERDICT_ABSENT);
             ok &= is(&v[q * per + k], "ok");
+            seeded &= is(&v[q * per + k], WEX__VERDICT_SEED);
             dead |= !v[q * per + k].present;
         }
         m->here[q] = (uint8_t)here;
         m->replicas_present += (uint64_t)here;
+        m->replicas_seeded += (uint64_t)seeded;
         m->replicas_committed += (uint64_t)ok;
         died |= dead;
-        live_failed |= here && !dead && !ok;
+        live_failed |= here && !dead && !ok && !seeded;
         if (job->side == WEX_SIDE_DESTINATION && q == job->rank / per)
-            mine = q, mine_ok = ok;
+            mine = q, mine_ok = ok, mine_seeded = seeded;
     }
     /* A source died (failover), or a destination died where a source
      * could not finish writing the others (a transport whose flush fails
@@ -110,6 +113,30 @@ int wex__elastic_outcome(wex_job *job, uint64_t step,
     if (retry || (died && live_failed)) {
         wex__step_tell_verdicts(v, job->plan.dst.ranks, 0, why, cap);
         return WEX__ELASTIC_RETRY;
+    }
+    if (job->side == WEX_SIDE_DESTINATION && mine_seeded) {
+        /* its seeder must have committed the step it copies */
+        uint64_t from = m->seeded_by[mine] - 1;
+        int ok = 1;
+        for (uint64_t k = 0; k < per; k++)
+            ok &= is(&v[from * per + k], "ok");
+        if (ok)
+            return WEX__ELASTIC_SEED;
+        {
+            size_t used = (size_t)snprintf(
+                why, cap,
+                "the replica that was to seed this one (destination "
+                "ranks %llu-%llu) did not commit step %llu",
+                (unsigned long long)(from * per),
+                (unsigned long long)(from * per + per - 1),
+                (unsigned long long)step);
+            if (used + 2 < cap) {
+                snprintf(why + used, cap - used, ": ");
+                wex__step_tell_verdicts(v + from * per, per, from * per,
+                                        why + used + 2, cap - used - 2);
+            }
+        }
+        return WEX__ELASTIC_FAILED;
     }
     if (job->side == WEX_SIDE_DESTINATION) {
         if (mine_ok)

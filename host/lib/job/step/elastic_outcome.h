@@ -32,12 +32,18 @@ int wex__elastic_left_out(wex_job *job, uint64_t step, const char *prefix,
 wex_status wex__elastic_post_absent(wex_job *job, const char *prefix,
                                     const uint64_t *absent, uint64_t n);
 
-enum { WEX__ELASTIC_OK, WEX__ELASTIC_RETRY, WEX__ELASTIC_FAILED };
+enum {
+    WEX__ELASTIC_OK,
+    WEX__ELASTIC_RETRY,
+    WEX__ELASTIC_FAILED,
+    WEX__ELASTIC_SEED /* a seeded destination whose seeder committed */
+};
 /* The try's outcome for this rank from every destination's verdict
  * (v[0..dst.ranks)): a "retry:" anywhere (a source died: failover), or
  * a destination that died while a whole live replica failed, retries
- * the step; else a destination's replica commits or not, and a
- * source succeeds when min_replicas replicas commit. Why not in `why`. */
+ * the step; else a destination's replica commits or not (a seeded one
+ * goes on to its seed when its seeder committed), and a source succeeds
+ * when min_replicas replicas commit. Why not in `why`. */
 int wex__elastic_outcome(wex_job *job, uint64_t step,
                          const wex__store_gathered *v, char *why, size_t cap);
 /* After a step's last try: the replicas that took part in it become the

@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "delta_move.h"
 #include "elastic_outcome.h"
+#include "elastic_seed.h"
 #include "landing.h"
 #include "log.h"
 #include "window.h"
@@ -40,6 +41,7 @@ typedef struct step_try {
     int wrote;                /* a try passed its barrier: sources wrote */
     int passed;               /* this try passed its barrier */
     int missed;               /* the step began without this rank */
+    int seeded;               /* a replica fills this rank's, this try */
     wex__store_elastic el;    /* the barrier's, and who it left out */
     char why[WEX__ERROR_MAX]; /* why this rank could not take part */
 } step_try;
@@ -301,9 +303,25 @@ static wex_status destination_try(wex_job *job, const step_try *t)
     return wex__store_set(job->rendezvous.store, key, verdict, strlen(verdict));
 }
 
+/* A destination a replica seeds this try says so, in place of checking
+ * what the sources wrote (they write none of it). */
+static wex_status seed_verdict(wex_job *job, const step_try *t)
+{
+    char key[96];
+
+    if (job->plan.job->delta)
+        wex__delta_try_start(job); /* nothing to apply but the seed */
+    job->dst.delta.live_written = 1;
+    try_key(key, sizeof(key), t, "verdict/");
+    snprintf(key + strlen(key), sizeof(key) - strlen(key), "%llu",
+             (unsigned long long)job->rank);
+    return wex__store_set(job->rendezvous.store, key, WEX__VERDICT_SEED,
+                          strlen(WEX__VERDICT_SEED));
+}
+
 /* ---- the outcome -------------------------------------------------------- */
 
-enum { STEP_OK, STEP_RETRY, STEP_FAILED };
+enum { STEP_OK, STEP_RETRY, STEP_FAILED, STEP_SEED };
 
 /* Every destination's verdict, the same for every rank: the outcome,
  * and what went wrong in `why`. */
@@ -327,6 +345,7 @@ static int outcome(wex_job *job, const step_try *t, char *why, size_t cap)
         free(v);
         return how == WEX__ELASTIC_OK      ? STEP_OK
                : how == WEX__ELASTIC_RETRY ? STEP_RETRY
+               : how == WEX__ELASTIC_SEED  ? STEP_SEED
                                            : STEP_FAILED;
     }
     for (uint64_t d = 0; d < job->plan.dst.ranks; d++) {
@@ -380,6 +399,12 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
         if (wex__store_set(job->rendezvous.store, at, &base, sizeof(base)) !=
                 WEX_OK &&
             unopened[0] == '\0')
+            snprintf(unopened, sizeof(unopened), "%s", wex__last_error());
+    }
+    if (job->side == WEX_SIDE_DESTINATION) {
+        char prefix[96];
+        try_key(prefix, sizeof(prefix), t, "");
+        if (wex__seed_post_held(job, prefix) != WEX_OK && unopened[0] == '\0')
             snprintf(unopened, sizeof(unopened), "%s", wex__last_error());
     }
     if (job->members.replica_ranks && job->side == WEX_SIDE_SOURCE &&
@@ -445,10 +470,24 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
         wex__store_drop(job->rendezvous.store, key, NULL);
     }
     t->why[0] = '\0';
-    st = wex__job_follow_rejoins(job, t->timeout);
-    if (st == WEX_OK)
-        st = wex__job_fit(job, dead, dead_count, t->el.absent,
-                          t->el.absent_count, t->timeout);
+    {
+        char prefix[96];
+        uint64_t *around = NULL, around_count = 0;
+        try_key(prefix, sizeof(prefix), t, "");
+        st = wex__seed_decide(job, prefix, t->el.absent, t->el.absent_count,
+                              t->timeout);
+        t->seeded = st == WEX_OK && wex__seed_is_mine(job);
+        if (st == WEX_OK)
+            st = wex__seed_plan_around(job, t->el.absent, t->el.absent_count,
+                                       &around, &around_count);
+        if (st == WEX_OK)
+            st = wex__job_follow_rejoins(job, t->timeout);
+        if (st == WEX_OK)
+            st = wex__job_fit(
+                job, dead, dead_count, around != NULL ? around : t->el.absent,
+                around != NULL ? around_count : t->el.absent_count, t->timeout);
+        free(around);
+    }
     if (st != WEX_OK && dead_count > 0)
         snprintf(t->why, sizeof(t->why),
                  "%llu dead source rank%s (first %llu)"
@@ -462,7 +501,13 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
     free(dead);
     if (job->side == WEX_SIDE_SOURCE)
         source_try(job, t);
-    else if (destination_try(job, t) != WEX_OK) {
+    else if (t->seeded && t->why[0] == '\0') {
+        /* no source writes it: a replica copies the step in after */
+        if (seed_verdict(job, t) != WEX_OK) {
+            snprintf(why, cap, "posting the verdict: %s", wex__last_error());
+            return STEP_FAILED;
+        }
+    } else if (destination_try(job, t) != WEX_OK) {
         snprintf(why, cap, "posting the verdict: %s", wex__last_error());
         return STEP_FAILED;
     }
@@ -516,7 +561,7 @@ static void close_try(wex_job *job, const step_try *t, int abandoned, char *why,
                       size_t cap)
 {
     size_t used = strlen(why);
-    if (abandoned && t->passed)
+    if (abandoned && t->passed && !t->seeded) /* a seed: no source wrote */
         await_writers(job, t);
     job->dst.silent_peer = 0;
     if (wex__fence_close(job, abandoned, job->plan.job->fence_seconds) ==
@@ -573,8 +618,16 @@ wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
     job->dst.delta.live_written = 0;
     /* Each retry leaves out at least one more dead source. */
     for (;; t.number++) {
-        t.passed = 0;
+        t.passed = t.seeded = 0;
         result = run_try(job, &t, why, sizeof(why));
+        if (result == STEP_SEED) {
+            char prefix[96];
+            try_key(prefix, sizeof(prefix), &t, "");
+            result = wex__seed_receive(job, prefix, t.verify, t.timeout, why,
+                                       sizeof(why)) == 0
+                         ? STEP_OK
+                         : STEP_FAILED;
+        }
         if (job->side == WEX_SIDE_DESTINATION)
             close_try(job, &t, result != STEP_OK, why, sizeof(why));
         if (t.number == 0)
@@ -594,11 +647,14 @@ wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
     if (result == STEP_OK && job->side == WEX_SIDE_DESTINATION) {
         job->dst.committed = step;
         job->dst.dirty = 0;
+        /* Committed: the replicas behind it that it seeds copy it now. */
+        wex__seed_send(job, step, t.number, t.timeout);
     } else if (t.wrote && job->side == WEX_SIDE_DESTINATION &&
                (!job->plan.job->delta || job->dst.delta.live_written)) {
         job->dst.dirty = 1; /* sources may have written part of the step */
     }
     wex__delta_end(job, step, result == STEP_OK);
+    job->dst.seeded = t.seeded;
     job->members.earlier_steps[0] = job->members.earlier_steps[1];
     job->members.earlier_steps[1] = step;
     if (r != NULL)

@@ -26,7 +26,13 @@ void wex__sync_report_fill(const wex_job *job, wex_sync_report *r,
     full.failed_over = ok ? job->members.dead_count : 0;
     full.puts = job->side == WEX_SIDE_SOURCE ? job->src.puts : 0;
     full.wire_bytes = full.bytes;
-    if (job->plan.job->delta) {
+    if (job->dst.seeded) { /* a copy of each tensor, from one replica */
+        full.operations = job->layout->tensor_count;
+        full.bytes = full.seeded_bytes = job->layout->bytes;
+        full.peers = 1;
+        full.wire_bytes = 0; /* none from the sources */
+    }
+    if (job->plan.job->delta && !job->dst.seeded) {
         int src = job->side == WEX_SIDE_SOURCE;
         uint64_t deltas =
             src ? job->src.delta.delta_ops : job->dst.delta.delta_ops;
@@ -45,6 +51,7 @@ void wex__sync_report_fill(const wex_job *job, wex_sync_report *r,
         full.replicas_committed = job->members.replicas_committed;
         full.replicas_joined = job->members.replicas_joined;
         full.replicas_left = job->members.replicas_left;
+        full.replicas_seeded = job->members.replicas_seeded;
     }
     wex__abi_out(r, &full, sizeof(full));
 }
