@@ -5,8 +5,9 @@
 # step. Over shm and ucx, with delta steps on shm: replica 2 joins at
 # step 2, replica 1 leaves before step 3 and joins again at step 5. The
 # sources never fail a step, the report counts the replicas each step,
-# and the joiners' first steps go whole while the others keep deltas.
-# Then the refusals.
+# and the joiners' first steps go whole while the others keep deltas;
+# with "seed": "replicas" the joiners are copied from a replica instead
+# and the sources send only deltas. Then the refusals.
 # Usage: test_elastic_run.sh WEX SCHEMAS_DIR
 set -uo pipefail
 WEX=$1
@@ -68,6 +69,34 @@ PY
     shm_clean "$name"
 done
 
+# "seed": "replicas": the joiners are filled from a replica the sources
+# filled, so the sources send only deltas in the steps they join, and the
+# joiners take deltas from the step after.
+job shm true "$TMP/seed.json"
+sed -i 's/"dp": 3}}/"dp": 3}, "elastic": {"min_replicas": 1, "seed": "replicas"}}/' "$TMP/seed.json"
+if WEX_RUN_FAULT=$FAULTS "$WEX" run "$TMP/seed.json" --elastic --steps 6 \
+        --changed 0.01 --json >"$TMP/report.json" 2>"$TMP/err"; then
+    pass "seed replicas: exit 0"
+else
+    fail "seed replicas: exit $? ($(tail -3 "$TMP/err"))"
+fi
+/usr/bin/python3 - "$TMP/report.json" "$SCHEMAS/run-report.schema.json" <<'PY' && pass "seed replicas: the joiners of steps 2 and 5 seeded from a replica, the sources sending only deltas; the joiners take deltas after" || fail "seed replicas: report"
+import json, sys, jsonschema
+r = json.load(open(sys.argv[1]))
+jsonschema.Draft202012Validator(json.load(open(sys.argv[2]))).validate(r)
+assert r["verified"] is True, r["errors"]
+by = {s["step"]: s for s in r["steps"]}
+for step in (2, 5):
+    s, rep = by[step], by[step]["replicas"]
+    assert (rep["present"], rep["committed"], rep["seeded"]) == (3, 2, 1), s
+    assert rep["seeded_bytes"] * 3 == s["bytes"], s  # one replica of three
+    assert s["mode"] == "delta" and s["wire_bytes"] < 0.05 * s["bytes"], s
+for step in (3, 4, 6):
+    assert by[step]["mode"] == "delta", by[step]
+    assert by[step]["replicas"].get("seeded", 0) == 0, by[step]
+PY
+shm_clean "seed replicas"
+
 # The text report prints a line per change.
 job shm false "$TMP/text.json"
 if WEX_RUN_FAULT=leave:0:2 "$WEX" run "$TMP/text.json" --elastic --steps 2 \
@@ -95,6 +124,11 @@ sed 's/"transport": "shm"/"transport": "nccl"/' "$TMP/many.json" | sed 's/"min_r
 [ $? -ne 0 ] && grep -q "/destination/elastic: the nccl transport holds one communicator of every rank" "$TMP/out" &&
     [ "$(grep -c . "$TMP/out")" -eq 1 ] &&
     pass "nccl refused in one line" || fail "nccl: $(cat "$TMP/out")"
+sed 's/"transport": "shm"/"transport": "cuda_ipc"/' "$TMP/seed.json" >"$TMP/seed_ipc.json"
+"$WEX" plan "$TMP/seed_ipc.json" >"$TMP/out" 2>&1
+[ $? -ne 0 ] && grep -q '/destination/elastic/seed: "replicas" copies host memory from replica to replica, over shm or ucx' "$TMP/out" &&
+    [ "$(grep -c . "$TMP/out")" -eq 1 ] &&
+    pass "seed replicas over cuda_ipc refused in one line" || fail "seed over cuda_ipc: $(cat "$TMP/out")"
 sed 's/"source": {"engine": "megatron", "parallel": {"tp": 2}}/"source": {"engine": "megatron", "parallel": {"tp": 2}, "elastic": {}}/' "$TMP/text.json" >"$TMP/src.json"
 "$WEX" plan "$TMP/src.json" >"$TMP/out" 2>&1
 [ $? -ne 0 ] && grep -q "/source/elastic: only destination replicas can be elastic" "$TMP/out" &&
