@@ -41,7 +41,10 @@
  *   step 3    both up to date: the source fills both
  *   step 5    replica 1 left after step 3 and joins again at step 5,
  *             seeded again, while replica 0 took step 4 alone
- * after each step both replicas' ranks hold the same bytes.
+ * after each step both replicas' ranks hold the same bytes. And with
+ * min_replicas 2 over two hf replicas, replica 1 restarted after step 1
+ * is filled by the source at step 2: seeding it would leave fewer than
+ * min_replicas replicas filled by the sources.
  *
  *   test_elastic WEX_COMMAND
  */
@@ -73,7 +76,7 @@ typedef struct event {
     uint64_t step;
     int32_t rc;
     uint64_t replicas, committed, joined, left;
-    uint64_t bytes, peers; /* the report's */
+    uint64_t bytes, peers, seeded; /* the report's (seeded_bytes) */
     uint64_t hash;         /* FNV-1a of what the destination holds */
     uint32_t attempts;
     char msg[256];
@@ -190,6 +193,7 @@ static void report_event(event *e, const wex_sync_report *rep, wex_status st)
     e->attempts = rep->attempts;
     e->bytes = rep->bytes;
     e->peers = rep->peers;
+    e->seeded = rep->seeded_bytes;
     snprintf(e->msg, sizeof(e->msg), "%s", st ? wex_last_error() : "");
 }
 
@@ -616,10 +620,13 @@ static void seeded(const char *wex, const char *transport, const char *model,
             EXPECT(j.rc == WEX_OK && j.step == at,
                    "rank %llu synced step %llu: %s", (unsigned long long)r,
                    (unsigned long long)at, j.msg);
-            EXPECT(r < 2 || (j.peers == 1 && j.committed == 2),
+            EXPECT(r < 2 || (j.peers == 1 && j.seeded == j.bytes &&
+                             j.seeded > 0 && j.committed == 2),
                    "rank %llu reports its copy from one replica (%llu "
-                   "peers) and both replicas committed (%llu)",
+                   "peers, %llu of %llu bytes) and both replicas "
+                   "committed (%llu)",
                    (unsigned long long)r, (unsigned long long)j.peers,
+                   (unsigned long long)j.seeded, (unsigned long long)j.bytes,
                    (unsigned long long)j.committed);
             hashes[r] = j.hash;
         }
@@ -651,6 +658,58 @@ static void seeded(const char *wex, const char *transport, const char *model,
     step_source(6, 5); /* past its last: the source closes */
     for (uint64_t r = 0; r < 4; r++)
         EXPECT(exit_code(d[r]) == 0, "rank %llu", (unsigned long long)r);
+    EXPECT(exit_code(src) == 0, "the source");
+    kill(store, SIGTERM);
+    waitpid(store, NULL, 0);
+}
+
+/* "seed": "replicas" never takes a replica from the sources below
+ * min_replicas. */
+static void seed_keeps_min(const char *wex, const char *model)
+{
+    char address[300], text[1024];
+    pid_t store = start_store(wex, TOKEN, address, sizeof(address));
+    plan stay = {2, 0, 0, 1, 0}, once = {1, 0, 0, 1, 0};
+    pid_t d[2], again, src;
+    uint64_t one;
+    event e, j;
+
+    EXPECT(store > 0, "wex store started");
+    early_count = 0;
+    snprintf(text, sizeof(text),
+             "{\"model\": \"%s\", \"source\": {\"engine\": \"hf\"},"
+             " \"destination\": {\"engine\": \"hf\", \"parallel\": {\"dp\": 2},"
+             " \"elastic\": {\"min_replicas\": 2, \"seed\": \"replicas\"}},"
+             " \"transport\": \"shm\", \"verify\": \"digest\","
+             " \"timeouts\": {\"connect_seconds\": 30, \"step_seconds\": 5,"
+             " \"join_seconds\": 60}}",
+             model);
+    printf("shm: seeding within min_replicas 2:\n");
+    fflush(stdout);
+    if ((src = fork()) == 0)
+        _exit(source(text, address, 2));
+    for (uint64_t r = 0; r < 2; r++) {
+        d[r] = start_destination(text, address, r, r == 0 ? stay : once);
+        await_event(d[r], CONNECTED);
+    }
+    e = step_source(1, 2);
+    expect_step("seed min 2", &e, 2, 2, 2, 0);
+    one = e.bytes / 2;
+    EXPECT(exit_code(d[1]) == 0, "replica 1 closed after step 1");
+    again = start_destination(text, address, 1, stay);
+    await_event(again, CONNECTED);
+    e = step_source(2, 2);
+    expect_step("seed min 2", &e, 2, 2, 0, 0);
+    EXPECT(e.bytes == 2 * one,
+           "step 2: the source filled both replicas (%llu bytes, expected "
+           "%llu): seeding replica 1 would leave one, under min_replicas 2",
+           (unsigned long long)e.bytes, (unsigned long long)(2 * one));
+    j = await_event(again, SYNCED);
+    EXPECT(j.rc == WEX_OK && j.step == 2 && j.seeded == 0 && j.committed == 2,
+           "replica 1, restarted, took step 2 from the source: %s", j.msg);
+    step_source(3, 2);
+    EXPECT(exit_code(d[0]) == 0 && exit_code(again) == 0,
+           "both replicas held every step they committed");
     EXPECT(exit_code(src) == 0, "the source");
     kill(store, SIGTERM);
     waitpid(store, NULL, 0);
@@ -718,6 +777,7 @@ int main(int argc, char **argv)
     seeded(argv[1], "shm", model, 0);
     seeded(argv[1], "ucx", model, 0);
     seeded(argv[1], "shm", model, 1);
+    seed_keeps_min(argv[1], model);
     unlink(model);
     if (failures == 0)
         printf("elastic replicas: joined one a step, killed, left and "

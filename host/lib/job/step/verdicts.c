@@ -23,9 +23,11 @@ void wex__step_tell_verdicts(const wex__store_gathered *v, uint64_t n,
     for (uint64_t d = 0; d < n && used < cap; d++) {
         uint64_t count = 0;
         int told = 0, retry;
-        /* ok, or an elastic replica left out of the step: not a reason */
+        /* ok, an elastic replica left out of the step, or one a replica
+         * seeds after it: not a reason */
         if (v[d].present && (strcmp(v[d].value, "ok") == 0 ||
-                             strcmp(v[d].value, "absent") == 0))
+                             strcmp(v[d].value, "absent") == 0 ||
+                             strcmp(v[d].value, "seed") == 0))
             continue;
         for (uint64_t e = 0; e < d && !told; e++)
             told = same_verdict(&v[e], &v[d]);
