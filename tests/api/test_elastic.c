@@ -77,7 +77,7 @@ typedef struct event {
     int32_t rc;
     uint64_t replicas, committed, joined, left;
     uint64_t bytes, peers, seeded; /* the report's (seeded_bytes) */
-    uint64_t hash;         /* FNV-1a of what the destination holds */
+    uint64_t hash;                 /* FNV-1a of what the destination holds */
     uint32_t attempts;
     char msg[256];
 } event;

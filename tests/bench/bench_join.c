@@ -10,8 +10,10 @@
  *
  * usage: bench_join WEX JOB.json
  * prints, per joining rank: open, memory, connect and join seconds, and
- * their sum from open to commit; then the source's bytes of step 2 (what
- * the joiners took from the sources).
+ * their sum from open to commit, against its limit: the time one thread's
+ * memcpy takes to copy the bytes the rank holds (measured in the same
+ * run); then the source's bytes of step 2 (what the joiners took from the
+ * sources).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -111,8 +113,8 @@ static int stays(const char *job_path, const char *address, uint64_t rank)
     for (step++; !bad && step <= STEPS; step++)
         bad = wex_sync(job, step, NULL) != WEX_OK;
     if (bad)
-        fprintf(stderr, "bench_join: rank %llu: %s\n",
-                (unsigned long long)rank, wex_last_error());
+        fprintf(stderr, "bench_join: rank %llu: %s\n", (unsigned long long)rank,
+                wex_last_error());
     wex_job_close(job);
     return bad;
 }
@@ -167,6 +169,34 @@ static timing await_rank(int32_t rank)
     return t;
 }
 
+/* Single-thread memcpy bandwidth, bytes a second: the best of three
+ * copies of 256 MiB (the pages touched first). */
+static double memcpy_bandwidth(void)
+{
+    size_t n = (size_t)256 << 20;
+    char *a = malloc(n), *b = malloc(n);
+    double best = 0;
+
+    if (a == NULL || b == NULL) {
+        free(a);
+        free(b);
+        return 0;
+    }
+    memset(a, 1, n);
+    memset(b, 2, n);
+    for (int i = 0; i < 3; i++) {
+        double t0 = now(), s;
+        memcpy(b, a, n);
+        s = now() - t0;
+        if (s > 0 && n / s > best)
+            best = (double)n / s;
+        a[i] = b[n - 1 - (size_t)i]; /* keep the copies */
+    }
+    free(a);
+    free(b);
+    return best;
+}
+
 static int exit_code_of(pid_t pid)
 {
     int status = 0;
@@ -188,6 +218,7 @@ int main(int argc, char **argv)
     char address[300];
     pid_t store, src, d[4];
     uint64_t per = 2;
+    double bandwidth;
     timing s;
 
     if (argc != 3) {
@@ -196,6 +227,7 @@ int main(int argc, char **argv)
     }
     if (pipe(results) != 0 || pipe(go) != 0)
         return 2;
+    bandwidth = memcpy_bandwidth();
     store = start_store(argv[1], TOKEN, address, sizeof(address));
     EXPECT(store > 0, "wex store started");
     if (store <= 0)
@@ -215,8 +247,8 @@ int main(int argc, char **argv)
      * step after 1, begun once both connected. */
     for (uint64_t r = per; r < 2 * per; r++) {
         timing t = await_rank((int32_t)r);
-        EXPECT(t.rc == WEX_OK, "rank %llu connected: %s",
-               (unsigned long long)r, t.msg);
+        EXPECT(t.rc == WEX_OK, "rank %llu connected: %s", (unsigned long long)r,
+               t.msg);
     }
     s = step_source(2);
     EXPECT(s.rc == WEX_OK, "step 2: %s", s.msg);
@@ -224,11 +256,14 @@ int main(int argc, char **argv)
         timing t = await_rank((int32_t)r);
         EXPECT(t.rc == WEX_OK && t.step == 2, "rank %llu joined step %llu: %s",
                (unsigned long long)r, (unsigned long long)t.step, t.msg);
+        double ready = t.open_s + t.memory_s + t.connect_s + t.join_s;
+        double limit = bandwidth > 0 ? (double)t.bytes / bandwidth : 0;
         printf("rank %llu  open %.3f s  memory %.3f s  connect %.3f s  join "
-               "%.3f s  ready %.3f s  (%llu bytes, %s)\n",
+               "%.3f s  ready %.3f s; memcpy of its %llu bytes %.3f s "
+               "(%.1f GB/s): ratio %.1f (%s)\n",
                (unsigned long long)r, t.open_s, t.memory_s, t.connect_s,
-               t.join_s, t.open_s + t.memory_s + t.connect_s + t.join_s,
-               (unsigned long long)t.bytes,
+               t.join_s, ready, (unsigned long long)t.bytes, limit,
+               bandwidth / 1e9, limit > 0 ? ready / limit : 0,
                t.seeded ? "copied from a replica" : "from the sources");
     }
     printf("source    step 2: %llu bytes sent, %llu replica%s seeded\n",
