@@ -42,6 +42,17 @@ build-venv/bin/python -m pip install -q --disable-pip-version-check \
 (cd / && env -u WEX_LIBRARY "$OLDPWD/build-venv/bin/python" -c \
     'import wex; print("import wex:", wex.__version__, wex.__file__)')
 env -u WEX_LIBRARY build-venv/bin/python -m pytest -q tests/python
+echo "== the Python tests that bind transformers models, under transformers 5"
+# A second venv: transformers 5 over the same system packages, and the wex
+# installed above (build-venv's site-packages, after this venv's own).
+rm -rf build-tf5
+python3 -m venv --system-site-packages build-tf5
+build-tf5/bin/python -m pip install -q --disable-pip-version-check \
+    "transformers==5.25.0"
+purelib() { "$1" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
+purelib build-venv/bin/python >"$(purelib build-tf5/bin/python)/wex-build-venv.pth"
+env -u WEX_LIBRARY build-tf5/bin/python -m pytest -q tests/python/test_families.py \
+    tests/python/test_fsdp2.py tests/python/test_modules.py tests/python/test_api.py
 echo "== the Python package's type hints (mypy --strict)"
 python3 -m mypy --strict --cache-dir build-mypy sdk/python/wex
 

@@ -22,9 +22,12 @@ def family_configs(tmp_path_factory):
 
 def hf_job(config_path, transport, replicas=2, verify="digest"):
     """A job: one hf trainer rank into `replicas` hf engine ranks."""
+    import families
+    modules = {"modules": families.MODULES}
     job = {"model": config_path,
-           "source": {"engine": "hf"},
-           "destination": {"engine": "hf", "parallel": {"dp": replicas}},
+           "source": {"engine": "hf", "options": modules},
+           "destination": {"engine": "hf", "parallel": {"dp": replicas},
+                           "options": modules},
            "transport": transport, "verify": verify,
            "timeouts": {"connect_seconds": 120, "step_seconds": 120}}
     if transport == "ucx":

@@ -39,6 +39,9 @@ def configs():
 
 FAMILIES = sorted(configs())
 
+# what this transformers' models hold: the hf and fsdp engines' "modules"
+MODULES = "transformers-%s" % transformers.__version__.split(".")[0]
+
 
 def write_config(family, directory):
     """Writes the family's config.json (bf16, with its architecture) into

@@ -21,6 +21,7 @@ import sys
 import torch
 import transformers
 
+import families
 import wex
 
 TOKEN = "fsdp2-test"
@@ -34,7 +35,8 @@ def build(config, seed):
 
 
 def check_layout(config, world, rank, local, full):
-    ours = wex.layout(config, "fsdp", {"dp": world}, rank=rank)["layout"][0]
+    ours = wex.layout(config, "fsdp", {"dp": world},
+                      {"modules": families.MODULES}, rank=rank)["layout"][0]
     held = {t["name"]: t for t in ours["tensors"]}
     assert sorted(held) == sorted(local), (
         "rank %d: wex's names differ from the model's: only wex %s, only "
@@ -45,9 +47,24 @@ def check_layout(config, world, rank, local, full):
         assert list(tensor.shape) == t["shape"], (
             "rank %d: %s: to_local() is %s, wex says %s"
             % (rank, name, list(tensor.shape), t["shape"]))
-        assert str(tensor.dtype) == "torch.bfloat16" and t["dtype"] == "BF16"
+        assert t["dtype"] == {torch.bfloat16: "BF16",
+                              torch.float32: "F32"}[tensor.dtype], (
+            "rank %d: %s: %s, wex says %s" % (rank, name, tensor.dtype,
+                                              t["dtype"]))
+        if any(len(p["at"]) > len(p["offset"]) for p in t["pieces"]):
+            # transformers 5's stacked experts: FSDP2 chunks them by expert
+            chunk = -(-full[name].shape[0] // world)
+            lo = rank * chunk
+            assert torch.equal(tensor, full[name][lo:lo + tensor.shape[0]])
+            assert sorted({p["at"][0] for p in t["pieces"]}) == \
+                list(range(tensor.shape[0])), name
+            continue
         for p in t["pieces"]:
-            assert p["tensor"] == name and p["at"][0] == 0
+            # its own name (transformers 5: Mixtral's router under mlp)
+            assert p["tensor"] == name.replace(
+                ".mlp.gate.", ".block_sparse_moe.gate."
+                if "block_sparse_moe" in p["tensor"] else ".mlp.gate.")
+            assert p["at"][0] == 0
             lo, n = p["offset"][0], p["extent"][0]
             assert torch.equal(tensor[:n], full[name][lo:lo + n]), (
                 "rank %d: %s: rows %d..%d are not there"
@@ -82,8 +99,6 @@ def trainer(rank, config, world, port, job, store):
 
 
 def engine(config, world, port, job, store):
-    import families
-
     model = families.build(config, 1)  # the checkpoint's dtypes
     with wex.Job(job, "destination", 0, rendezvous=store, token=TOKEN,
                  job_id="fsdp2-" + port) as j:
@@ -101,8 +116,11 @@ def main():
     role, rank, config, world, port, store = sys.argv[1:7]
     world = int(world)
     job = {"model": config,
-           "source": {"engine": "fsdp", "parallel": {"dp": world}},
-           "destination": {"engine": "hf"}, "transport": "shm",
+           "source": {"engine": "fsdp", "parallel": {"dp": world},
+                      "options": {"modules": families.MODULES}},
+           "destination": {"engine": "hf",
+                           "options": {"modules": families.MODULES}},
+           "transport": "shm",
            "timeouts": {"connect_seconds": 120, "step_seconds": 120}}
     if role == "trainer":
         trainer(int(rank), config, world, port, job, store)

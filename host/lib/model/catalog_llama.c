@@ -253,8 +253,15 @@ wex_status wex__family_qwen3_moe(wex__catalog *cat, const wex__cfg *cfg)
     uint8_t *dense = NULL;
     wex_status st;
 
+    /* transformers 5 writes Qwen3MoeConfig.num_experts as
+     * num_local_experts (its attribute_map) */
+    const char *count = wex__cfg_get(cfg, "/num_experts") == NULL &&
+                                wex__cfg_get(cfg, "/num_local_experts") != NULL
+                            ? "/num_local_experts"
+                            : "/num_experts";
+
     if ((st = read_qwen3(cfg, &m)) != WEX_OK ||
-        (st = wex__cfg_uint(cfg, "/num_experts", 0, &experts)) != WEX_OK ||
+        (st = wex__cfg_uint(cfg, count, 0, &experts)) != WEX_OK ||
         (st = wex__cfg_uint_or(cfg, "/decoder_sparse_step", 1, 1, &step)) !=
             WEX_OK)
         goto out;

@@ -26,7 +26,7 @@
 #include <wex/plugin.h>
 
 #include "holding.h"
-
+#include "module_layout.h"
 #include "parallel_cfg.h"
 #include "plugin_state.h"
 
@@ -34,7 +34,9 @@ struct wex_engine_ctx {
     const wex_host_services *host;
     const wex_model *model;
     int64_t dp;
-    uint32_t hold; /* options/dtype: the float dtype held */
+    uint32_t hold;          /* options/dtype: the float dtype held */
+    ws_module_tensor *held; /* options/modules: what a module holds */
+    size_t held_count;
 };
 
 static wex_status fsdp_ctx_create(wex_plugin_state *state,
@@ -44,6 +46,7 @@ static wex_status fsdp_ctx_create(wex_plugin_state *state,
     static const char *const keys[] = {"dp", NULL};
     wex_engine_ctx *ctx;
     int64_t dp = 1;
+    uint32_t modules = WS_MODULES_CHECKPOINT;
     wex_status st;
 
     st = ws_parallel_read(state->host, args->parallel, "fsdp", keys, NULL, &dp);
@@ -56,6 +59,11 @@ static wex_status fsdp_ctx_create(wex_plugin_state *state,
     ctx->model = args->model;
     ctx->dp = dp;
     st = ws_read_holding(state->host, args->options, 1, &ctx->hold);
+    if (st == WEX_OK)
+        st = ws_read_modules(state->host, args->options, &modules);
+    if (st == WEX_OK)
+        st = ws_module_tensors(state->host, args->model, modules, ctx->hold,
+                               &ctx->held, &ctx->held_count);
     if (st != WEX_OK) {
         free(ctx);
         return st;
@@ -66,6 +74,8 @@ static wex_status fsdp_ctx_create(wex_plugin_state *state,
 
 static void fsdp_ctx_destroy(wex_engine_ctx *ctx)
 {
+    if (ctx != NULL)
+        ws_module_tensors_free(ctx->held, ctx->held_count);
     free(ctx);
 }
 
@@ -86,53 +96,27 @@ static int is_buffer(const char *name)
     return n > k && strcmp(name + n - k, suffix) == 0;
 }
 
-/* Rank `rank`'s shard of canonical tensor `index`: the rows it holds. */
-static wex_status shard(wex_engine_ctx *ctx, uint64_t rank, uint64_t index,
-                        wex_layout_builder *b)
+/* Rank `rank`'s shard of module tensor `t`: the rows of dim 0 it holds
+ * (a stacked experts tensor: the experts). */
+static wex_status shard(wex_engine_ctx *ctx, uint64_t rank,
+                        const ws_module_tensor *t, wex_layout_builder *b)
 {
-    static const uint64_t zeros[WEX_MAX_DIMS];
-    const wex_host_services *host = ctx->host;
-    wex_tensor_info info = {sizeof(info), 0, 0, 0, NULL, NULL};
-    wex_local_tensor_desc local = {sizeof(local), 0, 0, 0, NULL, NULL};
-    uint64_t shape[WEX_MAX_DIMS], offset[WEX_MAX_DIMS] = {0};
-    uint64_t extent[WEX_MAX_DIMS], rows, parts, chunk, lo, hi, tensor;
-    wex_piece_desc piece = {
-        sizeof(piece), WEX_TRANSFORM_NONE, index, offset, extent, zeros};
-    wex_status st;
+    uint64_t rows = ws_module_rows(ctx->host, ctx->model, t), parts, chunk, lo;
 
-    st = host->model_tensor(ctx->model, index, &info);
-    if (st != WEX_OK ||
-        (ctx->hold && ws_is_block_scale(host, ctx->model, index)))
-        return st; /* floats hold no block scales */
-    rows = info.shape[0];
-    parts = is_buffer(info.name) ? 1 : (uint64_t)ctx->dp;
+    parts = is_buffer(t->name) ? 1 : (uint64_t)ctx->dp;
     chunk = rows / parts + (rows % parts != 0);
     lo = (parts > 1 ? rank : 0) * chunk;
-    hi = lo + chunk < rows ? lo + chunk : rows;
-    for (uint32_t d = 0; d < info.ndim; d++)
-        shape[d] = extent[d] = info.shape[d];
-    shape[0] = hi > lo ? hi - lo : 0;
-    local.dtype = ws_held_dtype(ctx->hold, info.dtype);
-    piece.transform = ws_held_transform(ctx->hold, info.dtype);
-    local.ndim = info.ndim;
-    local.name = info.name;
-    local.shape = shape;
-    st = host->layout_add_tensor(b, &local, &tensor);
-    if (st != WEX_OK || hi <= lo)
-        return st;
-    offset[0] = lo;
-    extent[0] = hi - lo;
-    return host->layout_add_piece(b, tensor, &piece);
+    return ws_module_emit(ctx->host, ctx->model, b, t, ctx->hold, lo,
+                          lo + chunk);
 }
 
 static wex_status fsdp_describe_rank(wex_engine_ctx *ctx, uint64_t rank,
                                      wex_layout_builder *b)
 {
-    uint64_t count = ctx->host->model_tensor_count(ctx->model);
     wex_status st = ctx->host->layout_set_coord(b, "dp", (int64_t)rank);
 
-    for (uint64_t i = 0; st == WEX_OK && i < count; i++)
-        st = shard(ctx, rank, i, b);
+    for (size_t i = 0; st == WEX_OK && i < ctx->held_count; i++)
+        st = shard(ctx, rank, &ctx->held[i], b);
     return st;
 }
 

@@ -2,21 +2,26 @@
  * The `hf` engine: the checkpoint layout itself. One rank holds every
  * canonical tensor whole, under its checkpoint name, in checkpoint order.
  * Useful as either side of a job (loading a checkpoint, dumping one) and
- * as the reference the other adapters are compared against.
+ * as the reference the other adapters are compared against. With
+ * options/modules "transformers-4" or "transformers-5" it holds what a
+ * transformers model's modules hold instead (module_layout.h).
  */
 #include <stdlib.h>
 
 #include <wex/plugin.h>
 
 #include "holding.h"
+#include "module_layout.h"
 #include "plugin_fail.h"
 #include "plugin_state.h"
 
 struct wex_engine_ctx {
     const wex_host_services *host;
     const wex_model *model;
-    uint64_t replicas; /* parallel.dp */
-    uint32_t hold;     /* options/dtype: 0 the checkpoint's, or bf16 */
+    uint64_t replicas;      /* parallel.dp */
+    uint32_t hold;          /* options/dtype: 0 the checkpoint's, or bf16 */
+    ws_module_tensor *held; /* options/modules: what a rank holds */
+    size_t held_count;
 };
 
 /* hf has no sharding: any tp, pp, ep... other than 1 is a mistake to
@@ -58,9 +63,12 @@ static wex_status hf_ctx_create(wex_plugin_state *state,
     uint32_t hold = 0;
     wex_status status = read_parallel(state->host, args->parallel, &replicas);
 
+    uint32_t modules = WS_MODULES_CHECKPOINT;
+
     if (status == WEX_OK)
         status = ws_read_holding(state->host, args->options, 0, &hold);
-
+    if (status == WEX_OK)
+        status = ws_read_modules(state->host, args->options, &modules);
     if (status != WEX_OK)
         return status;
     ctx = calloc(1, sizeof(*ctx));
@@ -70,12 +78,20 @@ static wex_status hf_ctx_create(wex_plugin_state *state,
     ctx->model = args->model;
     ctx->replicas = replicas;
     ctx->hold = hold;
+    status = ws_module_tensors(state->host, args->model, modules, hold,
+                               &ctx->held, &ctx->held_count);
+    if (status != WEX_OK) {
+        free(ctx);
+        return status;
+    }
     *ctx_p = ctx;
     return WEX_OK;
 }
 
 static void hf_ctx_destroy(wex_engine_ctx *ctx)
 {
+    if (ctx != NULL)
+        ws_module_tensors_free(ctx->held, ctx->held_count);
     free(ctx);
 }
 
@@ -89,36 +105,14 @@ static wex_status hf_describe_rank(wex_engine_ctx *ctx, uint64_t rank,
                                    wex_layout_builder *b)
 {
     const wex_host_services *host = ctx->host;
-    static const uint64_t zeros[WEX_MAX_DIMS];
-    uint64_t count = host->model_tensor_count(ctx->model);
     wex_status status = WEX_OK;
 
     /* the host checked rank against rank_count */
     if (ctx->replicas > 1)
         status = host->layout_set_coord(b, "dp", (int64_t)rank);
-    for (uint64_t i = 0; status == WEX_OK && i < count; i++) {
-        wex_tensor_info info = {sizeof(info), 0, 0, 0, NULL, NULL};
-        wex_local_tensor_desc local = {sizeof(local), 0, 0, 0, NULL, NULL};
-        wex_piece_desc piece = {
-            sizeof(piece), WEX_TRANSFORM_NONE, 0, zeros, NULL, zeros};
-        uint64_t tensor;
-
-        status = host->model_tensor(ctx->model, i, &info);
-        if (status != WEX_OK)
-            break;
-        if (ctx->hold && ws_is_block_scale(host, ctx->model, i))
-            continue; /* bf16 holds no block scales */
-        local.dtype = ws_held_dtype(ctx->hold, info.dtype);
-        piece.transform = ws_held_transform(ctx->hold, info.dtype);
-        local.ndim = info.ndim;
-        local.name = info.name;
-        local.shape = info.shape;
-        status = host->layout_add_tensor(b, &local, &tensor);
-        piece.canonical = i;
-        piece.extent = info.shape;
-        if (status == WEX_OK)
-            status = host->layout_add_piece(b, tensor, &piece);
-    }
+    for (size_t i = 0; status == WEX_OK && i < ctx->held_count; i++)
+        status = ws_module_emit(host, ctx->model, b, &ctx->held[i], ctx->hold,
+                                0, UINT64_MAX);
     return status;
 }
 

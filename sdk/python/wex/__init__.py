@@ -18,6 +18,7 @@ from ._errors import WexError
 from ._job import Job, SyncReport, TensorSpec
 from ._store import Store
 from ._documents import layout, plan
+from ._modules import module_layout
 from . import _lib
 
 
@@ -31,4 +32,5 @@ def _version() -> str:
 __version__ = _version()
 
 __all__ = ["Job", "Store", "SyncReport", "TensorSpec", "WexError", "layout",
+           "module_layout",
            "plan", "__version__"]

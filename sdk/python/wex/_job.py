@@ -9,7 +9,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-from . import _dtypes, _lib
+from . import _dtypes, _lib, _modules
 from ._closing import Closing
 from ._errors import check, invalid
 
@@ -257,6 +257,8 @@ class Job(Closing):
             if why:
                 problems.append("%s: %s" % (name, why))
         if problems:
+            unknown = [name for name, _ in pairs if name not in specs]
+            problems[0] += _modules.hint(unknown)
             raise invalid("bind: " + problems[0] +
                           ("" if len(problems) == 1 else
                            " (and %d more: %s)" % (len(problems) - 1,
