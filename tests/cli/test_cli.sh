@@ -111,6 +111,10 @@ check "layout hf dp=2: two ranks, each the whole checkpoint" $?
 "$wex" layout --model "$models/Qwen3-0.6B.config.json" --engine hf --parallel tp=2 2>"$tmp/err"
 [ $? -eq 2 ]; check "layout hf refuses tp=2" $?
 contains "$tmp/err" "parallel/tp: the hf layout is one unsharded rank per replica"; check "layout tp error text" $?
+"$wex" layout --model "$models/Qwen3-0.6B.config.json" --engine hf --options '{"dtyp": "bf16"}' 2>"$tmp/err"
+[ $? -eq 2 ]; check "layout refuses an unknown option" $?
+contains "$tmp/err" 'engine hf: /options: unknown property "dtyp", did you mean "dtype"?'; check "layout unknown option text" $?
+[ "$(grep -c . "$tmp/err")" -eq 1 ]; check "layout unknown option: one line" $?
 "$wex" layout --model "$models/Qwen3-0.6B.config.json" --engine nope 2>"$tmp/err"
 [ $? -eq 2 ]; check "layout unknown engine exits 2" $?
 contains "$tmp/err" "no engine plugin named \"nope\" (available: "; check "layout unknown engine text" $?

@@ -289,6 +289,15 @@ uint64_t wex__fence_epoch(uint64_t step, uint64_t number);
 wex_status wex__fence_open(wex_job *job, uint64_t epoch);
 wex_status wex__fence_close(wex_job *job, int abandoned, double grace_s);
 wex_status wex__fence_write(wex_job *job, uint64_t epoch);
+/* fence.c: closes a destination to try `number` of `step` (abandoned:
+ * it did not commit); when sources wrote it (its barrier passed, and a
+ * replica did not seed it) they are first given `timeout` to say they
+ * are done. A writer the transport could not stop is told in `why`,
+ * after what is there (the destination stays dirty, and the transport
+ * refuses to open again while that writer lives). */
+void wex__fence_close_try(wex_job *job, uint64_t step, uint64_t number,
+                          double timeout, int abandoned, int sources_wrote,
+                          char *why, size_t cap);
 /* job_lock.c: a public call that changes the job runs between enter and
  * leave; enter fails at once while another thread is inside. */
 void wex__job_lock_init(wex_job *job);

@@ -1,9 +1,25 @@
 #include "engine.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
+#include "schema_store.h"
+
+wex_status wex__engine_check_options(wex__registry *registry, const char *name,
+                                     const cJSON *options)
+{
+    wex__plugin *plugin = wex__registry_find(registry, WEX_KIND_ENGINE, name);
+    char who[96];
+
+    if (plugin == NULL || options == NULL ||
+        plugin->manifest.options_schema == NULL)
+        return WEX_OK;
+    snprintf(who, sizeof(who), "engine %s", name);
+    return wex__schema_check_with(plugin->manifest.options_schema, options, who,
+                                  "/options", NULL);
+}
 
 wex_status wex__engine_open(wex__registry *r, const char *name,
                             const wex_model *model, const cJSON *parallel,

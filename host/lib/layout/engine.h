@@ -21,6 +21,12 @@ typedef struct wex__engine {
     uint64_t ranks;
 } wex__engine;
 
+/* Checks `options` (NULL: none) against engine `name`'s options schema,
+ * as a job's are: "engine NAME: /options...: what is wrong" (an unknown
+ * name with the name it resembles). An engine not found passes: opening
+ * it says so. */
+wex_status wex__engine_check_options(wex__registry *registry, const char *name,
+                                     const cJSON *options);
 /* `parallel` and `options` (either may be NULL) must outlive the engine. */
 wex_status wex__engine_open(wex__registry *registry, const char *name,
                             const wex_model *model, const cJSON *parallel,

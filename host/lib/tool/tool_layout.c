@@ -13,6 +13,10 @@ wex_status wex_tool_engine_open(wex_tool_registry *registry, const char *name,
                                 const cJSON *options,
                                 wex_tool_engine **engine_p)
 {
+    wex_status st = wex__engine_check_options(registry, name, options);
+
+    if (st != WEX_OK)
+        return st;
     return wex__engine_open(registry, name, model, parallel, options, engine_p);
 }
 

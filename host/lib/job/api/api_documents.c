@@ -80,6 +80,8 @@ wex_status wex_layout_json(const char *model_config, const char *engine,
     if (st == WEX_OK)
         st = wex__registry_default(&registry);
     if (st == WEX_OK)
+        st = wex__engine_check_options(registry, engine, options);
+    if (st == WEX_OK)
         st = wex__engine_open(registry, engine, model, parallel, options, &e);
     if (st == WEX_OK && rank >= 0 && (uint64_t)rank >= e->ranks)
         st = wex__error(WEX_ERR_INVALID,

@@ -14,15 +14,17 @@
  * killed, an endpoint closed, an RDMA key revoked (and a new one
  * published here for the next try). A source so refused fails its step
  * naming the destination that fenced it. Before closing a try it gave up
- * on, the destination waits (job_sync.c) for its sources to say they are
+ * on, the destination waits (wex__fence_close_try) for its sources to say they are
  * done with it, up to the step's timeout but for a source that already
  * let that pass, so a live source is never caught inside it: only a
  * stalled one is.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
 
+#include "clock.h"
 #include "error.h"
 #include "log.h"
 #include "job.h"
@@ -102,4 +104,71 @@ wex_status wex__fence_write(wex_job *job, uint64_t epoch)
     f.op = WEX_FENCE_WRITE;
     f.epoch = epoch;
     return call(job, &f);
+}
+
+/* Whether the rendezvous recorded source `peer` dying (a source that
+ * died and came back is then given only the fence's grace). */
+static int source_died(wex_job *job, uint64_t peer)
+{
+    char key[64];
+    void *value = NULL;
+    size_t len = 0;
+
+    snprintf(key, sizeof(key), "dead/source/%llu", (unsigned long long)peer);
+    if (wex__store_get(job->rendezvous.store, key, 0, &value, &len) != WEX_OK)
+        return 0;
+    free(value);
+    return 1;
+}
+
+/* A try given up on (a source died or stalled) may still have sources
+ * writing it that know nothing yet: each is given the step's timeout to
+ * finish and say so, but the ones that died and the one that already
+ * let it pass (it stalled), so that only a stalled source is still
+ * inside the try when the transport closes it and stops what is still
+ * writing. */
+static void await_writers(wex_job *job, uint64_t step, uint64_t number,
+                          double timeout)
+{
+    double deadline = wex__now() + timeout;
+
+    for (size_t p = 0; p < job->peer_count && wex__now() < deadline; p++) {
+        char key[128];
+        void *value = NULL;
+        size_t len = 0;
+
+        if (job->dst.silent_peer == job->peers[p] + 1 ||
+            source_died(job, job->peers[p]))
+            continue;
+        snprintf(key, sizeof(key), "step/%llu/%llu/done/%llu/%llu",
+                 (unsigned long long)step, (unsigned long long)number,
+                 (unsigned long long)job->peers[p],
+                 (unsigned long long)job->rank);
+        if (wex__store_get(job->rendezvous.store, key, deadline - wex__now(),
+                           &value, &len) == WEX_OK)
+            free(value);
+    }
+}
+
+void wex__fence_close_try(wex_job *job, uint64_t step, uint64_t number,
+                          double timeout, int abandoned, int sources_wrote,
+                          char *why, size_t cap)
+{
+    size_t used = strlen(why);
+    if (abandoned && sources_wrote)
+        await_writers(job, step, number, timeout);
+    job->dst.silent_peer = 0;
+    if (wex__fence_close(job, abandoned, job->plan.job->fence_seconds) ==
+        WEX_OK)
+        return;
+    if (!abandoned) {
+        WEX__WARN("destination rank %llu: closing a committed try: %s",
+                  (unsigned long long)job->rank, wex__last_error());
+        return;
+    }
+    if (used < cap)
+        snprintf(why + used, cap - used,
+                 "%sclosing this destination to "
+                 "the step: %s",
+                 used ? "; " : "", wex__last_error());
 }

@@ -514,71 +514,6 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
     return with_own_reason(job, t, outcome(job, t, why, cap), why, cap);
 }
 
-/* Whether the rendezvous recorded source `peer` dying (a source that
- * died and came back is then given only the fence's grace). */
-static int source_died(wex_job *job, uint64_t peer)
-{
-    char key[64];
-    void *value = NULL;
-    size_t len = 0;
-
-    snprintf(key, sizeof(key), "dead/source/%llu", (unsigned long long)peer);
-    if (wex__store_get(job->rendezvous.store, key, 0, &value, &len) != WEX_OK)
-        return 0;
-    free(value);
-    return 1;
-}
-
-/* A try given up on (a source died or stalled) may still have sources
- * writing it that know nothing yet: each is given the step's timeout to
- * finish and say so, but the ones that died and the one that already
- * let it pass (it stalled), so that only a stalled source is still
- * inside the try when the transport closes it and stops what is still
- * writing. */
-static void await_writers(wex_job *job, const step_try *t)
-{
-    double deadline = wex__now() + t->timeout;
-
-    for (size_t p = 0; p < job->peer_count && wex__now() < deadline; p++) {
-        char key[128];
-        void *value = NULL;
-        size_t len = 0;
-
-        if (job->dst.silent_peer == job->peers[p] + 1 ||
-            source_died(job, job->peers[p]))
-            continue;
-        done_key(key, sizeof(key), t, job->peers[p], job->rank);
-        if (wex__store_get(job->rendezvous.store, key, deadline - wex__now(),
-                           &value, &len) == WEX_OK)
-            free(value);
-    }
-}
-
-/* Closes the destination to the try; a writer the transport could not
- * stop is told beside the try's outcome (the destination stays dirty,
- * and the transport refuses to open again while that writer lives). */
-static void close_try(wex_job *job, const step_try *t, int abandoned, char *why,
-                      size_t cap)
-{
-    size_t used = strlen(why);
-    if (abandoned && t->passed && !t->seeded) /* a seed: no source wrote */
-        await_writers(job, t);
-    job->dst.silent_peer = 0;
-    if (wex__fence_close(job, abandoned, job->plan.job->fence_seconds) ==
-        WEX_OK)
-        return;
-    if (!abandoned) {
-        WEX__WARN("destination rank %llu: closing a committed try: %s",
-                  (unsigned long long)job->rank, wex__last_error());
-        return;
-    }
-    if (used < cap)
-        snprintf(why + used, cap - used,
-                 "%sclosing this destination to "
-                 "the step: %s",
-                 used ? "; " : "", wex__last_error());
-}
-
 wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
 {
     step_try t = {.step = step,
@@ -629,7 +564,9 @@ wex_status wex__job_sync(wex_job *job, uint64_t step, wex_sync_report *r)
                          : STEP_FAILED;
         }
         if (job->side == WEX_SIDE_DESTINATION)
-            close_try(job, &t, result != STEP_OK, why, sizeof(why));
+            wex__fence_close_try(job, step, t.number, t.timeout,
+                                 result != STEP_OK, t.passed && !t.seeded, why,
+                                 sizeof(why));
         if (t.number == 0)
             snprintf(first, sizeof(first), "%s", why);
         if (result != STEP_RETRY || t.number >= job->plan.src.ranks)
