@@ -245,7 +245,9 @@ END_TEST
 /* Case 9: Megatron holds an fp8 checkpoint as bf16                    */
 /* ------------------------------------------------------------------ */
 
-/* Every local tensor of every rank is `dtype`, none a block scale. */
+/* Every local tensor of every rank is `dtype` (Megatron's router
+ * expert_bias float32: megatron_expert_bias_is_float32), none a block
+ * scale. */
 static void all_floats(const char *model, const char *engine,
                        const char *parallel, const char *options,
                        uint32_t dtype)
@@ -262,9 +264,11 @@ static void all_floats(const char *model, const char *engine,
             ck_assert_msg(n < 10 || strcmp(t->name + n - 10, "_scale_inv") != 0,
                           "%s %s rank %llu holds %s", engine, model,
                           (unsigned long long)r, t->name);
-            ck_assert_msg(t->dtype == dtype, "%s %s rank %llu: %s is %s",
-                          engine, model, (unsigned long long)r, t->name,
-                          wex_dtype_name(t->dtype));
+            ck_assert_msg(
+                t->dtype == dtype || (strstr(t->name, ".router.expert_bias") &&
+                                      t->dtype == WEX_DTYPE_F32),
+                "%s %s rank %llu: %s is %s", engine, model,
+                (unsigned long long)r, t->name, wex_dtype_name(t->dtype));
         }
     }
     release(&d);
@@ -295,11 +299,34 @@ START_TEST(megatron_holds_fp8_checkpoints_as_bf16)
         for (size_t i = 0; i < d.layout.tensor_count; i++) {
             const char *name = d.layout.tensors[i].name;
             ck_assert_msg(strstr(name, "_scale_inv") == NULL, "%s", name);
-            ck_assert_msg(d.layout.tensors[i].dtype == WEX_DTYPE_BF16, "%s",
-                          name);
+            ck_assert_msg(d.layout.tensors[i].dtype ==
+                              (strstr(name, ".router.expert_bias")
+                                   ? WEX_DTYPE_F32
+                                   : WEX_DTYPE_BF16),
+                          "%s", name);
         }
         release(&d);
     }
+}
+END_TEST
+
+/* megatron-core 0.16.1, megatron/core/transformer/moe/router.py:
+ * TopKRouter registers `expert_bias` as a float32 buffer
+ * (torch.zeros(..., dtype=torch.float32)) and keeps it float32 around
+ * forward and state-dict load and save, in a bf16 model; the router's
+ * weight is the model's dtype. */
+START_TEST(megatron_expert_bias_is_float32)
+{
+    const char *bias = "decoder.layers.3.mlp.router.expert_bias";
+    described d;
+
+    describe(&d, "DeepSeek-V3", "megatron", "{}", NULL, 0);
+    ck_assert_uint_eq(tensor(&d, bias, NULL)->dtype, WEX_DTYPE_F32);
+    ck_assert_uint_eq(tensor(&d, bias, NULL)->bytes, 256 * 4);
+    ck_assert_uint_eq(
+        tensor(&d, "decoder.layers.3.mlp.router.weight", NULL)->dtype,
+        WEX_DTYPE_BF16);
+    release(&d);
 }
 END_TEST
 
@@ -318,6 +345,7 @@ static Suite *suite(void)
     tcase_add_test(tc, megatron_mtp_layer_name_option);
     tcase_add_test(tc, megatron_mtp_num_layers_option);
     tcase_add_test(tc, megatron_holds_fp8_checkpoints_as_bf16);
+    tcase_add_test(tc, megatron_expert_bias_is_float32);
     suite_add_tcase(s, tc);
     return s;
 }

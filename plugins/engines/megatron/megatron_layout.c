@@ -195,7 +195,16 @@ static void mlp(ws_emit *e, const wex_engine_ctx *ctx, const mg_rank *r,
     }
     ws_whole_if(e, l->post_norm, pre, "pre_mlp_layernorm.weight");
     ws_whole_if(e, l->router, pre, "mlp.router.weight");
-    ws_whole_if(e, l->router_bias, pre, "mlp.router.expert_bias");
+    {
+        /* megatron-core 0.16.1, transformer/moe/router.py: TopKRouter
+         * registers expert_bias as a float32 buffer and keeps it float32
+         * around forward and state-dict load and save, whatever the
+         * model's dtype (a trainer's hold is never the checkpoint's) */
+        uint32_t held = e->hold;
+        ws_hold(e, WEX_DTYPE_F32);
+        ws_whole_if(e, l->router_bias, pre, "mlp.router.expert_bias");
+        ws_hold(e, held);
+    }
     experts(e, ctx, r, l, pre);
     if (l->sh[WS_GATE] >= 0) {
         /* Shared experts are a dense MLP: split by tp, not etp. */
