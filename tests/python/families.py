@@ -43,6 +43,58 @@ FAMILIES = sorted(configs())
 MODULES = "transformers-%s" % transformers.__version__.split(".")[0]
 
 
+def _expert_names(mixtral):
+    return ("w1", "w3", "w2") if mixtral else ("gate_proj", "up_proj",
+                                               "down_proj")
+
+
+def checkpoint_state(state, mixtral=False):
+    """A model's state dict under the checkpoint's names, whatever the
+    transformers: 5.x's stacked experts as each expert's weights
+    (conversion_mapping.py: gate_up_proj[e] is the gate rows, then the up
+    rows; down_proj[e] is w2), Mixtral's mlp as block_sparse_moe. Views,
+    no copies; as it is under 4.x."""
+    gate, up, down = _expert_names(mixtral)
+    out = {}
+    for name, t in state.items():
+        if mixtral and ".mlp." in name:
+            name = name.replace(".mlp.", ".block_sparse_moe.")
+        stem, _, leaf = name.rpartition(".experts.")
+        if leaf == "gate_up_proj":
+            rows = t.shape[1] // 2
+            for e in range(t.shape[0]):
+                out["%s.experts.%d.%s.weight" % (stem, e, gate)] = t[e, :rows]
+                out["%s.experts.%d.%s.weight" % (stem, e, up)] = t[e, rows:]
+        elif leaf == "down_proj":
+            for e in range(t.shape[0]):
+                out["%s.experts.%d.%s.weight" % (stem, e, down)] = t[e]
+        else:
+            out[name] = t
+    return out
+
+
+def model_state(checkpoint, model, mixtral=False):
+    """The inverse for `model`: a state dict under the checkpoint's names
+    as `model` names its tensors (stacking the experts where it stacks
+    them), for load_state_dict."""
+    gate, up, down = _expert_names(mixtral)
+    out = {}
+    for name in model.state_dict():
+        ck = name.replace(".mlp.", ".block_sparse_moe.") if mixtral else name
+        stem, _, leaf = ck.rpartition(".experts.")
+        if leaf in ("gate_up_proj", "down_proj"):
+            n = sum(1 for k in checkpoint
+                    if k.startswith(stem + ".experts.") and
+                    k.endswith("." + down + ".weight"))
+            parts = [(gate, up)] if leaf == "gate_up_proj" else [(down,)]
+            out[name] = torch.stack([torch.cat([
+                checkpoint["%s.experts.%d.%s.weight" % (stem, e, w)]
+                for w in parts[0]]) for e in range(n)])
+        else:
+            out[name] = checkpoint[ck]
+    return out
+
+
 def write_config(family, directory):
     """Writes the family's config.json (bf16, with its architecture) into
     `directory` and returns its path: what a wex job's "model" names."""

@@ -42,5 +42,10 @@ def write_config(model, directory):
 
 
 def read_config(path):
+    """config.json as the reference slicers read it: the expert count
+    under num_experts, where transformers 5 writes num_local_experts."""
     with open(path) as f:
-        return json.load(f)
+        doc = json.load(f)
+    if "num_local_experts" in doc and "num_experts" not in doc:
+        doc["num_experts"] = doc["num_local_experts"]
+    return doc

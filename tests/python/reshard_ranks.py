@@ -39,8 +39,9 @@ def train(args, job, config_path, config):
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
 
     def slices():
-        return megatron_reference.shard(model.state_dict(), config, TP, PP,
-                                        args.rank)
+        return megatron_reference.shard(
+            families.checkpoint_state(model.state_dict()), config, TP, PP,
+            args.rank)
 
     bound = slices()
     job.bind(bound)
@@ -63,8 +64,9 @@ def train(args, job, config_path, config):
                 logits = model(input_ids=tokens(7, (2, 8),
                                                 config["vocab_size"])).logits
             steps[step]["logits"] = logits.clone()
-            steps[step]["params"] = {k: v.detach().clone()
-                                     for k, v in model.state_dict().items()}
+            steps[step]["params"] = {
+                k: v.detach().clone() for k, v in
+                families.checkpoint_state(model.state_dict()).items()}
     return steps
 
 

@@ -41,7 +41,8 @@ def models(tmp_path_factory):
     for m in MODELS:
         path = reshard_models.write_config(m, str(base / m))
         out[m] = (path, reshard_models.read_config(path),
-                  families.build(path, 0).state_dict())
+                  families.checkpoint_state(families.build(path, 0)
+                                            .state_dict()))
     return out
 
 
@@ -277,7 +278,8 @@ def _check_model(m, model, transport, trainers, engines):
                 same = torch.equal(got[name], tensor)
                 assert same, "%s: parameter %s differs from the trainer's" % (
                     where, name)
-            replica.load_state_dict(got, strict=True)
+            replica.load_state_dict(families.model_state(got, replica),
+                                    strict=True)
             with torch.no_grad():
                 logits = replica(input_ids=_tokens(
                     7, (2, 8), config["vocab_size"])).logits
