@@ -312,20 +312,30 @@ static int destination(const char *text, const char *address, uint64_t rank,
 
 #define VLLM_TP2_DP2 "\"vllm\", \"parallel\": {\"tp\": 2, \"dp\": 2}"
 
-/* An elastic job (min_replicas 1) from hf into `destination` (its
- * engine and parallel config) over `transport`. */
+/* An elastic job from hf into `destination` (its engine and parallel
+ * config) over `transport`: min_replicas 1 unless `elastic` (the elastic
+ * object's members) says otherwise, and `extra` (job members, each
+ * followed by a comma) beside the rest. */
+static void job_text_with(char *text, size_t cap, const char *model,
+                          const char *destination, const char *elastic,
+                          const char *transport, int join_seconds,
+                          const char *extra)
+{
+    snprintf(text, cap,
+             "{\"model\": \"%s\", \"source\": {\"engine\": \"hf\"},"
+             " \"destination\": {\"engine\": %s, \"elastic\": {%s}},"
+             " \"transport\": \"%s\", \"verify\": \"digest\", %s"
+             " \"timeouts\": {\"connect_seconds\": 30, \"step_seconds\": 5,"
+             " \"join_seconds\": %d}}",
+             model, destination, elastic, transport, extra, join_seconds);
+}
+
 static void job_text(char *text, size_t cap, const char *model,
                      const char *destination, const char *transport,
                      int join_seconds)
 {
-    snprintf(text, cap,
-             "{\"model\": \"%s\", \"source\": {\"engine\": \"hf\"},"
-             " \"destination\": {\"engine\": %s,"
-             " \"elastic\": {\"min_replicas\": 1}},"
-             " \"transport\": \"%s\", \"verify\": \"digest\","
-             " \"timeouts\": {\"connect_seconds\": 30, \"step_seconds\": 5,"
-             " \"join_seconds\": %d}}",
-             model, destination, transport, join_seconds);
+    job_text_with(text, cap, model, destination, "\"min_replicas\": 1",
+                  transport, join_seconds, "");
 }
 
 static int exit_code(pid_t pid)
@@ -361,6 +371,25 @@ static event step_source(uint64_t step, uint64_t last)
         return await_event(0, SYNCED);
     memset(&none, 0, sizeof(none));
     return none;
+}
+
+/* Two TP2 replicas' ranks `r` (0-1 and 2-3) each synced `step`, and
+ * both replicas hold the same bytes after it. */
+static void expect_replicas_equal(const pid_t r[4], uint64_t step,
+                                  const char *what)
+{
+    uint64_t hashes[4];
+
+    for (uint64_t k = 0; k < 4; k++) {
+        event j = await_event(r[k], SYNCED);
+        EXPECT(j.rc == WEX_OK && j.step == step,
+               "%s: rank %llu synced step %llu: %s", what,
+               (unsigned long long)k, (unsigned long long)step, j.msg);
+        hashes[k] = j.hash;
+    }
+    EXPECT(hashes[0] == hashes[2] && hashes[1] == hashes[3],
+           "%s: after step %llu both replicas' ranks hold the same bytes", what,
+           (unsigned long long)step);
 }
 
 static void expect_step(const char *what, const event *e, uint64_t replicas,
@@ -493,7 +522,6 @@ static void half_a_replica(const char *wex, const char *model)
     pid_t store = start_store(wex, TOKEN, address, sizeof(address));
     pid_t d[4], again;
     plan stay = {3, 0, 0, 0, 1}, dies = {3, 2, 0, 0, 0};
-    uint64_t hashes[4] = {0};
     event e, j;
     pid_t src;
 
@@ -510,14 +538,7 @@ static void half_a_replica(const char *wex, const char *model)
     }
     e = step_source(1, 3);
     expect_step("vllm tp2", &e, 2, 2, 2, 0);
-    for (uint64_t r = 0; r < 4; r++) {
-        j = await_event(d[r], SYNCED);
-        EXPECT(j.rc == WEX_OK && j.step == 1, "rank %llu joined step 1: %s",
-               (unsigned long long)r, j.msg);
-        hashes[r] = j.hash;
-    }
-    EXPECT(hashes[0] == hashes[2] && hashes[1] == hashes[3],
-           "both replicas' ranks hold the same bytes after step 1");
+    expect_replicas_equal(d, 1, "both replicas joined");
     EXPECT(exit_code(d[3]) == 128 + SIGKILL, "rank 3 was killed");
     e = step_source(2, 3);
     expect_step("vllm tp2", &e, 1, 1, 0, 1);
@@ -534,15 +555,10 @@ static void half_a_replica(const char *wex, const char *model)
     await_event(again, CONNECTED);
     e = step_source(3, 3);
     expect_step("vllm tp2", &e, 2, 2, 1, 0);
-    for (uint64_t r = 0; r < 4; r++) {
-        j = await_event(r == 3 ? again : d[r], SYNCED);
-        EXPECT(j.rc == WEX_OK && j.step == 3, "rank %llu synced step 3: %s",
-               (unsigned long long)r, j.msg);
-        hashes[r] = j.hash;
+    {
+        pid_t now[4] = {d[0], d[1], d[2], again};
+        expect_replicas_equal(now, 3, "the replica that missed step 2");
     }
-    EXPECT(hashes[0] == hashes[2] && hashes[1] == hashes[3],
-           "after step 3 the replica that missed step 2 holds what the "
-           "other holds");
     step_source(4, 3); /* past its last: the source closes */
     for (uint64_t r = 0; r < 3; r++)
         EXPECT(exit_code(d[r]) == 0, "rank %llu", (unsigned long long)r);
@@ -565,15 +581,9 @@ static void seeded(const char *wex, const char *transport, const char *model,
 
     EXPECT(store > 0, "wex store started");
     early_count = 0;
-    snprintf(text, sizeof(text),
-             "{\"model\": \"%s\", \"source\": {\"engine\": \"hf\"},"
-             " \"destination\": {\"engine\": \"vllm\", \"parallel\": "
-             "{\"tp\": 2, \"dp\": 2}, \"elastic\": {\"min_replicas\": 1, "
-             "\"seed\": \"replicas\"}},"
-             " \"transport\": \"%s\", \"verify\": \"digest\",%s"
-             " \"timeouts\": {\"connect_seconds\": 30, \"step_seconds\": 5,"
-             " \"join_seconds\": 60}}",
-             model, transport, delta ? " \"delta\": true," : "");
+    job_text_with(text, sizeof(text), model, VLLM_TP2_DP2,
+                  "\"min_replicas\": 1, \"seed\": \"replicas\"", transport, 60,
+                  delta ? "\"delta\": true," : "");
     printf("%s%s: seeding a joiner from a replica:\n", transport,
            delta ? " (delta steps)" : "");
     fflush(stdout);
@@ -643,16 +653,7 @@ static void seeded(const char *wex, const char *transport, const char *model,
                    "bytes, expected %llu)",
                    transport, (unsigned long long)e.bytes,
                    (unsigned long long)(2 * one));
-            for (uint64_t r = 0; r < 4; r++) {
-                j = await_event(d[r], SYNCED);
-                EXPECT(j.rc == WEX_OK && j.step == 3,
-                       "rank %llu synced step 3: %s", (unsigned long long)r,
-                       j.msg);
-                hashes[r] = j.hash;
-            }
-            EXPECT(hashes[0] == hashes[2] && hashes[1] == hashes[3],
-                   "%s: after step 3 both replicas hold the same bytes",
-                   transport);
+            expect_replicas_equal(d, 3, transport);
         }
     }
     step_source(6, 5); /* past its last: the source closes */
@@ -676,14 +677,9 @@ static void seed_keeps_min(const char *wex, const char *model)
 
     EXPECT(store > 0, "wex store started");
     early_count = 0;
-    snprintf(text, sizeof(text),
-             "{\"model\": \"%s\", \"source\": {\"engine\": \"hf\"},"
-             " \"destination\": {\"engine\": \"hf\", \"parallel\": {\"dp\": 2},"
-             " \"elastic\": {\"min_replicas\": 2, \"seed\": \"replicas\"}},"
-             " \"transport\": \"shm\", \"verify\": \"digest\","
-             " \"timeouts\": {\"connect_seconds\": 30, \"step_seconds\": 5,"
-             " \"join_seconds\": 60}}",
-             model);
+    job_text_with(text, sizeof(text), model,
+                  "\"hf\", \"parallel\": {\"dp\": 2}",
+                  "\"min_replicas\": 2, \"seed\": \"replicas\"", "shm", 60, "");
     printf("shm: seeding within min_replicas 2:\n");
     fflush(stdout);
     if ((src = fork()) == 0)

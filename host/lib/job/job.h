@@ -289,6 +289,9 @@ uint64_t wex__fence_epoch(uint64_t step, uint64_t number);
 wex_status wex__fence_open(wex_job *job, uint64_t epoch);
 wex_status wex__fence_close(wex_job *job, int abandoned, double grace_s);
 wex_status wex__fence_write(wex_job *job, uint64_t epoch);
+/* ... through another context of the job's transport (a seeder's). */
+wex_status wex__fence_write_through(wex_job *job, wex_transport_ctx *ctx,
+                                    uint64_t epoch);
 /* fence.c: closes a destination to try `number` of `step` (abandoned:
  * it did not commit); when sources wrote it (its barrier passed, and a
  * replica did not seed it) they are first given `timeout` to say they

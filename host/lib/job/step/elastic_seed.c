@@ -358,15 +358,8 @@ static wex_status copy_into(wex_job *job, uint64_t to, uint64_t epoch,
         }
         free(blob);
     }
-    if (st == WEX_OK && ops->fence != NULL) {
-        wex_transport_fence f;
-        memset(&f, 0, sizeof(f));
-        f.struct_size = sizeof(f);
-        f.op = WEX_FENCE_WRITE;
-        f.epoch = epoch;
-        wex__error_clear();
-        st = check(job, ops->fence(job->dst.seed_ctx, &f), "its fence");
-    }
+    if (st == WEX_OK)
+        st = wex__fence_write_through(job, job->dst.seed_ctx, epoch);
     for (size_t t = 0; t < n && st == WEX_OK; t++) {
         digests[t] = XXH3_64bits(job->bind[t].address, job->bind[t].bytes);
         wex__error_clear();

@@ -37,19 +37,26 @@ uint64_t wex__fence_epoch(uint64_t step, uint64_t number)
     return epoch != 0 ? epoch : 1;
 }
 
-static wex_status call(wex_job *job, wex_transport_fence *f)
+/* The fence op through `ctx`, one of the job's transport's contexts. */
+static wex_status call_on(wex_job *job, wex_transport_ctx *ctx,
+                          wex_transport_fence *f)
 {
     wex_status st;
 
     f->struct_size = sizeof(*f);
     wex__error_clear();
-    st = job->transport.ops->fence(job->transport.ctx, f);
+    st = job->transport.ops->fence(ctx, f);
     if (st != WEX_OK && wex__last_error()[0] == '\0')
         wex__error(st, "failed without a message");
     if (st != WEX_OK)
         return wex__error_prefix(st, "transport %s",
                                  job->plan.job->transport.name);
     return WEX_OK;
+}
+
+static wex_status call(wex_job *job, wex_transport_fence *f)
+{
+    return call_on(job, job->transport.ctx, f);
 }
 
 wex_status wex__fence_open(wex_job *job, uint64_t epoch)
@@ -94,7 +101,8 @@ wex_status wex__fence_close(wex_job *job, int abandoned, double grace_s)
     return st;
 }
 
-wex_status wex__fence_write(wex_job *job, uint64_t epoch)
+wex_status wex__fence_write_through(wex_job *job, wex_transport_ctx *ctx,
+                                    uint64_t epoch)
 {
     wex_transport_fence f;
 
@@ -103,7 +111,12 @@ wex_status wex__fence_write(wex_job *job, uint64_t epoch)
     memset(&f, 0, sizeof(f));
     f.op = WEX_FENCE_WRITE;
     f.epoch = epoch;
-    return call(job, &f);
+    return call_on(job, ctx, &f);
+}
+
+wex_status wex__fence_write(wex_job *job, uint64_t epoch)
+{
+    return wex__fence_write_through(job, job->transport.ctx, epoch);
 }
 
 /* Whether the rendezvous recorded source `peer` dying (a source that
