@@ -21,4 +21,12 @@ $sudo apt-get install -y -qq --no-install-recommends \
 python3 -m pip install -q --disable-pip-version-check \
     "torch==2.13.0" "transformers==4.57.6" safetensors numpy pytest \
     "scikit-build-core>=0.10" mypy "ray==2.60.0"
+# NCCL for the nccl transport: beside the CUDA toolkit when it is there,
+# else NCCL's wheel, which CMake finds through this python3 (docs/gpu.md).
+# Without a GPU the plugin still builds, loads and passes the conformance
+# checks that need no device, and its key codec's tests run.
+if [ -d /usr/local/cuda ] && ! ls /usr/local/cuda/lib64/libnccl.so* \
+        /usr/local/cuda/targets/*/lib/libnccl.so* >/dev/null 2>&1; then
+    python3 -m pip install -q --disable-pip-version-check nvidia-nccl-cu13
+fi
 echo "dependencies installed"

@@ -16,6 +16,12 @@ echo "== build and test (-Werror)"
 cmake -S . -B build -DWEX_WERROR=ON >/dev/null
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
+# With the CUDA toolkit, tools/install-deps.sh provides NCCL (its wheel when
+# the toolkit has none): the nccl transport must then have been built, so
+# its conformance and structure checks above ran.
+if [ -d /usr/local/cuda ] && [ ! -f build/lib/wex/plugins/libwex-transport-nccl.so ]; then
+    echo "CUDA is here but the nccl transport was not built (docs/gpu.md)"; exit 1
+fi
 
 echo "== install, then build the out-of-tree sample plugin against it"
 rm -rf install install-sample build-sample
