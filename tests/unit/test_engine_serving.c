@@ -194,9 +194,10 @@ START_TEST(vllm_sequence_parallel_moe_keeps_shared_experts_whole)
         2 * 18432 / 8);
     release(&d);
 
-    /* pplx handles replicated tokens: not sequence parallel */
+    /* pplx handles replicated tokens: not sequence parallel in vLLM
+     * 0.13 (0.34 replaced it: test_engine_versions) */
     describe(&d, "DeepSeek-V3", "vllm", "{\"tp\":8,\"dp\":2,\"ep\":16}",
-             "{\"all2all_backend\":\"pplx\"}", 9);
+             "{\"all2all_backend\":\"pplx\",\"version\":\"0.13\"}", 9);
     ASSERT_SHAPE2(tensor(&d, gu, NULL), 512, 7168);
     release(&d);
     /* without DP (separate servers, ep = tp) neither */
@@ -285,9 +286,11 @@ START_TEST(mtp_layers_belong_to_the_drafter_only)
         release(&d);
     }
 
-    /* vLLM's drafter: the checkpoint's names, decoder under mtp_block */
+    /* vLLM's drafter: the checkpoint's names, decoder under mtp_block
+     * (0.13, holding a head of its own; 0.34 shares the target's:
+     * test_engine_versions) */
     describe(&d, "DeepSeek-V3", "vllm", "{\"tp\":8}",
-             "{\"model\":\"mtp-drafter\"}", 7);
+             "{\"model\":\"mtp-drafter\",\"version\":\"0.13\"}", 7);
     ASSERT_SHAPE2(tensor(&d, "model.layers.61.eh_proj.weight", NULL), 7168,
                   14336);
     ck_assert(has_tensor(&d, "model.layers.61.enorm.weight"));

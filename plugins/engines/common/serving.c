@@ -14,6 +14,30 @@ void ws_expert_range(int64_t experts, int64_t ep, int64_t ep_rank,
     *first = ep_rank * base + (ep_rank < extra ? ep_rank : extra);
 }
 
+/* The vocabulary as padded by a VocabParallelEmbedding split `ranks`
+ * ways. */
+static uint64_t padded_vocab(const ws_serving_flavor *f,
+                             const ws_serving_sizes *s, uint64_t vocab,
+                             int64_t ranks)
+{
+    uint64_t pad = (uint64_t)f->vocab_padding;
+    uint64_t padded = (vocab + pad - 1) / pad * pad;
+
+    if (s->vocab_pad_ranks && ranks > 1 && padded % (uint64_t)ranks != 0) {
+        pad *= (uint64_t)ranks;
+        padded = (vocab + pad - 1) / pad * pad;
+    }
+    return padded;
+}
+
+/* Ranks the input embedding is split over, and this rank's part. */
+static int64_t embed_ranks(const ws_serving_sizes *s)
+{
+    return s->embed == WS_EMBED_WHOLE     ? 1
+           : s->embed == WS_EMBED_ATTN_TP ? s->attn_tp
+                                          : s->tp;
+}
+
 /* ---- checks ---------------------------------------------------------- */
 
 /* The parallel key a size is named by: the last word of an expression
@@ -133,14 +157,16 @@ wex_status ws_serving_check(ws_emit *e, const ws_model *m,
                             const ws_serving_sizes *s)
 {
     const char *attn_name = s->attn_tp == s->tp ? "tp" : "attn_dp";
-    int64_t padded =
-        (m->vocab + f->vocab_padding - 1) / f->vocab_padding * f->vocab_padding;
+    int64_t embed = embed_ranks(s);
+    int head = m->lm_head >= 0 || (s->tied_head_on_last_stage && s->pp > 1);
 
     check_attention(e, m, f, s->attn_tp, attn_name);
-    if (!s->embed_replicated)
-        divides(e, f, padded, "the padded vocabulary", s->tp, "tp");
-    if (m->lm_head >= 0)
-        divides(e, f, padded, "the padded vocabulary", s->tp, "tp");
+    divides(e, f, (int64_t)padded_vocab(f, s, (uint64_t)m->vocab, embed),
+            "the padded vocabulary", embed,
+            s->embed == WS_EMBED_ATTN_TP ? "tp / attn_dp" : "tp");
+    if (head)
+        divides(e, f, (int64_t)padded_vocab(f, s, (uint64_t)m->vocab, s->tp),
+                "the padded vocabulary", s->tp, "tp");
     if (s->ep > 1 && m->experts == 0)
         return ws_fail(e, WEX_ERR_INVALID,
                        "parallel/ep: %lld expert-parallel ranks, but the model "
@@ -179,12 +205,12 @@ wex_status ws_serving_check(ws_emit *e, const ws_model *m,
 /* ---- layout ---------------------------------------------------------- */
 
 static void vocab_shard(ws_emit *e, const ws_serving_flavor *f,
-                        int64_t canonical, int64_t parts, int64_t part,
-                        const char *name)
+                        const ws_serving_sizes *s, int64_t canonical,
+                        int64_t parts, int64_t part, const char *name)
 {
     ws_canon c = ws_canon_of(e, canonical);
-    uint64_t vocab = c.shape[0], pad = (uint64_t)f->vocab_padding;
-    uint64_t per = (vocab + pad - 1) / pad * pad / (uint64_t)parts;
+    uint64_t vocab = c.shape[0];
+    uint64_t per = padded_vocab(f, s, vocab, parts) / (uint64_t)parts;
     uint64_t lo = (uint64_t)part * per, hi = lo + per;
     uint64_t shape[2] = {per, c.shape[1]};
 
@@ -369,7 +395,11 @@ static void decoder_layer(ws_emit *e, const ws_model *m,
  *    eh_proj, shared_head.norm, shared_head.head} and the decoder under
  *    model.layers.<n>.mtp_block.; the layer's embed_tokens becomes the
  *    drafter's model.embed_tokens, which v1/spec_decode/eagle.py
- *    (load_model) replaces by the target's when pp = 1.
+ *    (load_model) replaces by the target's when pp = 1. vLLM 0.34
+ *    (v1/worker/gpu/spec_decode/eagle/utils.py, load_eagle_model and
+ *    share_target_lm_head) also replaces every shared_head.head by the
+ *    target's lm_head, DeepSeekMTP declaring no has_own_lm_head: the
+ *    drafter then holds no head of its own (sizes.drafter_head).
  *  - SGLang (models/deepseek_nextn.py, DeepseekV3ForCausalLMNextN, and
  *    the is_nextn branch of DeepSeek's load_weights): model.{enorm, hnorm,
  *    eh_proj, shared_head.norm} and model.decoder.; embed_tokens and
@@ -396,9 +426,9 @@ static void mtp_layer(ws_emit *e, const ws_model *m, const ws_serving_flavor *f,
             pre, whole[i]);
     t = ws_find(e, "model.layers.%lld.shared_head.head.weight",
                 (long long)layer);
-    if (f->drafter_head && t >= 0) {
+    if (s->drafter_head && t >= 0) {
         snprintf(name, sizeof(name), "%sshared_head.head.weight", pre);
-        vocab_shard(e, f, t, s->tp, r->tp_rank, name);
+        vocab_shard(e, f, s, t, s->tp, r->tp_rank, name);
     }
     if (f->nextn_renamed)
         snprintf(pre, sizeof(pre), "model.decoder.");
@@ -413,8 +443,10 @@ wex_status ws_serving_describe(ws_emit *e, const ws_model *m,
                                const ws_serving_sizes *s,
                                const ws_serving_rank *r)
 {
-    int64_t embed_parts = s->embed_replicated ? 1 : s->tp;
-    int64_t embed_part = s->embed_replicated ? 0 : r->tp_rank;
+    int64_t embed_parts = embed_ranks(s);
+    int64_t embed_part = s->embed == WS_EMBED_WHOLE     ? 0
+                         : s->embed == WS_EMBED_ATTN_TP ? r->attn_rank
+                                                        : r->tp_rank;
     int first = r->first_stage || s->ends_every_stage;
     int last = r->last_stage || s->ends_every_stage;
     char pre[WS_NAME_MAX];
@@ -424,10 +456,15 @@ wex_status ws_serving_describe(ws_emit *e, const ws_model *m,
             mtp_layer(e, m, f, s, r, m->layers + i);
         return e->status;
     }
+    if (first)
+        vocab_shard(e, f, s, m->embed, embed_parts, embed_part,
+                    "model.embed_tokens.weight");
     /* The last stage of a tied model computes logits from its own copy
      * of the embedding. */
-    if (first || (m->lm_head < 0 && last))
-        vocab_shard(e, f, m->embed, embed_parts, embed_part,
+    else if (m->lm_head < 0 && last && s->tied_head_on_last_stage)
+        vocab_shard(e, f, s, m->embed, s->tp, r->tp_rank, "lm_head.weight");
+    else if (m->lm_head < 0 && last)
+        vocab_shard(e, f, s, m->embed, embed_parts, embed_part,
                     "model.embed_tokens.weight");
     for (int64_t layer = r->layer_lo; layer < r->layer_hi; layer++) {
         snprintf(pre, sizeof(pre), "model.layers.%lld.", (long long)layer);
@@ -438,7 +475,8 @@ wex_status ws_serving_describe(ws_emit *e, const ws_model *m,
     if (last) {
         ws_whole(e, m->final_norm, "model.norm.weight");
         if (m->lm_head >= 0)
-            vocab_shard(e, f, m->lm_head, s->tp, r->tp_rank, "lm_head.weight");
+            vocab_shard(e, f, s, m->lm_head, s->tp, r->tp_rank,
+                        "lm_head.weight");
     }
     return e->status;
 }

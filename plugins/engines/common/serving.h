@@ -22,12 +22,15 @@ typedef struct ws_serving_flavor {
     int64_t vocab_padding;        /* vocabulary padded to a multiple */
     /* The multi-token-prediction drafter's names. vLLM's DeepSeekMTP
      * keeps the checkpoint's model.layers.<n>. with the decoder under
-     * mtp_block. and holds its own shared_head.head; SGLang's NextN model
-     * renames the layer model. (enorm, hnorm, eh_proj, shared_head.norm)
-     * and model.decoder., and shares the target's embedding and head. */
+     * mtp_block.; SGLang's NextN model renames the layer model. (enorm,
+     * hnorm, eh_proj, shared_head.norm) and model.decoder., and shares
+     * the target's embedding and head. */
     int nextn_renamed;
-    int drafter_head;
 } ws_serving_flavor;
+
+/* The input embedding: split over tp, over the attention TP group (DP
+ * attention), or whole on every rank. */
+enum { WS_EMBED_TP, WS_EMBED_ATTN_TP, WS_EMBED_WHOLE };
 
 /* Sizes of one engine instance (one DP replica's TP x PP group). */
 typedef struct ws_serving_sizes {
@@ -37,8 +40,23 @@ typedef struct ws_serving_sizes {
     int64_t ep;      /* expert-parallel ranks */
     int64_t pp;
     const char *moe_tp_name; /* how refusals name moe_tp ("tp", "tp / ep") */
-    int embed_replicated;    /* the embedding is whole on every rank */
-    int shared_whole;        /* shared experts whole on every rank (no TP) */
+    int embed;               /* how the input embedding is split: WS_EMBED_* */
+    /* With tied embeddings and pp > 1 the last stage holds the head as
+     * lm_head.weight, a ParallelLMHead over tp loaded from the embedding
+     * (SGLang's qwen2.py and qwen3.py build it unless
+     * pp_group.world_size == 1), not a model.embed_tokens of its own
+     * (vLLM's qwen2.py, llama.py, ... build embed_tokens on the last
+     * stage too when tie_word_embeddings). */
+    int tied_head_on_last_stage;
+    /* The padded vocabulary that does not divide the ranks it is split
+     * over is padded to vocab_padding * ranks instead (SGLang 0.5.23's
+     * VocabParallelEmbedding; earlier releases refuse, on GPUs). */
+    int vocab_pad_ranks;
+    /* The MTP drafter holds a shared_head.head of its own (vLLM 0.13);
+     * else it shares the target's lm_head (vLLM 0.34's
+     * share_target_lm_head), laid out by the main model. */
+    int drafter_head;
+    int shared_whole; /* shared experts whole on every rank (no TP) */
     /* The shared expert is routed expert `experts` inside w13_weight /
      * w2_weight (SGLang's shared-experts fusion): no shared_experts.* */
     int fused_shared;

@@ -8,8 +8,13 @@
  *    (moe_tp = tp / ep, ep_rank = tp_rank / moe_tp);
  *  - DP attention (attn_dp > 1) splits the TP group into attn_dp attention
  *    replicas of tp / attn_dp ranks: attention weights are split over the
- *    attention TP only, the embedding is whole on every rank, while dense
- *    MLPs, shared experts and the lm_head stay on the full tp.
+ *    attention TP only, and so is the embedding of most families
+ *    (embed_follows_attention), while dense MLPs, shared experts and the
+ *    lm_head stay on the full tp.
+ *  - With tied embeddings and pp > 1 the last stage holds lm_head.weight
+ *    (serving.h, tied_head_on_last_stage).
+ * options/version picks the release whose facts apply: "0.5.23" (the
+ * default), "0.5.9" or "0.5.2", each read from that release's wheel.
  * Ranks are numbered dp outermost, then pp, then tp.
  *
  * DeepSeek-V3's shared expert (models/deepseek_v2.py):
@@ -42,7 +47,68 @@ enum { P_EP = WS_P_DP + 1, P_ATTN_DP };
 enum { FUSION_AUTO, FUSION_ON, FUSION_OFF };
 
 static const ws_serving_flavor flavor = {
-    "sglang", "fused_qkv_a_proj_with_mqa", 0, 64, 1, 0};
+    .engine = "sglang",
+    .fused_qkv_a_name = "fused_qkv_a_proj_with_mqa",
+    .vocab_padding = 64,
+    .nextn_renamed = 1,
+};
+
+/* options/version: the releases whose facts are modelled, newest (the
+ * default) first. */
+enum { V_0_5_23, V_0_5_9, V_0_5_2 };
+static const char *const versions[] = {"0.5.23", "0.5.9", "0.5.2", NULL};
+
+/* arch is one of the NULL-terminated names. */
+static int arch_in(const char *arch, const char *const *names)
+{
+    for (size_t i = 0; arch != NULL && names[i] != NULL; i++)
+        if (strcmp(arch, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* With tied embeddings SGLang's Qwen2 and Qwen3 (qwen2.py, qwen3.py)
+ * build lm_head as a ParallelLMHead of its own when pp > 1, loaded from
+ * model.embed_tokens.weight; the others (llama.py: lm_head =
+ * model.embed_tokens, a PPMissingLayer on the last stage) cannot run
+ * tied with pp > 1. */
+static wex_status read_tied_head(const wex_engine_ctx *ctx, const char *arch,
+                                 ws_serving_sizes *s)
+{
+    static const char *const own_head[] = {"Qwen2ForCausalLM",
+                                           "Qwen3ForCausalLM", NULL};
+
+    if (ctx->view.lm_head >= 0 || ctx->p[WS_P_PP] == 1)
+        return WEX_OK;
+    s->tied_head_on_last_stage = arch_in(arch, own_head);
+    if (s->tied_head_on_last_stage)
+        return WEX_OK;
+    return WP_FAIL(ctx->host, WEX_ERR_INVALID,
+                   "parallel/pp: SGLang's %s ties lm_head to "
+                   "model.embed_tokens, which the last of %lld stages does "
+                   "not hold (models/llama.py); expected pp = 1 for a model "
+                   "with tie_word_embeddings",
+                   arch ? arch : "model", (long long)ctx->p[WS_P_PP]);
+}
+
+/* Under DP attention the models built on Qwen2Model, Qwen2MoeModel and
+ * DeepseekV2Model split their embedding over the attention TP group
+ * (SGLang 0.5.9 and 0.5.23: use_attn_tp_group=is_dp_attention_enabled(),
+ * or get_embedding_tp_kwargs() for DeepSeek), where SGLang 0.5.2 held it
+ * whole (enable_tp=not is_dp_attention_enabled()); Llama and Mixtral
+ * (llama.py, mixtral.py) split it over tp in all three. */
+static int embed_follows_attention(const char *arch)
+{
+    static const char *const archs[] = {"Qwen2ForCausalLM",
+                                        "Qwen3ForCausalLM",
+                                        "Qwen2MoeForCausalLM",
+                                        "Qwen3MoeForCausalLM",
+                                        "DeepseekV2ForCausalLM",
+                                        "DeepseekV3ForCausalLM",
+                                        NULL};
+
+    return arch_in(arch, archs);
+}
 
 /* --moe-a2a-backend values modelled, "none" first. */
 static const char *const a2a_backends[] = {
@@ -129,11 +195,14 @@ static wex_status sglang_sizes(wex_engine_ctx *ctx, const wex_options *options,
 {
     const int64_t *p = ctx->p;
     ws_serving_sizes *s = &ctx->sizes;
-    int a2a = 0, fused;
+    const char *arch = e->host->model_architecture(e->model);
+    int a2a = 0, fused, version = V_0_5_23;
     wex_status st;
 
-    st = wp_option_enum(ctx->host, options, "/moe_a2a_backend", a2a_backends,
-                        &a2a);
+    st = wp_option_enum(ctx->host, options, "/version", versions, &version);
+    if (st == WEX_OK)
+        st = wp_option_enum(ctx->host, options, "/moe_a2a_backend",
+                            a2a_backends, &a2a);
     if (st == WEX_OK)
         st = check_sizes(ctx, a2a);
     if (st == WEX_OK)
@@ -152,7 +221,16 @@ static wex_status sglang_sizes(wex_engine_ctx *ctx, const wex_options *options,
     s->moe_tp = p[WS_P_TP] / p[P_EP];
     s->moe_tp_name = s->moe_tp == s->tp ? "tp" : "tp / ep";
     s->pp = p[WS_P_PP];
-    s->embed_replicated = p[P_ATTN_DP] > 1;
+    st = read_tied_head(ctx, arch, s);
+    if (st != WEX_OK)
+        return st;
+    s->embed = WS_EMBED_TP;
+    if (p[P_ATTN_DP] > 1 && embed_follows_attention(arch))
+        s->embed = version == V_0_5_2 ? WS_EMBED_WHOLE : WS_EMBED_ATTN_TP;
+    /* SGLang 0.5.23's VocabParallelEmbedding pads to 64 * ranks when the
+     * 64-padded vocabulary does not divide them (0.5.9 and 0.5.2 only on
+     * CPUs: layers/vocab_parallel_embedding.py). */
+    s->vocab_pad_ranks = version == V_0_5_23;
     s->shared_whole = a2a != 0;
     s->fused_shared = fused;
     return WEX_OK;

@@ -23,6 +23,12 @@
  * DeepseekV2MoE (models/deepseek_v2.py) then builds its shared experts
  * with disable_tp: whole on every rank.
  *
+ * options/version picks the release whose facts apply: "0.34" (the
+ * default; vLLM 0.34.0) or "0.13" (vLLM 0.13.0). They differ in the
+ * all-to-all backends and which run sequence parallel (config/
+ * parallel.py), and in the DeepSeek MTP drafter's head (serving.c,
+ * mtp_layer).
+ *
  * Qwen2-MoE, Qwen3-MoE and Mixtral build embed_tokens, the final norm and
  * lm_head unconditionally (models/qwen2_moe.py, qwen3_moe.py, mixtral.py:
  * no PPMissingLayer), so every pipeline stage holds them; the other
@@ -41,16 +47,48 @@
 enum { P_EP = WS_P_DP + 1 };
 enum { DP_REPLICAS, DP_INTERNAL };
 
-static const ws_serving_flavor flavor = {"vllm", "fused_qkv_a_proj", 1, 64, 0,
-                                         1};
+static const ws_serving_flavor flavor = {
+    .engine = "vllm",
+    .fused_qkv_a_name = "fused_qkv_a_proj",
+    .uneven_experts = 1,
+    .vocab_padding = 64,
+};
 
-/* ParallelConfig.all2all_backend's values, the default first, and those
- * use_sequence_parallel_moe names (vLLM config/parallel.py). */
-static const char *const backends[] = {
-    "allgather_reducescatter", "naive", "deepep_high_throughput",
-    "deepep_low_latency",      "mori",  "pplx",
-    "flashinfer_all2allv",     NULL};
-static const int sequence_parallel[] = {1, 1, 1, 1, 1, 0, 0};
+/* options/version: the releases whose facts are modelled, newest (the
+ * default) first. */
+enum { V_0_34, V_0_13 };
+static const char *const versions[] = {"0.34", "0.13", NULL};
+
+/* --all2all-backend values over every modelled release, the default
+ * first (All2AllBackend, config/parallel.py). */
+static const char *const backends[] = {"allgather_reducescatter",
+                                       "naive",
+                                       "deepep_high_throughput",
+                                       "deepep_low_latency",
+                                       "pplx",
+                                       "flashinfer_all2allv",
+                                       "mori",
+                                       "deepep_v2",
+                                       "mori_high_throughput",
+                                       "mori_low_latency",
+                                       "moonep",
+                                       "nixl_ep",
+                                       "flashinfer_nvlink_two_sided",
+                                       "flashinfer_nvlink_one_sided",
+                                       "passthrough",
+                                       NULL};
+
+/* Per release and backend (in the order above): -1 when the release has
+ * no such backend, else whether ParallelConfig.use_sequence_parallel_moe
+ * names it. vLLM 0.13.0 knows the first six and runs the first four
+ * sequence parallel. vLLM 0.34.0 knows them all; its __post_init__
+ * replaces the removed "pplx" and "naive" by allgather_reducescatter
+ * (sequence parallel), and moonep, flashinfer_all2allv and
+ * flashinfer_nvlink_two_sided are the ones it does not name. */
+static const int sequence_parallel[][15] = {
+    [V_0_34] = {1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 0, 1, 0, 1, 1},
+    [V_0_13] = {1, 1, 1, 1, 0, 0, -1, -1, -1, -1, -1, -1, -1, -1, -1},
+};
 
 /* Architectures whose embed_tokens, norm and lm_head vLLM builds on
  * every pipeline stage. */
@@ -106,16 +144,24 @@ static wex_status vllm_sizes(wex_engine_ctx *ctx, const wex_options *options,
 {
     const int64_t *p = ctx->p;
     ws_serving_sizes *s = &ctx->sizes;
-    int mode, backend = 0;
+    int mode, version = V_0_34, backend = 0;
     int64_t moe_ranks;
     wex_status st;
 
     st = read_data_parallel(ctx, options, &mode);
     if (st == WEX_OK)
+        st = wp_option_enum(ctx->host, options, "/version", versions, &version);
+    if (st == WEX_OK)
         st = wp_option_enum(ctx->host, options, "/all2all_backend", backends,
                             &backend);
     if (st != WEX_OK)
         return st;
+    if (sequence_parallel[version][backend] < 0)
+        return WP_FAIL(ctx->host, WEX_ERR_INVALID,
+                       "options/all2all_backend: vLLM %s has no \"%s\" "
+                       "backend; expected one it has, or options/version "
+                       "\"%s\"",
+                       versions[version], backends[backend], versions[V_0_34]);
     /* Ranks the experts are spread or split over. */
     moe_ranks = p[WS_P_TP] * (mode == DP_INTERNAL ? p[WS_P_DP] : 1);
     s->tp = s->attn_tp = p[WS_P_TP];
@@ -124,7 +170,8 @@ static wex_status vllm_sizes(wex_engine_ctx *ctx, const wex_options *options,
     s->moe_tp_name = s->moe_tp > s->tp ? "tp * dp" : "tp";
     s->pp = p[WS_P_PP];
     s->shared_whole = mode == DP_INTERNAL && p[P_EP] > 1 && p[WS_P_TP] > 1 &&
-                      p[WS_P_DP] > 1 && sequence_parallel[backend];
+                      p[WS_P_DP] > 1 && sequence_parallel[version][backend];
+    s->drafter_head = version == V_0_13;
     s->ends_every_stage =
         ends_every_stage(e->host->model_architecture(e->model));
     return WEX_OK;
