@@ -59,7 +59,8 @@ purelib() { "$1" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])';
 purelib build-venv/bin/python >"$(purelib build-tf5/bin/python)/wex-build-venv.pth"
 env -u WEX_LIBRARY build-tf5/bin/python -m pytest -q tests/python/test_families.py \
     tests/python/test_fsdp2.py tests/python/test_modules.py tests/python/test_api.py \
-    tests/python/test_resharded.py tests/python/test_fp8.py
+    tests/python/test_resharded.py tests/python/test_fp8.py \
+    tests/python/test_checkpoint.py
 echo "== the Python package's type hints (mypy --strict)"
 python3 -m mypy --strict --cache-dir build-mypy sdk/python/wex
 

@@ -126,4 +126,10 @@ def build(config_path, seed):
     for name, buf in model.named_buffers():
         if name.endswith("e_score_correction_bias"):
             buf.data = buf.data.float()
+    # transformers 5 keeps DeepSeek's router weight in float32 whatever the
+    # dtype asked; loaded from a bf16 checkpoint it holds bf16 values, as
+    # here.
+    for param in model.parameters():
+        if param.dtype == torch.float32:
+            param.data = param.data.bfloat16().float()
     return model

@@ -268,9 +268,10 @@ def corrupt(directory, how, tensors):
     tensors = dict(tensors)
     name = "model.layers.0.mlp.down_proj.weight"
     if how == "wrong dtype":
-        tensors[name] = tensors[name].float()
+        # (another float dtype is read converted: test_checkpoint.c)
+        tensors[name] = tensors[name].to(torch.int32)
         save_file(tensors, path)
-        return [path, name, "expected BF16 [64, 96], got F32 [64, 96]"]
+        return [path, name, "expected BF16 [64, 96], got I32 [64, 96]"]
     if how == "wrong shape":
         tensors[name] = tensors[name][:, :90].contiguous()
         save_file(tensors, path)

@@ -271,6 +271,96 @@ START_TEST(a_checkpoint_of_another_model_is_refused_per_tensor)
 }
 END_TEST
 
+/* Writes model.safetensors holding every tensor of the catalog, tensor
+ * `wide` stored as `stored` (float32: its values 1 + 2^-8 and
+ * 1 + 3 * 2^-9 in turn), the others as pattern() says. */
+static void save_one_wide(uint64_t wide, uint32_t stored)
+{
+    char path[400], *json = malloc(1 << 20);
+    uint64_t at = 0, used = 0;
+    FILE *f;
+
+    used += (uint64_t)sprintf(json, "{");
+    for (uint64_t c = 0; c < model->count; c++) {
+        const wex__tensor *t = &model->tensors[c];
+        uint32_t dtype = c == wide ? stored : t->dtype;
+        uint64_t n = wex__tensor_elements(t) * wex_dtype_size(dtype);
+        used += (uint64_t)sprintf(json + used,
+                                  "%s\"%s\":{\"dtype\":\"%s\","
+                                  "\"shape\":[",
+                                  c ? "," : "", t->name, wex_dtype_name(dtype));
+        for (uint32_t d = 0; d < t->ndim; d++)
+            used += (uint64_t)sprintf(json + used, "%s%llu", d ? "," : "",
+                                      (unsigned long long)t->shape[d]);
+        used += (uint64_t)sprintf(
+            json + used, "],\"data_offsets\":[%llu,%llu]}",
+            (unsigned long long)at, (unsigned long long)(at + n));
+        at += n;
+    }
+    used += (uint64_t)sprintf(json + used, "}");
+    while (used % 8 != 0)
+        json[used++] = ' ';
+    mkdir(out, 0700);
+    snprintf(path, sizeof(path), "%s/" WEX__CKPT_SINGLE, out);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    {
+        unsigned char len[8];
+        wex_put_le(len, used, 8);
+        fwrite(len, 1, 8, f);
+        fwrite(json, 1, used, f);
+    }
+    for (uint64_t c = 0; c < model->count; c++) {
+        const wex__tensor *t = &model->tensors[c];
+        uint64_t elements = wex__tensor_elements(t);
+        if (c != wide) {
+            for (uint64_t i = 0; i < t->bytes; i++)
+                fputc(pattern(c, i), f);
+            continue;
+        }
+        for (uint64_t i = 0; i < elements; i++) {
+            float v = i % 2 ? 1.005859375f : 1.00390625f;
+            fwrite(&v, 4, 1, f);
+        }
+    }
+    fclose(f);
+    free(json);
+}
+
+/* transformers 5 saves DeepSeek-V3's router weight in float32 where the
+ * catalog (and the engines) hold bfloat16: read converted, to nearest
+ * even; an fp8 tensor stored as float32 is no such case. */
+START_TEST(a_float_tensor_stored_wider_is_read_converted)
+{
+    int64_t gate = wex__model_find(model, "model.layers.1.mlp.gate.weight");
+    int64_t fp8 =
+        wex__model_find(model, "model.layers.1.mlp.experts.0.up_proj.weight");
+    const unsigned char *got;
+    wex__checkpoint ck;
+
+    ck_assert_int_ge(gate, 0);
+    ck_assert_int_eq(model->tensors[gate].dtype, WEX_DTYPE_BF16);
+    save_one_wide((uint64_t)gate, WEX_DTYPE_F32);
+    ck_assert_int_eq(wex__checkpoint_open(out, model, NULL, NULL, &ck), WEX_OK);
+    got = wex__checkpoint_data(&ck, (uint64_t)gate);
+    for (uint64_t i = 0; i < wex__tensor_elements(&model->tensors[gate]); i++)
+        /* 1 + 2^-8 ties to even 1.0; 1 + 3 * 2^-9 rounds up to 1 + 2^-7 */
+        ck_assert_uint_eq(wex_get_le(got + 2 * i, 2), i % 2 ? 0x3f81 : 0x3f80);
+    /* the others are read where they lie */
+    ck_assert_uint_eq(wex__checkpoint_data(&ck, 0)[5], pattern(0, 5));
+    wex__checkpoint_close(&ck);
+
+    ck_assert_int_ge(fp8, 0);
+    ck_assert_int_eq(model->tensors[fp8].dtype, WEX_DTYPE_F8_E4M3);
+    save_one_wide((uint64_t)fp8, WEX_DTYPE_F32);
+    ck_assert_int_eq(wex__checkpoint_open(out, model, NULL, NULL, &ck),
+                     WEX_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(
+        wex__last_error(), "tensor model.layers.1.mlp.experts.0.up_proj."
+                           "weight: expected F8_E4M3 [256, 256], got F32"));
+}
+END_TEST
+
 START_TEST(an_index_naming_a_missing_shard_is_refused)
 {
     wex__checkpoint ck;
@@ -458,6 +548,7 @@ int main(void)
     tcase_add_test(dirs, one_file_round_trips);
     tcase_add_test(dirs, shards_round_trip_with_their_index);
     tcase_add_test(dirs, a_checkpoint_of_another_model_is_refused_per_tensor);
+    tcase_add_test(dirs, a_float_tensor_stored_wider_is_read_converted);
     tcase_add_test(dirs, an_index_naming_a_missing_shard_is_refused);
     tcase_add_test(dirs, no_checkpoint_at_all_is_refused);
     tcase_add_test(dirs, a_save_never_lands_on_another_checkpoint);

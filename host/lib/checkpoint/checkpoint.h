@@ -38,6 +38,10 @@ typedef struct wex__checkpoint {
     const wex__st_tensor **entry;
     uint32_t *file_of;
     uint64_t extra; /* tensors the catalog does not hold, skipped */
+    /* per canonical tensor: its bytes converted into the catalog's dtype
+     * when the file stores another float dtype (checkpoint_convert.c),
+     * else NULL */
+    unsigned char **converted;
 } wex__checkpoint;
 
 /* Called once per mismatch with one line: "FILE: tensor NAME: expected
@@ -46,7 +50,9 @@ typedef void (*wex__ckpt_report)(void *arg, const char *line);
 
 /* Opens checkpoint directory `dir` for `model`. A file that cannot be
  * read or parsed fails the open at once, in one line. Then every
- * canonical tensor must be there with the catalog's dtype and shape:
+ * canonical tensor must be there with the catalog's shape and dtype, or
+ * another float dtype (float32, bfloat16, half), read converted and
+ * listed once at info level:
  * each that is not is told to `report` (may be NULL), and the open
  * fails naming the first and how many. Tensors the catalog does not
  * hold are listed once at info level and skipped. */
@@ -54,6 +60,15 @@ wex_status wex__checkpoint_open(const char *dir, const wex_model *model,
                                 wex__ckpt_report report, void *arg,
                                 wex__checkpoint *ck);
 void wex__checkpoint_close(wex__checkpoint *ck);
+
+/* Whether a tensor stored as `stored` is read as `wanted` by
+ * converting it (both float dtypes, not the same). */
+int wex__ckpt_convertible(uint32_t stored, uint32_t wanted);
+/* `elements` values at src, stored as `stored`, converted into a
+ * malloc'd buffer of `wanted` (to nearest even when narrower). */
+wex_status wex__ckpt_convert(const unsigned char *src, uint32_t stored,
+                             uint32_t wanted, uint64_t elements,
+                             unsigned char **out_p);
 
 /* "DIR/NAME", malloc'd (NULL when out of memory). */
 char *wex__ckpt_path(const char *dir, const char *name);

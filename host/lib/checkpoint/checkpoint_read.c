@@ -175,6 +175,38 @@ static void describe(char *out, size_t len, uint32_t dtype, uint32_t ndim,
         snprintf(out + n, len - (size_t)n, "]");
 }
 
+/* Converts the tensors stored in another float dtype than the
+ * catalog's, and names them once at info level. */
+static wex_status convert_stored(wex__checkpoint *ck)
+{
+    const wex_model *m = ck->model;
+    uint64_t n = 0;
+    char names[256] = "";
+    wex_status st = WEX_OK;
+
+    for (uint64_t c = 0; c < m->count && st == WEX_OK; c++) {
+        const wex__st_tensor *t = ck->entry[c];
+        const wex__tensor *ct = &m->tensors[c];
+        const wex__ckpt_file *f;
+        if (t == NULL || t->dtype == ct->dtype)
+            continue;
+        f = &ck->files[ck->file_of[c]];
+        st = wex__ckpt_convert(f->map + f->header.data_start + t->begin,
+                               t->dtype, ct->dtype, wex__tensor_elements(ct),
+                               &ck->converted[c]);
+        if (n++ < 3)
+            snprintf(names + strlen(names), sizeof(names) - strlen(names),
+                     "%s%s (%s as %s)", n > 1 ? ", " : "", ct->name,
+                     wex_dtype_name(t->dtype), wex_dtype_name(ct->dtype));
+    }
+    if (n > 0 && st == WEX_OK)
+        WEX__INFO("%s: %" PRIu64 " tensor%s stored in another float dtype "
+                  "than the model's, read converted as the engines' loaders "
+                  "do: %s%s",
+                  ck->dir, n, n > 1 ? "s" : "", names, n > 3 ? ", ..." : "");
+    return st;
+}
+
 static wex_status match(wex__checkpoint *ck, wex__ckpt_report report, void *arg)
 {
     const wex_model *m = ck->model;
@@ -203,7 +235,9 @@ static wex_status match(wex__checkpoint *ck, wex__ckpt_report report, void *arg)
             }
             describe(want, sizeof(want), ct->dtype, ct->ndim, ct->shape);
             describe(got, sizeof(got), t->dtype, t->ndim, t->shape);
-            if (t->dtype != ct->dtype || t->ndim != ct->ndim ||
+            if ((t->dtype != ct->dtype &&
+                 !wex__ckpt_convertible(t->dtype, ct->dtype)) ||
+                t->ndim != ct->ndim ||
                 memcmp(t->shape, ct->shape, ct->ndim * sizeof(uint64_t))) {
                 tell(report, arg, &mismatches, first, sizeof(first),
                      "%s: tensor %s: expected %s, got %s", ck->files[f].path,
@@ -230,7 +264,7 @@ static wex_status match(wex__checkpoint *ck, wex__ckpt_report report, void *arg)
                   ck->dir, extra, extra > 1 ? "s" : "", extras,
                   extra > 3 ? ", ..." : "");
     if (mismatches == 0)
-        return WEX_OK;
+        return convert_stored(ck);
     return wex__error(WEX_ERR_INVALID, "%s%s", first,
                       mismatches > 1 ? " (and more: 'wex check' lists "
                                        "every mismatch)"
@@ -248,7 +282,9 @@ wex_status wex__checkpoint_open(const char *dir, const wex_model *model,
     ck->dir = strdup(dir);
     ck->entry = calloc(model->count + 1, sizeof(*ck->entry));
     ck->file_of = calloc(model->count + 1, sizeof(*ck->file_of));
-    if (ck->dir == NULL || ck->entry == NULL || ck->file_of == NULL) {
+    ck->converted = calloc(model->count + 1, sizeof(*ck->converted));
+    if (ck->dir == NULL || ck->entry == NULL || ck->file_of == NULL ||
+        ck->converted == NULL) {
         st = wex__error(WEX_ERR_NOMEM, "checkpoint: out of memory");
         goto out;
     }
@@ -271,6 +307,9 @@ void wex__checkpoint_close(wex__checkpoint *ck)
         wex__st_free(&ck->files[f].header);
         free(ck->files[f].path);
     }
+    for (uint64_t c = 0; ck->converted != NULL && c < ck->model->count; c++)
+        free(ck->converted[c]);
+    free(ck->converted);
     free(ck->files);
     free(ck->entry);
     free(ck->file_of);
@@ -282,5 +321,7 @@ const unsigned char *wex__checkpoint_data(const wex__checkpoint *ck, uint64_t c)
 {
     const wex__ckpt_file *f = &ck->files[ck->file_of[c]];
 
+    if (ck->converted[c] != NULL)
+        return ck->converted[c];
     return f->map + f->header.data_start + ck->entry[c]->begin;
 }

@@ -373,12 +373,15 @@ static wex_status write_text(const char *staging, const char *name,
  * checkpoint transformers' from_pretrained loads as it is. */
 static wex_status write_config(const wex__ckpt_plan *p, const char *staging)
 {
-    char *text = cJSON_Print(p->model->config);
-    wex_status st = text != NULL
-                        ? write_text(staging, WEX__CKPT_CONFIG, text)
-                        : wex__error(WEX_ERR_NOMEM, "checkpoint: out of "
-                                                    "memory");
+    char *text;
+    wex_status st;
 
+    if (p->model->config_text != NULL)
+        return write_text(staging, WEX__CKPT_CONFIG, p->model->config_text);
+    text = cJSON_Print(p->model->config);
+    st = text != NULL ? write_text(staging, WEX__CKPT_CONFIG, text)
+                      : wex__error(WEX_ERR_NOMEM, "checkpoint: out of "
+                                                  "memory");
     free(text);
     return st;
 }

@@ -137,6 +137,7 @@ void wex__model_free(wex_model *model)
     if (model == NULL)
         return;
     free(model->architecture);
+    free(model->config_text);
     cJSON_Delete(model->config);
     free(model->tensors);
     free(model->names);
@@ -275,11 +276,22 @@ wex_status wex__model_from_json(const cJSON *config, const char *source,
 wex_status wex__model_load(const char *config_path, wex_model **model_p)
 {
     cJSON *config = NULL;
+    char *text = NULL;
+    size_t len = 0;
     wex_status st;
 
     *model_p = NULL;
-    st = wex__json_load(config_path, &config);
-    if (st != WEX_OK)
-        return st;
-    return build_model(config, config_path, model_p);
+    st = wex__read_file(config_path, &text, &len);
+    if (st == WEX_OK)
+        st = wex__json_parse(config_path, text, len, &config);
+    if (st == WEX_OK)
+        st = build_model(config, config_path, model_p);
+    /* The file as written: a checkpoint saved by wex carries it verbatim
+     * (cJSON would print 0.0 as 0, which transformers 5's typed configs
+     * refuse for a float field). */
+    if (st == WEX_OK)
+        (*model_p)->config_text = text;
+    else
+        free(text);
+    return st;
 }

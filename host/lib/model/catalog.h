@@ -59,6 +59,7 @@ typedef struct wex__tensor {
 struct wex_model {
     char *architecture;      /* architectures[0] */
     cJSON *config;           /* owned copy of config.json */
+    char *config_text;       /* its text, when read from a file, or NULL */
     wex_options config_view; /* `config` as plugins read it (model_config) */
     wex__tensor *tensors;    /* canonical order */
     uint64_t count;
