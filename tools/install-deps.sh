@@ -18,9 +18,11 @@ $sudo apt-get install -y -qq --no-install-recommends \
 # (5.x fuses MoE experts; see docs/python.md). mypy checks the package's
 # type hints. ray runs samples/python/ray_loop.py (trainer and engines as
 # Ray actors), pinned so a new release cannot change what it tests.
+# megatron-core builds real Megatron models on CPU (gloo, the local spec)
+# for tests/python/test_megatron_core.py's goldens.
 python3 -m pip install -q --disable-pip-version-check \
     "torch==2.13.0" "transformers==4.57.6" safetensors numpy pytest \
-    "scikit-build-core>=0.10" mypy "ray==2.60.0"
+    "scikit-build-core>=0.10" mypy "ray==2.60.0" "megatron-core==0.16.1"
 # NCCL for the nccl transport: beside the CUDA toolkit when it is there,
 # else NCCL's wheel, which CMake finds through this python3 (docs/gpu.md).
 # Without a GPU the plugin still builds, loads and passes the conformance
