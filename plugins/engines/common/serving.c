@@ -177,7 +177,9 @@ wex_status ws_serving_check(ws_emit *e, const ws_model *m,
                        "parallel/ep: %lld expert-parallel ranks for %lld "
                        "experts; %s needs at least one expert per rank",
                        (long long)s->ep, (long long)m->experts, f->engine);
-    if (m->experts > 0 && !f->uneven_experts)
+    /* (with redundant experts the physical slots must divide evenly:
+     * expert_placement.c) */
+    if (m->experts > 0 && !f->uneven_experts && s->placement.redundant == 0)
         divides(e, f, m->experts, "the number of routed experts", s->ep, "ep");
     if (s->drafter && m->mtp_layers == 0)
         return ws_fail(e, WEX_ERR_INVALID,
@@ -313,11 +315,21 @@ static int64_t expert_weight(const ws_emit *e, const ws_model *m,
     return j == m->experts ? l->sh[which] : ws_expert(e, m, l->index, j, which);
 }
 
+/* The logical expert physical slot `slot` holds; the fused shared
+ * expert's slot (past the routed ones) is its own. */
+static int64_t logical(const ws_model *m, const ws_serving_sizes *s,
+                       const ws_layer *l, int64_t slot)
+{
+    if (slot >= s->placement.physical)
+        return slot;
+    return ws_placement_logical(&s->placement, m, l->index, slot);
+}
+
 static void experts(ws_emit *e, const ws_model *m, const ws_serving_sizes *s,
                     const ws_serving_rank *r, const ws_layer *l,
                     const char *pre)
 {
-    int64_t first, count, slots = m->experts;
+    int64_t first, count, slots = s->placement.physical;
     int64_t gate0 = ws_expert(e, m, l->index, 0, WS_GATE);
     uint64_t n = ws_share(e, gate0, 0, s->moe_tp), hidden = ws_dim(e, gate0, 1);
     uint64_t lo = (uint64_t)r->moe_tp_rank * n;
@@ -331,10 +343,10 @@ static void experts(ws_emit *e, const ws_model *m, const ws_serving_sizes *s,
         uint64_t shape[3] = {(uint64_t)count, 2 * n, hidden};
         ws_begin(e, 0, 3, shape, LAYER "%s.experts.w13_weight", pre, m->moe);
         for (int64_t j = 0; j < count; j++) {
-            ws_rows(e, expert_weight(e, m, l, first + j, WS_GATE), lo, n,
-                    (uint64_t)j, 0);
-            ws_rows(e, expert_weight(e, m, l, first + j, WS_UP), lo, n,
-                    (uint64_t)j, n);
+            int64_t x = logical(m, s, l, first + j);
+            ws_rows(e, expert_weight(e, m, l, x, WS_GATE), lo, n, (uint64_t)j,
+                    0);
+            ws_rows(e, expert_weight(e, m, l, x, WS_UP), lo, n, (uint64_t)j, n);
         }
         ws_end(e);
     }
@@ -342,8 +354,9 @@ static void experts(ws_emit *e, const ws_model *m, const ws_serving_sizes *s,
         uint64_t shape[3] = {(uint64_t)count, hidden, n};
         ws_begin(e, 0, 3, shape, LAYER "%s.experts.w2_weight", pre, m->moe);
         for (int64_t j = 0; j < count; j++)
-            ws_cols(e, expert_weight(e, m, l, first + j, WS_DOWN), lo, n,
-                    (uint64_t)j, 0);
+            ws_cols(
+                e, expert_weight(e, m, l, logical(m, s, l, first + j), WS_DOWN),
+                lo, n, (uint64_t)j, 0);
         ws_end(e);
     }
 }

@@ -13,6 +13,7 @@
 #ifndef WEX_ENGINE_COMMON_SERVING_H
 #define WEX_ENGINE_COMMON_SERVING_H
 
+#include "expert_placement.h"
 #include "model_view.h"
 
 typedef struct ws_serving_flavor {
@@ -67,6 +68,9 @@ typedef struct ws_serving_sizes {
      * checkpoint's layers past num_hidden_layers) instead of the main
      * model, which holds none of them. */
     int drafter;
+    /* Physical expert slots and the logical expert each holds
+     * (options/redundant_experts, options/expert_placement). */
+    ws_placement placement;
 } ws_serving_sizes;
 
 typedef struct ws_serving_rank {

@@ -12,6 +12,7 @@ void ws_serving_ctx_destroy(wex_engine_ctx *ctx)
     if (ctx == NULL)
         return;
     free(ctx->stage_first);
+    ws_placement_fini(&ctx->sizes.placement);
     ws_model_fini(&ctx->view);
     free(ctx);
 }
@@ -62,6 +63,9 @@ static wex_status configure(wex_engine_ctx *ctx, const wex_options *parallel,
     st = en->sizes(ctx, options, &e);
     if (st != WEX_OK)
         return st;
+    if (ws_placement_read(&e, options, &ctx->view, ctx->sizes.ep, name,
+                          &ctx->sizes.placement) != WEX_OK)
+        return e.status;
     if (ws_serving_check(&e, &ctx->view, en->flavor, &ctx->sizes) != WEX_OK)
         return e.status;
     return ws_stage_table(h, parallel, name, ctx->view.layers, ctx->p[WS_P_PP],
