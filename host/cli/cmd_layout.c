@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "cli_args.h"
 #include "layout_options.h"
+#include "layout_slots.h"
 #include "tool_json.h"
 #include "tool_model.h"
 
@@ -38,7 +39,10 @@ static void usage(FILE *out)
             "schemas/layout.schema.json\n"
             "\n"
             "Without --json: a summary of the model, then one line per "
-            "rank (tensors,\npieces, bytes) and the replication factor.\n");
+            "rank (tensors,\npieces, bytes) and the replication factor; "
+            "with options placing experts\n(redundant_experts, "
+            "expert_placement), each rank's physical expert slots and\nthe "
+            "logical expert each holds, per run of MoE layers alike.\n");
 }
 
 /* One value of --parallel: every key takes a count (or, listed, counts);
@@ -107,6 +111,7 @@ typedef struct layout_args {
     int has_rank; /* else every rank */
     int json;
     int help_options;
+    int slots; /* the options place experts: print each rank's slots */
 } layout_args;
 
 /* -1 to go on, or the exit status to return at once (--help, a
@@ -188,6 +193,21 @@ static int print_document(wex_tool_engine *e, uint64_t first, uint64_t last)
     return CLI_EXIT_OK;
 }
 
+/* Rank r's expert slots (layout_slots.h). */
+static int print_slots(wex_tool_engine *e, uint64_t r)
+{
+    cJSON *doc = wex_tool_layout_document(e, r, r);
+    const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(doc, "layout");
+
+    if (doc == NULL) {
+        fprintf(stderr, "wex layout: %s\n", wex_last_error());
+        return CLI_EXIT_USAGE;
+    }
+    layout_print_slots(cJSON_GetArrayItem(ranks, 0));
+    cJSON_Delete(doc);
+    return CLI_EXIT_OK;
+}
+
 static int describe_all(wex_tool_engine *e, const layout_args *a,
                         const wex_model *model)
 {
@@ -218,6 +238,8 @@ static int describe_all(wex_tool_engine *e, const layout_args *a,
                (unsigned long long)info.bytes);
         total += info.bytes;
         wex_tool_layout_free(l);
+        if (a->slots)
+            rc = print_slots(e, r);
     }
     if (rc == CLI_EXIT_OK && !a->has_rank)
         printf("total   %llu bytes held, %.3fx the model\n",
@@ -249,6 +271,8 @@ int cmd_layout(int argc, char **argv)
         fprintf(stderr, "wex layout: --options: invalid JSON\n");
         goto out;
     }
+    a.slots = cJSON_HasObjectItem(options, "redundant_experts") ||
+              cJSON_HasObjectItem(options, "expert_placement");
     if (wex_tool_model_load(a.model, &model) != WEX_OK ||
         wex_tool_registry_scan(&r) != WEX_OK ||
         wex_tool_engine_open(r, a.engine, model, parallel, options, &e) !=
