@@ -4,7 +4,8 @@
 # slots, placed by a map (one rank holding an expert twice) or linearly,
 # over shm and ucx; every slot of every destination is checked against
 # its logical expert (wex run's oracle), and the plan counts each slot's
-# bytes as needed. Then wex layout's slot lines and the refusals.
+# bytes as needed. Then placements that change every 2 steps
+# (--rebalance-every), wex layout's slot lines and the refusals.
 # Usage: test_placement.sh WEX TESTS_DATA_DIR
 set -uo pipefail
 WEX=$1
@@ -15,7 +16,7 @@ source "$(dirname "$0")/checks.sh"
 MODEL=$DATA/models/DeepSeek-V3-tiny-fp8.config.json
 MAP='{"physical_to_logical": [[0, 0, 1, 2, 3, 3], [3, 2, 1, 0, 1, 2]]}'
 
-job() { # engine, transport, options JSON, out
+job() { # engine, transport, options JSON, out (the model: $MODEL)
     /usr/bin/python3 - "$MODEL" "$1" "$2" "$3" >"$4" <<'PY'
 import json, sys
 model, engine, transport, options = sys.argv[1:5]
@@ -64,6 +65,45 @@ assert plan["redundant_bytes"] == 0, plan
 slot = 3 * 256 * 256 + 12 * 4
 assert plan["bytes_needed"] == plain["bytes_needed"] + 2 * 2 * 2 * slot, (plan, plain)
 assert all(s["bytes"] == plan["bytes"] for s in r["steps"]), r["steps"]
+PY
+            shm_clean "$name"
+        done
+    done
+done
+
+# Placements that change while the job runs (wex run --rebalance-every),
+# a DeepSeek-V3-shaped and a Qwen3-30B-A3B-shaped model, with and without
+# deltas: every slot checked after every step, each move followed.
+QWEN=$DATA/models/Qwen3-MoE-tiny.config.json
+for transport in shm ucx; do
+    for shape in deepseek qwen; do
+        for delta in false true; do
+            name="rebalance $shape over $transport (delta $delta)"
+            if [ $shape = deepseek ]; then
+                job vllm "$transport" '{"redundant_experts": 2}' "$TMP/job.json"
+            else
+                MODEL=$QWEN job sglang "$transport" '{"redundant_experts": 4}' "$TMP/job.json"
+            fi
+            /usr/bin/python3 - "$TMP/job.json" "$delta" <<'PY'
+import json, sys
+job = json.load(open(sys.argv[1])); job["delta"] = sys.argv[2] == "true"
+json.dump(job, open(sys.argv[1], "w"))
+PY
+            if "$WEX" run "$TMP/job.json" --steps 5 --rebalance-every 2 \
+                    --changed 0.05 --json >"$TMP/report.json" 2>"$TMP/err"; then
+                pass "$name: exit 0"
+            else
+                fail "$name: exit $? ($(tail -3 "$TMP/err"))"
+            fi
+            /usr/bin/python3 - "$TMP/report.json" <<'PY' \
+                && pass "$name: 5 steps committed, every slot checked, the moves of steps 3 and 5 followed" \
+                || fail "$name: report"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["verified"] is True, r
+assert [s["committed"] for s in r["steps"]] == [True] * 5, r["steps"]
+# 4 destination ranks moved before steps 3 and 5
+assert r["placed_ranks"] == 8, r
 PY
             shm_clean "$name"
         done

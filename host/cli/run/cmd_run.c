@@ -19,6 +19,7 @@ static void usage(FILE *out)
         out,
         "usage: wex run JOB.json [--steps N] [--verify digest|none] "
         "[--json] [--changed F]\n"
+        "               [--rebalance-every N]\n"
         "               [--host H --rendezvous HOST:PORT --token T "
         "--job-id ID]\n"
         "               [--from-checkpoint DIR] [--save OUT "
@@ -68,6 +69,16 @@ static void usage(FILE *out)
         "              never fail a step, every replica must commit every "
         "step it is\n"
         "              there for, and a line is printed per change\n"
+        "  --rebalance-every N\n"
+        "              the destinations move their experts every N steps, "
+        "as EPLB\n"
+        "              does (a job whose destination has "
+        "redundant_experts): each\n"
+        "              MoE layer's slots shuffled, every logical expert "
+        "still held,\n"
+        "              handed to wex_job_set_placement; every slot is "
+        "checked after\n"
+        "              every step\n"
         "  --json      a report valid against "
         "schemas/run-report.schema.json\n"
         "  --from-checkpoint DIR\n"
@@ -152,7 +163,8 @@ enum {
     OPT_SAVE,
     OPT_SHARD_BYTES,
     OPT_CHANGED,
-    OPT_ELASTIC
+    OPT_ELASTIC,
+    OPT_REBALANCE_EVERY
 };
 
 static const struct option options[] = {
@@ -173,6 +185,7 @@ static const struct option options[] = {
     {"shard-bytes", required_argument, NULL, OPT_SHARD_BYTES},
     {"changed", required_argument, NULL, OPT_CHANGED},
     {"elastic", no_argument, NULL, OPT_ELASTIC},
+    {"rebalance-every", required_argument, NULL, OPT_REBALANCE_EVERY},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
 
@@ -188,6 +201,8 @@ static int take(cli_parser *p, int c, run_args *a)
     case OPT_JOB_ID: a->job_id = p->arg; return 0;
     case OPT_RESPAWN: a->respawn = 1; return 0;
     case OPT_ELASTIC: a->elastic = 1; return 0;
+    case OPT_REBALANCE_EVERY:
+        return cli_u64(p, 1, RUN_STEPS_MAX, &a->rebalance_every);
     case OPT_KEEP_GOING: a->keep_going = 1; return 0;
     case OPT_WORKER: return parse_worker(p, a);
     case OPT_FROM_CHECKPOINT: a->from_checkpoint = p->arg; return 0;
@@ -248,6 +263,11 @@ static int parse_args(int argc, char **argv, run_args *a)
     }
     if (a->job == NULL) {
         fprintf(stderr, "wex run: no job file (see wex run --help)\n");
+        return CLI_EXIT_USAGE;
+    }
+    if (a->rebalance_every > 0 && a->elastic) {
+        fprintf(stderr, "wex run: --rebalance-every and --elastic are not "
+                        "played together\n");
         return CLI_EXIT_USAGE;
     }
     if (a->host >= 0 &&

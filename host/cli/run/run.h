@@ -34,6 +34,9 @@ typedef struct run_args {
     uint64_t shard_bytes;        /* the saved checkpoint's shard size */
     double changed; /* the fraction of elements a step changes (1: all) */
     int elastic;    /* replicas join and leave (run_elastic.c) */
+    /* destinations move their experts every N steps (0: never;
+     * run_rebalance.c) */
+    uint64_t rebalance_every;
 } run_args;
 
 /* run_elastic.c: the replicas' comings and goings a run plays. */
@@ -74,6 +77,12 @@ typedef struct launch {
 
 /* The most steps one run syncs. */
 #define RUN_STEPS_MAX 1000000
+
+/* run_rebalance.c: before step `step`, a destination whose run moves
+ * its experts every a->rebalance_every steps hands the job a new
+ * placement: each MoE layer's slots shuffled (seeded by the step and the
+ * layer, the same on every rank), every logical expert still held. */
+wex_status run_rebalance(wex_job *job, const run_args *a, uint64_t step);
 
 /* Starts every rank this host runs (run_launch.c). */
 wex_status run_launch(launch *l, const run_args *a);

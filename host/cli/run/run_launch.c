@@ -81,7 +81,7 @@ static pid_t spawn(const char *self, const run_args *a, const char *shares,
         const char *verify = a->verify < 0 ? NULL
                              : a->verify   ? "digest"
                                            : "none";
-        char *argv[24] = {(char *)"wex",
+        char *argv[28] = {(char *)"wex",
                           (char *)"run",
                           (char *)"--worker",
                           side == WEX_SIDE_SOURCE ? (char *)"source"
@@ -93,7 +93,7 @@ static pid_t spawn(const char *self, const run_args *a, const char *shares,
                           first,
                           (char *)a->job,
                           NULL};
-        char shard[32], changed[40];
+        char shard[32], changed[40], every[32];
         int n = 10;
         /* A worker dies with its launcher, however the launcher dies
          * (SIGKILL included), even in the middle of filling memory; one
@@ -126,6 +126,12 @@ static pid_t spawn(const char *self, const run_args *a, const char *shares,
             snprintf(changed, sizeof(changed), "%.17g", a->changed);
             argv[n++] = (char *)"--changed";
             argv[n++] = changed;
+        }
+        if (a->rebalance_every > 0 && side == WEX_SIDE_DESTINATION) {
+            snprintf(every, sizeof(every), "%llu",
+                     (unsigned long long)a->rebalance_every);
+            argv[n++] = (char *)"--rebalance-every";
+            argv[n++] = every;
         }
         execv(self, argv);
         _exit(127);

@@ -298,6 +298,22 @@ static double median_gbps(const step_total *steps, uint64_t count)
     return m;
 }
 
+/* --rebalance-every: the destination ranks every rank laid out again
+ * under a new placement, the most any rank saw (every rank sees them
+ * all, unless it died). */
+static double placed_ranks(launch *l)
+{
+    double most = 0;
+
+    for (size_t i = 0; i < l->count; i++) {
+        cJSON *doc = run_worker_report(l, l->sides[i], l->ranks[i]);
+        double n = number(doc, "placed_ranks");
+        most = n > most ? n : most;
+        cJSON_Delete(doc);
+    }
+    return most;
+}
+
 int run_report(launch *l, const run_args *a, size_t failed)
 {
     step_total *steps = calloc(a->steps, sizeof(*steps));
@@ -397,6 +413,8 @@ int run_report(launch *l, const run_args *a, size_t failed)
         cJSON_AddNumberToObject(doc, "wire_fraction",
                                 total_b > 0 ? wire_b / total_b : 0);
     }
+    if (a->rebalance_every > 0)
+        cJSON_AddNumberToObject(doc, "placed_ranks", placed_ranks(l));
     cJSON_AddBoolToObject(doc, "verified", verified);
     if (l->server != NULL)
         cJSON_AddNumberToObject(doc, "rendezvous_keys",
@@ -456,6 +474,10 @@ int run_report(launch *l, const run_args *a, size_t failed)
                    "(ratio %.2f)\n",
                    median, ratio(median, memcpy_gbps));
         print_paths(paths);
+        if (a->rebalance_every > 0)
+            printf("placement  the destinations moved their experts every "
+                   "%llu steps: %.0f rank layouts followed\n",
+                   (unsigned long long)a->rebalance_every, placed_ranks(l));
         if (job.delta)
             printf("delta      %.0f bytes on the wire of %.0f (%.2f %%); "
                    "sources' snapshots %.0f bytes; each step changes %g %% "

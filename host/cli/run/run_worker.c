@@ -365,6 +365,11 @@ static int run_steps(wex_job *job, const run_args *a, cJSON *doc,
             pause(); /* wedged: only a signal ends it */
         if (fault_now("die-mid", side, rank, s))
             arm_mid_step_fault(job, s);
+        if (side == WEX_SIDE_DESTINATION &&
+            (st = run_rebalance(job, a, s)) != WEX_OK) {
+            record_step(job, a, doc, list, s, st, &r, ck);
+            return 1;
+        }
         st = wex_sync(job, s, &r);
         if (el != NULL && rank == 0)
             run_elastic_step_done(own);
@@ -516,6 +521,7 @@ int run_worker(const run_args *a)
         }
     } else {
         uint64_t held = 0;
+        int placed_at_end = 0;
         for (uint64_t i = 0; i < wex_job_tensor_count(job); i++) {
             wex_tensor t;
             memset(&t, 0, sizeof(t));
@@ -524,12 +530,17 @@ int run_worker(const run_args *a)
                 held += t.bytes;
         }
         cJSON_AddNumberToObject(doc, "bytes_held", (double)held);
+        if (a->rebalance_every > 0 || wex_tool_job_placements(job) > 0)
+            placed_at_end = 1;
         if (wex_tool_job_snapshot_bytes(job) > 0)
             cJSON_AddNumberToObject(doc, "snapshot_bytes",
                                     (double)wex_tool_job_snapshot_bytes(job));
         code = el.replicas == 0 || side == WEX_SIDE_SOURCE
                    ? run_steps(job, a, doc, ck, el.replicas ? &el : NULL)
                    : run_replica(job, a, doc, ck, &el);
+        if (placed_at_end)
+            cJSON_AddNumberToObject(doc, "placed_ranks",
+                                    (double)wex_tool_job_placements(job));
         report(job, a, doc);
     }
     run_worker_checkpoint_close(ck);

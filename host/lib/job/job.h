@@ -92,6 +92,15 @@ typedef struct wex__job_members {
      * before, gone since. */
     uint64_t replicas_present, replicas_committed, replicas_joined,
         replicas_left, replicas_seeded;
+    /* Expert placements (connect/placement.c): per destination rank,
+     * the digest of the placement its pieces follow (0: the job's
+     * options; NULL until one changed); on a destination, the placement
+     * it set for the next step (JSON text, NULL: none) and its digest;
+     * destination ranks placed anew so far. */
+    uint64_t *placed;
+    char *placing;
+    uint64_t placing_digest;
+    uint64_t placements;
     /* Called once a try's barrier has passed, before this rank moves a
      * byte: where `wex run`'s fault injection kills a rank inside a
      * step, at a moment that cannot race the step's end. NULL: none. */
@@ -333,6 +342,19 @@ wex_status wex__job_follow_rejoins(wex_job *job, double timeout);
 wex_status wex__job_fit(wex_job *job, const uint64_t *dead, uint64_t dead_count,
                         const uint64_t *absent, uint64_t absent_count,
                         double timeout);
+/* placement.c: a destination's new expert placement (layers x physical
+ * logical experts, row-major), checked by the engine, followed from the
+ * next step on. */
+wex_status wex__placement_set(wex_job *job, uint64_t layers, uint64_t physical,
+                              const int32_t *map);
+/* placement.c: before a try's barrier, a destination with a new
+ * placement posts it under the try's keys `try_prefix`. */
+wex_status wex__placement_post(wex_job *job, const char *try_prefix);
+/* placement.c: after the barrier, every rank lays out again the
+ * destination ranks whose placement changed, and plans again at the
+ * fit that follows. */
+wex_status wex__placement_follow(wex_job *job, const char *try_prefix,
+                                 double timeout);
 /* elastic_members.c: at connect, the job's replica shape (members'
  * replica_ranks; nothing planned yet for an elastic source). */
 wex_status wex__elastic_setup(wex_job *job);

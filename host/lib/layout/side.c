@@ -5,15 +5,22 @@
 
 #include "error.h"
 
+static void unhide(wex__side *s);
+
 /* Counting sort of every piece by canonical tensor; within a tensor the
- * order is (rank, piece), which policies rely on for determinism. */
+ * order is (rank, piece), which policies rely on for determinism. Index
+ * arrays already there are reused when the pieces still fit them (a
+ * placement change moves pieces, it seldom adds any). */
 static wex_status index_pieces(wex__side *s)
 {
     uint64_t count = s->model->count, total = 0;
     uint64_t *fill;
 
-    s->canon_start = calloc(count + 1, sizeof(*s->canon_start));
-    fill = calloc(count + 1, sizeof(*fill));
+    if (s->canon_start == NULL)
+        s->canon_start = calloc(count + 1, sizeof(*s->canon_start));
+    else
+        memset(s->canon_start, 0, (count + 1) * sizeof(*s->canon_start));
+    fill = malloc((count + 1) * sizeof(*fill));
     if (s->canon_start == NULL || fill == NULL) {
         free(fill);
         return wex__error(WEX_ERR_NOMEM, "%s layout: out of memory", s->what);
@@ -24,13 +31,14 @@ static wex_status index_pieces(wex__side *s)
     for (uint64_t c = 0; c < count; c++)
         s->canon_start[c + 1] += s->canon_start[c];
     total = s->canon_start[count];
-    s->canon_refs = malloc((total ? total : 1) * sizeof(*s->canon_refs));
-    if (s->canon_refs == NULL) {
-        free(fill);
-        return wex__error(WEX_ERR_NOMEM, "%s layout: out of memory", s->what);
+    if (s->canon_refs == NULL || total > s->canon_cap) {
+        free(s->canon_refs);
+        free(s->canon_views);
+        s->canon_cap = total ? total : 1;
+        s->canon_refs = malloc(s->canon_cap * sizeof(*s->canon_refs));
+        s->canon_views = malloc(s->canon_cap * sizeof(*s->canon_views));
     }
-    s->canon_views = malloc((total ? total : 1) * sizeof(*s->canon_views));
-    if (s->canon_views == NULL) {
+    if (s->canon_refs == NULL || s->canon_views == NULL) {
         free(fill);
         return wex__error(WEX_ERR_NOMEM, "%s layout: out of memory", s->what);
     }
@@ -107,13 +115,7 @@ void wex__side_close(wex__side *s)
     free(s->canon_start);
     free(s->canon_refs);
     free(s->canon_views);
-    if (s->visible != NULL)
-        for (uint64_t r = 0; r < s->ranks; r++)
-            free(s->visible[r]);
-    free(s->visible);
-    free(s->visible_count);
-    free(s->policy_canon_start);
-    free(s->policy_canon_views);
+    unhide(s);
     wex__engine_close(s->engine);
     memset(s, 0, sizeof(*s));
 }
@@ -198,4 +200,79 @@ wex_status wex__side_hide(wex__side *s,
 nomem:
     free(fill);
     return wex__error(WEX_ERR_NOMEM, "%s layout: out of memory", s->what);
+}
+
+/* Ranks' local tensors alike: names, dtypes and shapes, in order. */
+static int same_tensors(const wex__rank_layout *a, const wex__rank_layout *b)
+{
+    if (a->tensor_count != b->tensor_count)
+        return 0;
+    for (size_t i = 0; i < a->tensor_count; i++) {
+        const wex__local_tensor *x = &a->tensors[i], *y = &b->tensors[i];
+        if (strcmp(x->name, y->name) != 0 || x->dtype != y->dtype ||
+            x->ndim != y->ndim ||
+            memcmp(x->shape, y->shape, x->ndim * sizeof(x->shape[0])) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* What a policy was shown (wex__side_hide), dropped. */
+static void unhide(wex__side *s)
+{
+    if (s->visible != NULL)
+        for (uint64_t r = 0; r < s->ranks; r++)
+            free(s->visible[r]);
+    free(s->visible);
+    free(s->visible_count);
+    free(s->policy_canon_start);
+    free(s->policy_canon_views);
+    s->visible = NULL;
+    s->visible_count = NULL;
+    s->policy_canon_start = NULL;
+    s->policy_canon_views = NULL;
+}
+
+wex_status wex__side_replace_pieces(wex__side *s, wex__engine *engine,
+                                    uint64_t first, uint64_t count)
+{
+    wex__rank_layout *fresh;
+    wex_status st = WEX_OK;
+
+    if (first + count > s->ranks || engine->ranks != s->ranks)
+        return wex__error(WEX_ERR_INVALID,
+                          "%s: ranks %llu..%llu are not the side's %llu",
+                          s->what, (unsigned long long)first,
+                          (unsigned long long)(first + count - 1),
+                          (unsigned long long)s->ranks);
+    fresh = calloc(count ? count : 1, sizeof(*fresh));
+    if (fresh == NULL)
+        return wex__error(WEX_ERR_NOMEM, "%s layout: out of memory", s->what);
+    for (uint64_t i = 0; i < count && st == WEX_OK; i++) {
+        st = wex__engine_describe(engine, first + i, &fresh[i]);
+        if (st == WEX_OK && !same_tensors(&s->layouts[first + i], &fresh[i]))
+            st = wex__error(WEX_ERR_INVALID,
+                            "%s rank %llu: the new layout changes its local "
+                            "tensors; only their pieces may change",
+                            s->what, (unsigned long long)(first + i));
+    }
+    /* All or nothing: the old pieces stay unless every rank described. */
+    for (uint64_t i = 0; i < count && st == WEX_OK; i++) {
+        wex__rank_layout *l = &s->layouts[first + i];
+        wex__piece *pieces = l->pieces;
+        size_t n = l->piece_count, cap = l->piece_cap;
+        l->pieces = fresh[i].pieces;
+        l->piece_count = fresh[i].piece_count;
+        l->piece_cap = fresh[i].piece_cap;
+        fresh[i].pieces = pieces;
+        fresh[i].piece_count = n;
+        fresh[i].piece_cap = cap;
+    }
+    for (uint64_t i = 0; i < count; i++)
+        wex__rank_layout_fini(&fresh[i]);
+    free(fresh);
+    if (st != WEX_OK)
+        return st;
+    unhide(s);
+    return index_pieces(s);
 }

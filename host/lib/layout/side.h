@@ -31,6 +31,7 @@ struct wex_layout {
     /* canon_refs as policies see them, contiguous: policies walk one
      * canonical tensor's pieces for every piece they plan. */
     wex_piece_view *canon_views;
+    uint64_t canon_cap; /* entries canon_refs and canon_views have room for */
     /* What a policy sees (services_plan.c): every piece, unless the host
      * hid some it plans itself (wex__side_hide); then, per rank, the
      * indices of the pieces left, and the canonical index over them. */
@@ -47,6 +48,15 @@ wex_status wex__side_open(wex__side *side, const char *what,
                           const wex_model *model, const cJSON *parallel,
                           const cJSON *options);
 void wex__side_close(wex__side *side);
+
+/* Describes ranks [first, first + count) again with `engine` (the side's
+ * engine opened with other options: an expert placement) and takes
+ * their new pieces; their local tensors must be the same (their memory
+ * and names stay where they were handed out). Then indexes every piece
+ * again; what a policy was shown is dropped (hide again). All or
+ * nothing: on failure the side is as it was. */
+wex_status wex__side_replace_pieces(wex__side *s, wex__engine *engine,
+                                    uint64_t first, uint64_t count);
 
 /* Total bytes of the pieces of one rank. */
 uint64_t wex__side_piece_bytes(const wex__side *side, uint64_t rank);

@@ -77,6 +77,18 @@ wex_status wex__planner_rank_without(wex__planner *p, uint32_t side,
                                      uint64_t rank, const uint64_t *dead,
                                      uint64_t dead_count, wex_plan_builder *b);
 
+/* planner_place.c: the destination's engine opened with its options'
+ * "expert_placement" set to `placement` ({"physical_to_logical": ...}),
+ * which the engine checks (one line naming the layer and slot). */
+wex_status wex__planner_open_placed(wex__planner *p, const cJSON *placement,
+                                    wex__engine **engine_p);
+/* ... then destination ranks [first, first + count) (one replica) laid
+ * out by it: their pieces replaced, the destination's index, the pieces
+ * the host quantizes and the policy renewed. On failure the ranks keep
+ * their pieces (the policy may need a retry). */
+wex_status wex__planner_place(wex__planner *p, wex__engine *engine,
+                              uint64_t first, uint64_t count);
+
 /* The two models describe the same tensors (names, shapes, dtypes). */
 wex_status wex__models_match(const wex_model *src, const char *src_path,
                              const wex_model *dst, const char *dst_path);

@@ -40,6 +40,15 @@ const wex_model *wex_tool_job_model(const wex_job *job);
  * job has deltas off, or on a destination). */
 uint64_t wex_tool_job_snapshot_bytes(const wex_job *job);
 
+/* Destination ranks this process laid out again for a changed expert
+ * placement, so far (connect/placement.c). */
+uint64_t wex_tool_job_placements(const wex_job *job);
+/* The destination's expert slots: MoE layers of the main model (no MTP
+ * layers), physical slots a layer (routed experts + the destination's
+ * options/redundant_experts) and routed experts. */
+wex_status wex_tool_job_expert_slots(const wex_job *job, uint64_t *layers_p,
+                                     uint64_t *physical_p, uint64_t *experts_p);
+
 /* ---- the test oracle -------------------------------------------------- */
 
 /* What the oracle reads beyond a rank's plan share: the model's catalog,

@@ -201,6 +201,19 @@ WEX_EXPORT wex_status wex_job_join(wex_job *job, uint64_t *step_p,
  * with the replicas there). Its tensors keep the committed step; a later
  * wex_job_join brings it back. wex_job_close does the same. */
 WEX_EXPORT wex_status wex_job_leave(wex_job *job);
+/* ABI 1.6. A destination rank whose engine moved its experts (EPLB's
+ * rearrangement, with the vllm or sglang engine's redundant_experts):
+ * `map` holds, for each of the `layers` MoE layers in layer order, the
+ * logical expert each of its `physical` slots holds (row-major: the
+ * engine's physical_to_logical_map). The engine's adapter checks it as
+ * it checks options/expert_placement (one line naming the layer and the
+ * slot; nothing changes on error). From the next step on every rank of
+ * the job follows it: this rank's slots are laid out under it, the
+ * operations into it planned again, and that step sends its slots whole.
+ * Each rank of an engine instance hands in the same map. */
+WEX_EXPORT wex_status wex_job_set_placement(wex_job *job, uint64_t layers,
+                                            uint64_t physical,
+                                            const int32_t *map);
 /* The last step this destination rank committed (0: none yet). */
 WEX_EXPORT uint64_t wex_job_committed_step(const wex_job *job);
 /* 1 when a step this destination took part in failed after sources

@@ -168,6 +168,7 @@ def prototypes() -> dict[str, Prototype]:
         "wex_sync": (st, [vp, u64, p(SyncReport)]),
         "wex_job_join": (st, [vp, vp, p(SyncReport)]),
         "wex_job_leave": (st, [vp]),
+        "wex_job_set_placement": (st, [vp, u64, u64, vp]),
         "wex_job_committed_step": (u64, [vp]),
         "wex_job_peer_path": (cp, [vp, u64]),
         "wex_last_error": (cp, []),
@@ -226,6 +227,9 @@ class Libwex(Protocol):
     def wex_job_join(self, job: ctypes.c_void_p, step_p: _CArgObject,
                      report: _CArgObject, /) -> int: ...
     def wex_job_leave(self, job: ctypes.c_void_p, /) -> int: ...
+    def wex_job_set_placement(self, job: ctypes.c_void_p, layers: int,
+                              physical: int, map: ctypes.c_void_p,
+                              /) -> int: ...
     def wex_job_committed_step(self, job: ctypes.c_void_p, /) -> int: ...
     def wex_job_peer_path(self, job: ctypes.c_void_p,
                           destination_rank: int, /) -> bytes | None: ...

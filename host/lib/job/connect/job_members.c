@@ -48,6 +48,10 @@ void wex__job_members_fini(wex_job *job)
     free(job->members.took_part);
     free(job->members.here);
     free(job->members.seeded_by);
+    free(job->members.placed);
+    free(job->members.placing);
+    job->members.placed = NULL;
+    job->members.placing = NULL;
     job->members.here = NULL;
     job->members.seeded_by = NULL;
     job->members.optional_sources = NULL;

@@ -390,8 +390,9 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
         wex__fence_open(job, wex__fence_epoch(t->step, t->number)) != WEX_OK)
         snprintf(unopened, sizeof(unopened), "%s", wex__last_error());
     if (job->side == WEX_SIDE_DESTINATION && job->plan.job->delta) {
-        /* the step its tensors hold, for its sources to send deltas to */
-        uint64_t base = wex__delta_base(job);
+        /* the step its tensors hold, for its sources to send deltas to;
+         * none when its experts move this step (their slots go whole) */
+        uint64_t base = job->members.placing ? 0 : wex__delta_base(job);
         char at[128];
         try_key(at, sizeof(at), t, "base/");
         snprintf(at + strlen(at), sizeof(at) - strlen(at), "%llu",
@@ -404,7 +405,9 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
     if (job->side == WEX_SIDE_DESTINATION) {
         char prefix[96];
         try_key(prefix, sizeof(prefix), t, "");
-        if (wex__seed_post_held(job, prefix) != WEX_OK && unopened[0] == '\0')
+        if ((wex__seed_post_held(job, prefix) != WEX_OK ||
+             wex__placement_post(job, prefix) != WEX_OK) &&
+            unopened[0] == '\0')
             snprintf(unopened, sizeof(unopened), "%s", wex__last_error());
     }
     if (job->members.replica_ranks && job->side == WEX_SIDE_SOURCE &&
@@ -474,8 +477,10 @@ static int run_try(wex_job *job, step_try *t, char *why, size_t cap)
         char prefix[96];
         uint64_t *around = NULL, around_count = 0;
         try_key(prefix, sizeof(prefix), t, "");
-        st = wex__seed_decide(job, prefix, t->el.absent, t->el.absent_count,
-                              t->timeout);
+        st = wex__placement_follow(job, prefix, t->timeout);
+        if (st == WEX_OK)
+            st = wex__seed_decide(job, prefix, t->el.absent, t->el.absent_count,
+                                  t->timeout);
         t->seeded = st == WEX_OK && wex__seed_is_mine(job);
         if (st == WEX_OK)
             st = wex__seed_plan_around(job, t->el.absent, t->el.absent_count,
