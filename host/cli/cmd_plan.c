@@ -181,6 +181,25 @@ static void print_delta(const wex_tool_plan_summary *s)
            s->delta.predicted > 0 ? s->predicted / s->delta.predicted : 0);
 }
 
+/* A destination holding redundant experts: how many slots, and how
+ * they are placed (wex layout lists each rank's). */
+static void print_experts(const wex_tool_job_info *j)
+{
+    const cJSON *dst = cJSON_GetObjectItemCaseSensitive(j->doc, "destination");
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(dst, "options");
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(o, "redundant_experts");
+    const cJSON *place =
+        cJSON_GetObjectItemCaseSensitive(o, "expert_placement");
+
+    if (!cJSON_IsNumber(r) && place == NULL)
+        return;
+    printf("experts    the destination's MoE layers hold their experts + %.0f "
+           "redundant slots, placed %s (their bytes are needed, counted "
+           "above; wex layout lists each rank's slots)\n",
+           cJSON_IsNumber(r) ? r->valuedouble : 0.0,
+           cJSON_IsObject(place) ? "by the job's map" : "linearly");
+}
+
 static void print_human(const wex_tool_planner *p, const plan_args *a,
                         const wex_tool_plan_summary *s)
 {
@@ -203,6 +222,7 @@ static void print_human(const wex_tool_planner *p, const plan_args *a,
     printf("plan       %" PRIu64 " operations moving %" PRIu64
            " bytes (needed %" PRIu64 ", redundant %" PRIu64 ")\n",
            s->operations, s->bytes, s->bytes_needed, s->redundant_bytes);
+    print_experts(&j);
     printf("sources    read %" PRIu64 " bytes to send them", s->source_bytes);
     if (s->quantized_bytes > 0)
         printf(", %" PRIu64 " of them quantized to fp8 (%s) at %.1f GB/s a "

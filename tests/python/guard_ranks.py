@@ -61,7 +61,8 @@ def resize(config):
                       token=TOKEN)
         tensors = {s.name: torch.zeros(s.shape, dtype=s.dtype)
                    for s in dst.tensors}
-        dst.bind(tensors)
+        # bound where they live (adopted ones cannot be resized at all)
+        dst.bind(tensors, adopt=False)
         dst.sync(1)
         first_ok = holds(tensors, 1)
         name = next(iter(tensors))

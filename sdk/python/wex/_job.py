@@ -9,9 +9,9 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-from . import _dtypes, _lib, _modules
+from . import _adopt, _dtypes, _lib, _modules
 from ._closing import Closing
-from ._errors import check, invalid
+from ._errors import WexError, check, invalid
 
 if TYPE_CHECKING:
     import torch
@@ -152,6 +152,11 @@ class Job(Closing):
         self._allocated: dict[str, torch.Tensor] | None = None
         # (name, tensor, data_ptr, nbytes) of bind()
         self._guards: list[tuple[str, torch.Tensor, int, int]] = []
+        # what bind moved into wex memory; name -> why a tensor was not
+        self._adopted: list[_adopt.Group] = []
+        self._adopted_names: list[str] = []
+        self._not_adopted: dict[str, str] = {}
+        self._transport = _adopt.transport_name(config)
         self._lock = threading.RLock()
         options = _lib.JobOptions(ctypes.sizeof(_lib.JobOptions), 0,
                                   _encode(rendezvous), _encode(token),
@@ -201,8 +206,9 @@ class Job(Closing):
 
     # ---- memory -----------------------------------------------------------
 
-    def bind(self, tensors: Tensors, strict: bool = True) -> None:
-        """Hands wex this rank's tensors, where they live (no copy).
+    def bind(self, tensors: Tensors, strict: bool = True,
+             adopt: bool | None = None) -> None:
+        """Hands wex this rank's tensors.
 
         ``tensors`` is a Mapping name -> torch.Tensor, an iterable of
         (name, tensor) pairs, or a torch.nn.Module, whose state dict names
@@ -213,13 +219,53 @@ class Job(Closing):
         ``strict=False``. cpu tensors are host memory, cuda tensors CUDA
         memory. The job keeps a reference to each; their storage must stay
         where it is (no resize, no reallocation) for the job's life.
+
+        ``adopt`` (a destination's cpu tensors): True moves each into
+        memory wex allocates, where the transport writes fastest (shm:
+        shared memory its sources copy into, where memory left in place is
+        written with process_vm_writev): its bytes are copied there once
+        and the storage of every tensor object handed in that shares it
+        (tied weights) is swapped onto it with ``set_``, so a module's
+        Parameters stay the same objects and its forward reads the synced
+        weights. A tensor whose swap cannot reach every user of its memory
+        (a view of a larger buffer, memory shared with a tensor not handed
+        in, such as a detached ``state_dict()``; pinned memory; past the
+        open-file limit, shm holding a descriptor per tensor) stays where
+        it is, and ``not_adopted`` says why. None (the default) adopts
+        where the job's transport writes allocated memory faster (shm);
+        False binds every tensor where it lives, as sources always do
+        (a source's tensors are read where they are). close() copies
+        adopted tensors back into memory of torch's own.
         """
         import torch  # noqa: F401 - without torch, fail before the lock
 
+        if adopt not in (None, True, False):
+            raise invalid("bind: adopt must be True, False or None, not %r"
+                          % (adopt,))
         with self._lock:
-            self._bind(tensors, strict)
+            self._bind(tensors, strict, adopt)
 
-    def _bind(self, tensors: Tensors, strict: bool) -> None:
+    @property
+    def adopted(self) -> list[str]:
+        """The local tensors bind moved into memory wex allocates."""
+        return list(self._adopted_names)
+
+    @property
+    def not_adopted(self) -> dict[str, str]:
+        """Local tensors bind considered adopting and bound in place
+        instead: name -> why (empty when bind did not adopt)."""
+        return dict(self._not_adopted)
+
+    def _adopting(self, adopt: bool | None) -> bool:
+        """Whether bind adopts this rank's host tensors."""
+        if self.side != "destination":
+            return False
+        if adopt is None:
+            return self._transport in _adopt.FASTER_ALLOCATED
+        return adopt
+
+    def _bind(self, tensors: Tensors, strict: bool,
+              adopt: bool | None) -> None:
         import torch
 
         handle = self._live()
@@ -263,15 +309,54 @@ class Job(Closing):
                           ("" if len(problems) == 1 else
                            " (and %d more: %s)" % (len(problems) - 1,
                                                    "; ".join(problems[1:4]))))
+        adopting = self._adopting(adopt)
+        groups = _adopt.sharers(pairs) if adopting else {}
+        refusals = (_adopt.refusals({name: (chosen[name], spec[3])
+                                     for name, (_, spec) in specs.items()},
+                                    groups) if adopting else {})
+        budget, limit = _adopt.fd_budget() if adopting else (None, -1)
+        moving = _adopt.within_budget(
+            {name: specs[name][1][3] for name, why in refusals.items()
+             if why is None}, budget)
         for name, (index, (_, _, _, nbytes)) in specs.items():
             tensor = chosen[name]
-            kind = _lib.MEMORY_CUDA if tensor.is_cuda else _lib.MEMORY_HOST
-            check(_lib.lib().wex_job_bind_memory(
-                handle, index, ctypes.c_void_p(tensor.data_ptr()), nbytes,
-                kind))
+            why = refusals.get(name)
+            if adopting and why is None and name not in moving:
+                why = ("over the open-file limit: each adopted tensor keeps "
+                       "a descriptor of wex's shared memory open, and "
+                       "RLIMIT_NOFILE %d leaves room for %s (the largest "
+                       "went first; raise it: ulimit -n)" % (limit, budget))
+            if adopting and why is None:
+                why = self._adopt(index, name, tensor, nbytes, groups)
+            if why is not None or not adopting:
+                if adopting and not tensor.is_cuda:
+                    self._not_adopted[name] = cast(str, why)
+                kind = (_lib.MEMORY_CUDA if tensor.is_cuda
+                        else _lib.MEMORY_HOST)
+                check(_lib.lib().wex_job_bind_memory(
+                    handle, index, ctypes.c_void_p(tensor.data_ptr()),
+                    nbytes, kind))
             self._bound[name] = tensor
             self._guards.append((name, tensor, tensor.data_ptr(),
                                  tensor.numel() * tensor.element_size()))
+
+    def _adopt(self, index: int, name: str, tensor: torch.Tensor,
+               nbytes: int, groups: dict[int, list[torch.Tensor]]
+               ) -> str | None:
+        """Allocates local tensor `index` in wex memory and moves `tensor`,
+        and every tensor sharing its storage, there; or says why wex could
+        not allocate it (the tensor is then bound where it lives)."""
+        address = ctypes.c_void_p()
+        try:
+            check(_lib.lib().wex_job_alloc(self._handle, index,
+                                           ctypes.byref(address)))
+        except WexError as e:
+            return "wex_job_alloc failed: %s" % e.message
+        sharing = groups[_adopt.storage_id(tensor)]
+        self._adopted.append(_adopt.move(sharing, cast(int, address.value),
+                                         nbytes))
+        self._adopted_names.append(name)
+        return None
 
     def _check_bound(self, call: str) -> None:
         """Refuses a call when a bound tensor's storage moved or changed
@@ -375,6 +460,40 @@ class Job(Closing):
         with self._lock:
             check(_lib.lib().wex_job_leave(self._live()))
 
+    def set_placement(self, physical_to_logical: Any) -> None:
+        """A destination whose engine moved its experts (EPLB): its
+        ``physical_to_logical_map``, [MoE layers, physical slots] (a torch
+        tensor on any device, or nested sequences of ints), the logical
+        expert each slot of each MoE layer holds. The engine's adapter
+        checks it as it checks options/expert_placement (a WexError naming
+        the layer and the slot; nothing changes); from the next sync() on,
+        every rank of the job follows it, and that step sends this rank's
+        slots whole. Every rank of an engine instance hands in the same
+        map."""
+        import torch
+
+        if self.side != "destination":
+            raise invalid("set_placement: this is a source: only a "
+                          "destination's experts move")
+        try:
+            rows = torch.as_tensor(physical_to_logical)
+        except (TypeError, ValueError, RuntimeError) as e:
+            raise invalid("set_placement: expected a [layers, slots] tensor "
+                          "of logical expert numbers: %s" % e) from None
+        if rows.dim() != 2 or rows.numel() == 0 or rows.is_floating_point() \
+                or rows.is_complex() or rows.dtype == torch.bool:
+            raise invalid("set_placement: expected a [layers, slots] tensor "
+                          "of integers, got %s %s"
+                          % (rows.dtype, list(rows.shape)))
+        if (rows < -2**31).any() or (rows >= 2**31).any():
+            raise invalid("set_placement: a logical expert number does not "
+                          "fit 32 bits")
+        cells = rows.detach().to("cpu", torch.int32).contiguous()
+        with self._lock:
+            check(_lib.lib().wex_job_set_placement(
+                self._live(), cells.shape[0], cells.shape[1],
+                ctypes.c_void_p(cells.data_ptr())))
+
     def save(self, directory: str | os.PathLike[str],
              shard_bytes: int = 5_000_000_000) -> None:
         """Writes what this side holds to `directory` (which must not exist,
@@ -429,12 +548,17 @@ class Job(Closing):
     # ---- the end ------------------------------------------------------------
 
     def close(self) -> None:
-        """Leaves the job and frees what wex allocated. Idempotent; waits
-        for a sync running in another thread to finish first."""
+        """Leaves the job and frees what wex allocated, after copying the
+        tensors bind adopted back into memory of torch's own. Idempotent;
+        waits for a sync running in another thread to finish first."""
         lock = getattr(self, "_lock", None)
         if lock is None:  # __init__ failed before the lock existed
             return
         with lock:
+            # the module outlives the job: its adopted tensors leave wex
+            # memory before wex frees it
+            while self._adopted:
+                _adopt.release(self._adopted.pop())
             if self._handle:
                 _lib.lib().wex_job_close(self._handle)
                 self._handle = ctypes.c_void_p()
