@@ -31,11 +31,18 @@ print(json.dumps(job))
 PY
 }
 
+# Each engine both ways over shm, and once over ucx (vLLM by the map,
+# SGLang linearly): every run is a handful of processes, kept few.
 for engine in vllm sglang; do
     job "$engine" shm '{}' "$TMP/plain.json"
     "$WEX" plan "$TMP/plain.json" --json >"$TMP/plain-plan.json"
     for transport in shm ucx; do
         for how in map linear; do
+            if [ $transport = ucx ] &&
+                { [ $engine = vllm ] && [ $how = linear ] ||
+                  [ $engine = sglang ] && [ $how = map ]; }; then
+                continue
+            fi
             if [ $how = map ]; then
                 opts="{\"redundant_experts\": 2, \"expert_placement\": $MAP}"
             else
@@ -48,7 +55,7 @@ for engine in vllm sglang; do
                     2>"$TMP/err"; then
                 pass "$name: exit 0"
             else
-                fail "$name: exit $? ($(tail -3 "$TMP/err"))"
+                fail "$name: exit $? ($(cat "$TMP/err"))"
             fi
             /usr/bin/python3 - "$TMP/report.json" "$TMP/plan.json" "$TMP/plain-plan.json" <<'PY' \
                 && pass "$name: 2 steps committed, every slot checked; the plan counts the 2 redundant slots a layer needed" \
@@ -73,11 +80,15 @@ done
 
 # Placements that change while the job runs (wex run --rebalance-every),
 # a DeepSeek-V3-shaped and a Qwen3-30B-A3B-shaped model, with and without
-# deltas: every slot checked after every step, each move followed.
+# deltas: every slot checked after every step, each move followed. Over
+# ucx with deltas only (the other pairs run over shm).
 QWEN=$DATA/models/Qwen3-MoE-tiny.config.json
 for transport in shm ucx; do
     for shape in deepseek qwen; do
         for delta in false true; do
+            if [ $transport = ucx ] && [ $delta = false ]; then
+                continue
+            fi
             name="rebalance $shape over $transport (delta $delta)"
             if [ $shape = deepseek ]; then
                 job vllm "$transport" '{"redundant_experts": 2}' "$TMP/job.json"
@@ -93,7 +104,7 @@ PY
                     --changed 0.05 --json >"$TMP/report.json" 2>"$TMP/err"; then
                 pass "$name: exit 0"
             else
-                fail "$name: exit $? ($(tail -3 "$TMP/err"))"
+                fail "$name: exit $? ($(cat "$TMP/err"))"
             fi
             /usr/bin/python3 - "$TMP/report.json" <<'PY' \
                 && pass "$name: 5 steps committed, every slot checked, the moves of steps 3 and 5 followed" \
