@@ -39,7 +39,7 @@ typedef struct wex__checkpoint {
     uint32_t *file_of;
     uint64_t extra; /* tensors the catalog does not hold, skipped */
     /* per canonical tensor: its bytes converted into the catalog's dtype
-     * when the file stores another float dtype (checkpoint_convert.c),
+     * when the file stores another float dtype (checkpoint_read.c),
      * else NULL */
     unsigned char **converted;
 } wex__checkpoint;
@@ -60,15 +60,6 @@ wex_status wex__checkpoint_open(const char *dir, const wex_model *model,
                                 wex__ckpt_report report, void *arg,
                                 wex__checkpoint *ck);
 void wex__checkpoint_close(wex__checkpoint *ck);
-
-/* Whether a tensor stored as `stored` is read as `wanted` by
- * converting it (both float dtypes, not the same). */
-int wex__ckpt_convertible(uint32_t stored, uint32_t wanted);
-/* `elements` values at src, stored as `stored`, converted into a
- * malloc'd buffer of `wanted` (to nearest even when narrower). */
-wex_status wex__ckpt_convert(const unsigned char *src, uint32_t stored,
-                             uint32_t wanted, uint64_t elements,
-                             unsigned char **out_p);
 
 /* "DIR/NAME", malloc'd (NULL when out of memory). */
 char *wex__ckpt_path(const char *dir, const char *name);
