@@ -77,8 +77,7 @@ int main(int argc, char **argv)
     wex__registry *registry = NULL;
     wex__planner p;
     wex__engine *engine = NULL;
-    const cJSON *opts, *extra;
-    uint64_t replica, per, experts = 0, layers, physical;
+    uint64_t replica, per, experts, layers, physical;
     double t0, place, sum0 = 0, most0 = 0, sum1 = 0, most1 = 0;
     cJSON *map;
 
@@ -93,26 +92,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_placement: %s\n", wex__last_error());
         return 1;
     }
-    /* routed experts: from the catalog's names */
-    for (uint64_t c = 0; c < p.dst_model->count; c++) {
-        long long x;
-        const char *e = strstr(p.dst_model->tensors[c].name, ".experts.");
-        if (e != NULL && sscanf(e, ".experts.%lld.", &x) == 1)
-            experts = (uint64_t)x + 1 > experts ? (uint64_t)x + 1 : experts;
-    }
-    opts = p.job->destination.options;
-    extra = cJSON_GetObjectItemCaseSensitive(opts, "redundant_experts");
-    physical =
-        experts + (cJSON_IsNumber(extra) ? (uint64_t)extra->valuedouble : 0);
-    /* MoE layers of the main model: those with experts, less the first
-     * dense ones and the MTP layers past num_hidden_layers */
-    {
-        const cJSON *h = cJSON_GetObjectItemCaseSensitive(p.dst_model->config,
-                                                          "num_hidden_layers");
-        const cJSON *k = cJSON_GetObjectItemCaseSensitive(
-            p.dst_model->config, "first_k_dense_replace");
-        layers = (uint64_t)h->valuedouble -
-                 (cJSON_IsNumber(k) ? (uint64_t)k->valuedouble : 0);
+    if (wex__planner_expert_slots(&p, &layers, &physical, &experts) != WEX_OK) {
+        fprintf(stderr, "bench_placement: %s\n", wex__last_error());
+        return 1;
     }
     per = p.dst.ranks / (uint64_t)cJSON_GetObjectItemCaseSensitive(
                             p.job->destination_parallel, "dp")

@@ -89,6 +89,12 @@ def test_a_map_that_is_no_placement_is_refused(family_configs):
         with pytest.raises(wex.WexError) as e:
             job.set_placement([[0.5] * 6] * 2)
         assert "of integers" in str(e.value)
+    dense = json.loads(job_text(family_configs["qwen3"]))
+    dense["destination"].update(parallel={"tp": 2}, options={})
+    with wex.Job(json.dumps(dense), "destination", 0, token=TOKEN) as job:
+        with pytest.raises(wex.WexError) as e:
+            job.set_placement(torch.tensor(slot_map(2)))
+        assert "the model has no routed experts" in str(e.value)
     with wex.Job(job_text(config), "source", 0, token=TOKEN) as job:
         with pytest.raises(wex.WexError) as e:
             job.set_placement(torch.tensor(slot_map(2)))

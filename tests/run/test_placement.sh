@@ -151,6 +151,19 @@ rc=$?
     grep -q 'do not spread evenly over ep = 2' "$TMP/err" \
     && pass "uneven slots: wex run refuses in one line" \
     || fail "uneven slots: exit $rc, $(cat "$TMP/err")"
+# --rebalance-every on a destination without routed experts: the first
+# move fails its ranks in one line, the run fails.
+MODEL=$DATA/models/Qwen3-tiny-vocab-1000.config.json job sglang shm '{}' "$TMP/job.json"
+/usr/bin/python3 - "$TMP/job.json" <<'PY'
+import json, sys
+job = json.load(open(sys.argv[1])); job["destination"]["parallel"] = {"tp": 3}
+json.dump(job, open(sys.argv[1], "w"))
+PY
+"$WEX" run "$TMP/job.json" --steps 2 --rebalance-every 1 >/dev/null 2>"$TMP/err"
+rc=$?
+[ $rc -ne 0 ] && grep -q "the destination's model has no routed experts" "$TMP/err" \
+    && pass "rebalancing a dense model: the run fails, saying why" \
+    || fail "dense rebalance: exit $rc, $(cat "$TMP/err")"
 shm_clean "refusals"
 
 echo "$fails failed"

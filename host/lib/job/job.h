@@ -101,6 +101,13 @@ typedef struct wex__job_members {
     char *placing;
     uint64_t placing_digest;
     uint64_t placements;
+    /* whether the destination has routed experts to move: 1 yes, -1 no
+     * (a job without them reads no placement at its steps), 0 not looked
+     * at yet */
+    int experts_move;
+    /* the layouts changed since the ops were planned: the next fit plans
+     * again, whoever takes part */
+    int replan;
     /* Called once a try's barrier has passed, before this rank moves a
      * byte: where `wex run`'s fault injection kills a rank inside a
      * step, at a moment that cannot race the step's end. NULL: none. */

@@ -104,17 +104,15 @@ static wex_status load_models(wex__planner *p)
                              j->destination_model_path);
 }
 
-static wex_status open_policy(wex__planner *p, wex__registry *registry)
+wex_status wex__planner_policy_ctx(wex__planner *p)
 {
     wex_policy_args args;
     wex_status st;
 
-    p->policy = p->job->policy.plugin;
-    st = wex__plugin_load(registry, p->policy);
-    if (st != WEX_OK)
-        return st;
-    p->ops = &p->policy->ops.policy;
-    p->policy_options = wex__options_view(p->job->policy.options);
+    if (p->ctx != NULL) {
+        p->ops->ctx_destroy(p->ctx);
+        p->ctx = NULL;
+    }
     memset(&args, 0, sizeof(args));
     args.struct_size = sizeof(args);
     args.options = &p->policy_options;
@@ -126,6 +124,19 @@ static wex_status open_policy(wex__planner *p, wex__registry *registry)
         return wex__error_prefix(st, "policy %s", p->job->policy.name);
     }
     return WEX_OK;
+}
+
+static wex_status open_policy(wex__planner *p, wex__registry *registry)
+{
+    wex_status st;
+
+    p->policy = p->job->policy.plugin;
+    st = wex__plugin_load(registry, p->policy);
+    if (st != WEX_OK)
+        return st;
+    p->ops = &p->policy->ops.policy;
+    p->policy_options = wex__options_view(p->job->policy.options);
+    return wex__planner_policy_ctx(p);
 }
 
 /* Pieces of canonical tensor c the policy plans on one side. */

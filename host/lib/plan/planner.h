@@ -89,6 +89,16 @@ wex_status wex__planner_open_placed(wex__planner *p, const cJSON *placement,
 wex_status wex__planner_place(wex__planner *p, wex__engine *engine,
                               uint64_t first, uint64_t count);
 
+/* planner_place.c: the destination's expert slots: MoE layers of the
+ * main model (no MTP layers), physical slots a layer (routed experts +
+ * options/redundant_experts) and routed experts; WEX_ERR_INVALID for a
+ * model without routed experts. */
+wex_status wex__planner_expert_slots(wex__planner *p, uint64_t *layers_p,
+                                     uint64_t *physical_p, uint64_t *experts_p);
+/* The policy's context, created afresh (the one there destroyed): the
+ * policy caches what it packs of the layouts, which a placement moves. */
+wex_status wex__planner_policy_ctx(wex__planner *p);
+
 /* The two models describe the same tensors (names, shapes, dtypes). */
 wex_status wex__models_match(const wex_model *src, const char *src_path,
                              const wex_model *dst, const char *dst_path);

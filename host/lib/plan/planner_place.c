@@ -1,6 +1,7 @@
 /* A destination replica whose experts moved (EPLB): its ranks laid out
  * again under the new placement, everything that indexes the
  * destination's pieces rebuilt, the policy opened afresh. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,7 +48,6 @@ wex_status wex__planner_open_placed(wex__planner *p, const cJSON *placement,
 wex_status wex__planner_place(wex__planner *p, wex__engine *engine,
                               uint64_t first, uint64_t count)
 {
-    wex_policy_args args;
     wex_status st;
 
     if (p->from_share)
@@ -63,20 +63,43 @@ wex_status wex__planner_place(wex__planner *p, wex__engine *engine,
     p->quantized = NULL;
     st = wex__quantize_classify(p);
     p->sides_digest_known = 0;
+    return st == WEX_OK ? wex__planner_policy_ctx(p) : st;
+}
+
+wex_status wex__planner_expert_slots(wex__planner *p, uint64_t *layers_p,
+                                     uint64_t *physical_p, uint64_t *experts_p)
+{
+    const wex_model *m;
+    const cJSON *hidden, *extra;
+    uint64_t layers = 0, experts = 0;
+    wex_status st = wex__planner_load_models(p);
+
     if (st != WEX_OK)
         return st;
-    if (p->ctx != NULL) {
-        p->ops->ctx_destroy(p->ctx);
-        p->ctx = NULL;
+    m = p->dst_model;
+    hidden = cJSON_GetObjectItemCaseSensitive(m->config, "num_hidden_layers");
+    extra = cJSON_GetObjectItemCaseSensitive(p->job->destination.options,
+                                             "redundant_experts");
+    for (uint64_t c = 0; c < m->count; c++) {
+        const char *name = m->tensors[c].name, *x = strstr(name, ".experts.");
+        long long layer, expert;
+        if (x == NULL || sscanf(name, "model.layers.%lld.", &layer) != 1 ||
+            sscanf(x, ".experts.%lld.", &expert) != 1 ||
+            (cJSON_IsNumber(hidden) && layer >= hidden->valuedouble))
+            continue;
+        /* one tensor a MoE layer: expert 0's gate (w1 in Mixtral) */
+        layers += expert == 0 && strstr(x, "_scale") == NULL &&
+                  (strstr(x, "gate_proj.weight") != NULL ||
+                   strstr(x, ".w1.weight") != NULL);
+        if ((uint64_t)expert + 1 > experts)
+            experts = (uint64_t)expert + 1;
     }
-    memset(&args, 0, sizeof(args));
-    args.struct_size = sizeof(args);
-    args.options = &p->policy_options;
-    wex__error_clear();
-    st = p->ops->ctx_create(p->policy->plugin_state, &args, &p->ctx);
-    if (st != WEX_OK && wex__last_error()[0] == '\0')
-        wex__error(st, "failed without a message");
-    return st == WEX_OK
-               ? WEX_OK
-               : wex__error_prefix(st, "policy %s", p->job->policy.name);
+    if (experts == 0)
+        return wex__error(WEX_ERR_INVALID,
+                          "the destination's model has no routed experts");
+    *layers_p = layers;
+    *experts_p = experts;
+    *physical_p =
+        experts + (cJSON_IsNumber(extra) ? (uint64_t)extra->valuedouble : 0);
+    return WEX_OK;
 }

@@ -1,10 +1,6 @@
 /* What `wex run`'s workers reach inside a job, and the test oracle
  * (tool_job.h): job/job.h's wex_job, and oracle/. */
-#include <stdio.h>
-#include <string.h>
-
 #include "checkpoint_check.h"
-#include "error.h"
 #include "job.h"
 #include "synth_values.h"
 #include "synth_weights.h"
@@ -46,38 +42,11 @@ uint64_t wex_tool_job_placements(const wex_job *job)
     return job->members.placements;
 }
 
-wex_status wex_tool_job_expert_slots(const wex_job *job, uint64_t *layers_p,
+wex_status wex_tool_job_expert_slots(wex_job *job, uint64_t *layers_p,
                                      uint64_t *physical_p, uint64_t *experts_p)
 {
-    const wex_model *m = job->plan.dst.model;
-    const cJSON *hidden =
-        cJSON_GetObjectItemCaseSensitive(m->config, "num_hidden_layers");
-    const cJSON *opts = job->plan.job->destination.options;
-    const cJSON *extra =
-        cJSON_GetObjectItemCaseSensitive(opts, "redundant_experts");
-    uint64_t layers = 0, experts = 0;
-
-    for (uint64_t c = 0; c < m->count; c++) {
-        const char *name = m->tensors[c].name, *x = strstr(name, ".experts.");
-        long long layer, expert;
-        if (x == NULL || sscanf(name, "model.layers.%lld.", &layer) != 1 ||
-            sscanf(x, ".experts.%lld.", &expert) != 1 ||
-            (cJSON_IsNumber(hidden) && layer >= hidden->valuedouble))
-            continue;
-        layers += expert == 0 && strstr(x, "_scale") == NULL &&
-                  (strstr(x, "gate_proj.weight") != NULL ||
-                   strstr(x, ".w1.weight") != NULL);
-        if ((uint64_t)expert + 1 > experts)
-            experts = (uint64_t)expert + 1;
-    }
-    if (experts == 0)
-        return wex__error(WEX_ERR_INVALID,
-                          "the destination's model has no routed experts");
-    *layers_p = layers;
-    *experts_p = experts;
-    *physical_p =
-        experts + (cJSON_IsNumber(extra) ? (uint64_t)extra->valuedouble : 0);
-    return WEX_OK;
+    return wex__planner_expert_slots(&job->plan, layers_p, physical_p,
+                                     experts_p);
 }
 
 void wex_tool_synth_set_changed(double fraction)

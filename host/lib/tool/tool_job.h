@@ -46,7 +46,7 @@ uint64_t wex_tool_job_placements(const wex_job *job);
 /* The destination's expert slots: MoE layers of the main model (no MTP
  * layers), physical slots a layer (routed experts + the destination's
  * options/redundant_experts) and routed experts. */
-wex_status wex_tool_job_expert_slots(const wex_job *job, uint64_t *layers_p,
+wex_status wex_tool_job_expert_slots(wex_job *job, uint64_t *layers_p,
                                      uint64_t *physical_p, uint64_t *experts_p);
 
 /* ---- the test oracle -------------------------------------------------- */

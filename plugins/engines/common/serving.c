@@ -5,6 +5,14 @@
 
 #define LAYER "%s"
 
+int ws_arch_in(const char *arch, const char *const *names)
+{
+    for (size_t i = 0; arch != NULL && names[i] != NULL; i++)
+        if (strcmp(arch, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
 void ws_expert_range(int64_t experts, int64_t ep, int64_t ep_rank,
                      int64_t *first, int64_t *count)
 {

@@ -88,6 +88,10 @@ wex_status ws_serving_describe(ws_emit *e, const ws_model *m,
                                const ws_serving_sizes *s,
                                const ws_serving_rank *r);
 
+/* Whether architecture `arch` (may be NULL) is one of the NULL-
+ * terminated `names`: the facts an engine keys by model class. */
+int ws_arch_in(const char *arch, const char *const *names);
+
 /* Experts [first, first+count) held by expert-parallel rank ep_rank:
  * contiguous, the first (experts % ep) ranks holding one more. */
 void ws_expert_range(int64_t experts, int64_t ep, int64_t ep_rank,

@@ -58,15 +58,6 @@ static const ws_serving_flavor flavor = {
 enum { V_0_5_23, V_0_5_9, V_0_5_2 };
 static const char *const versions[] = {"0.5.23", "0.5.9", "0.5.2", NULL};
 
-/* arch is one of the NULL-terminated names. */
-static int arch_in(const char *arch, const char *const *names)
-{
-    for (size_t i = 0; arch != NULL && names[i] != NULL; i++)
-        if (strcmp(arch, names[i]) == 0)
-            return 1;
-    return 0;
-}
-
 /* With tied embeddings SGLang's Qwen2 and Qwen3 (qwen2.py, qwen3.py)
  * build lm_head as a ParallelLMHead of its own when pp > 1, loaded from
  * model.embed_tokens.weight; the others (llama.py: lm_head =
@@ -80,7 +71,7 @@ static wex_status read_tied_head(const wex_engine_ctx *ctx, const char *arch,
 
     if (ctx->view.lm_head >= 0 || ctx->p[WS_P_PP] == 1)
         return WEX_OK;
-    s->tied_head_on_last_stage = arch_in(arch, own_head);
+    s->tied_head_on_last_stage = ws_arch_in(arch, own_head);
     if (s->tied_head_on_last_stage)
         return WEX_OK;
     return WP_FAIL(ctx->host, WEX_ERR_INVALID,
@@ -107,7 +98,7 @@ static int embed_follows_attention(const char *arch)
                                         "DeepseekV3ForCausalLM",
                                         NULL};
 
-    return arch_in(arch, archs);
+    return ws_arch_in(arch, archs);
 }
 
 /* --moe-a2a-backend values modelled, "none" first. */

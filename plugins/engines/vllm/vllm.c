@@ -36,8 +36,6 @@
  */
 #include <wex/plugin.h>
 
-#include <string.h>
-
 #include "parallel_cfg.h"
 #include "plugin_fail.h"
 #include "plugin_options.h"
@@ -94,14 +92,11 @@ static const int sequence_parallel[][15] = {
  * every pipeline stage. */
 static int ends_every_stage(const char *arch)
 {
-    static const char *const archs[] = {
-        "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "MixtralForCausalLM"};
+    static const char *const archs[] = {"Qwen2MoeForCausalLM",
+                                        "Qwen3MoeForCausalLM",
+                                        "MixtralForCausalLM", NULL};
 
-    for (size_t i = 0; arch != NULL && i < sizeof(archs) / sizeof(archs[0]);
-         i++)
-        if (strcmp(arch, archs[i]) == 0)
-            return 1;
-    return 0;
+    return ws_arch_in(arch, archs);
 }
 
 static wex_status read_data_parallel(wex_engine_ctx *ctx,

@@ -407,7 +407,8 @@ wex_status wex__job_fit(wex_job *job, const uint64_t *dead, uint64_t dead_count,
         absent = job->members.absent;
         absent_count = job->members.absent_count;
     }
-    if (same_set(job->members.dead, job->members.dead_count, dead,
+    if (!job->members.replan &&
+        same_set(job->members.dead, job->members.dead_count, dead,
                  dead_count) &&
         (absent_count == job->members.absent_count &&
          (absent_count == UINT64_MAX ||
@@ -433,6 +434,7 @@ wex_status wex__job_fit(wex_job *job, const uint64_t *dead, uint64_t dead_count,
     if (st == WEX_OK)
         st = wex__job_take_ops(job, &b, dead, dead_count);
     wex__plan_builder_fini(&b);
+    job->members.replan = 0;
     /* Whatever happened, the ops no longer match the old set: a failed
      * plan leaves none, and the next fit plans again. */
     free(job->members.dead);

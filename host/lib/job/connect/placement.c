@@ -8,9 +8,9 @@
  * placement/<digest> (once per distinct map: the text is content-
  * addressed), counts itself in the try's "placed" counter and names its
  * rank and digest under placed/<i>. After the barrier the counter is read
- * once (a step without changes costs that one round trip), and only the
- * maps of ranks whose digest differs from what this process follows are
- * fetched. */
+ * once (a step without changes costs that one round trip; a job whose
+ * destination has no routed experts, none), and only the maps of ranks
+ * whose digest differs from what this process follows are fetched. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,6 +192,17 @@ wex_status wex__placement_follow(wex_job *job, const char *try_prefix,
     wex_status st;
     double t0 = wex__now();
 
+    if (job->members.experts_move == 0) {
+        uint64_t layers, physical, experts;
+        job->members.experts_move =
+            wex__planner_expert_slots(&job->plan, &layers, &physical,
+                                      &experts) == WEX_OK
+                ? 1
+                : -1;
+        wex__error_clear();
+    }
+    if (job->members.experts_move < 0)
+        return WEX_OK;
     snprintf(key, sizeof(key), "%splaced", try_prefix);
     if ((st = wex__store_add(c, key, 0, &n)) != WEX_OK || n <= 0)
         return st;
@@ -236,7 +247,7 @@ wex_status wex__placement_follow(wex_job *job, const char *try_prefix,
         job->members.placing = NULL;
     }
     if (st == WEX_OK && count > 0) {
-        job->members.dead_count = UINT64_MAX; /* plan again at the fit */
+        job->members.replan = 1;
         job->members.placements += count;
         WEX__DEBUG("%s rank %llu: %zu destination rank%s placed anew in "
                    "%.3f s",
