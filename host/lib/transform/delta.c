@@ -127,8 +127,10 @@ static void write_chunk(wex__delta_enc *e, const uint8_t *snap, uint32_t u)
         *p++ = WEX__DELTA_SPARSE;
         p = put_varint(p, n);
         *p++ = (uint8_t)l;
-        memset(p, 0, (size_t)(low_bytes + high_bytes));
+        memset(p + low_bytes, 0, (size_t)high_bytes);
         {
+            /* low parts 32 bits at a time (l < 16, so acc never holds
+             * more than 47) */
             uint64_t acc = 0, mask = l ? (1ull << l) - 1 : 0;
             unsigned have = 0;
             uint8_t *q = p;
@@ -136,40 +138,49 @@ static void write_chunk(wex__delta_enc *e, const uint8_t *snap, uint32_t u)
                 uint32_t x = e->pos[i];
                 acc |= (uint64_t)(x & mask) << have;
                 have += l;
-                while (have >= 8) {
-                    *q++ = (uint8_t)acc;
-                    acc >>= 8;
-                    have -= 8;
+                if (have >= 32) {
+                    q[0] = (uint8_t)acc;
+                    q[1] = (uint8_t)(acc >> 8);
+                    q[2] = (uint8_t)(acc >> 16);
+                    q[3] = (uint8_t)(acc >> 24);
+                    q += 4;
+                    acc >>= 32;
+                    have -= 32;
                 }
                 set_bit(p + low_bytes, (uint64_t)(x >> l) + i);
             }
-            if (have > 0)
-                *q = (uint8_t)acc;
+            for (; have > 0; have = have > 8 ? have - 8 : 0, acc >>= 8)
+                *q++ = (uint8_t)acc;
         }
         p += low_bytes + high_bytes;
     }
-    if (elem == 2) /* bf16, the common case: a fixed-size copy */
-        for (uint32_t i = 0; i < n; i++, p += 2)
-            memcpy(p, snap + (size_t)e->pos[i] * 2, 2);
-    else
-        for (uint32_t i = 0; i < n; i++, p += elem)
-            memcpy(p, snap + (size_t)e->pos[i] * elem, elem);
-    e->used = (size_t)(p - e->out);
+    memcpy(p, e->vals, (size_t)n * elem);
+    e->used = (size_t)(p - e->out) + (size_t)n * elem;
 }
 
 /* ---- encoding ---------------------------------------------------------- */
 
+/* The scans write a vector's worth past the last change: room for it. */
+#define SLACK 64
+
 int wex__delta_enc_alloc(wex__delta_enc *e)
 {
     memset(e, 0, sizeof(*e));
-    e->pos = malloc(WEX__DELTA_CHUNK * sizeof(*e->pos));
-    return e->pos != NULL ? 0 : -1;
+    e->pos = malloc((WEX__DELTA_CHUNK + SLACK) * sizeof(*e->pos));
+    e->vals = malloc(WEX__DELTA_CHUNK * 8 + SLACK);
+    if (e->pos == NULL || e->vals == NULL) {
+        wex__delta_enc_free(e);
+        return -1;
+    }
+    return 0;
 }
 
 void wex__delta_enc_free(wex__delta_enc *e)
 {
     free(e->pos);
+    free(e->vals);
     e->pos = NULL;
+    e->vals = NULL;
 }
 
 void wex__delta_enc_start(wex__delta_enc *e, unsigned elem, uint8_t *out,
@@ -215,6 +226,8 @@ static inline void word_changed(wex__delta_enc *e, uint32_t at, uint64_t diff,
 
     while (lanes != 0) { /* elements are 1, 2, 4 or 8 bytes: shifts */
         unsigned bit = (unsigned)__builtin_ctzll(lanes);
+        memcpy(e->vals + (size_t)e->n * elem, cur + (bit >> 3 & ~(elem - 1)),
+               elem);
         e->pos[e->n++] = (uint16_t)(at + (bit >> sh));
         lanes &= lanes - 1;
     }
@@ -223,6 +236,18 @@ static inline void word_changed(wex__delta_enc *e, uint32_t at, uint64_t diff,
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+
+static int has_avx512(void)
+{
+    static int known = -1;
+
+    if (known < 0)
+        known = __builtin_cpu_supports("avx512f") &&
+                __builtin_cpu_supports("avx512bw") &&
+                __builtin_cpu_supports("avx512vl") &&
+                __builtin_cpu_supports("avx512vbmi2");
+    return known;
+}
 
 /* 64 bytes at a time with AVX2: equal elements found by a compare of the
  * element's width, the changed ones as a bit per byte; scan() takes the
@@ -271,6 +296,7 @@ scan_avx2(wex__delta_enc *e, const uint8_t *cur, uint8_t *snap, uint32_t at,
         while (diff != 0) { /* an element's first byte; shifts, as
                                * elements are 1, 2, 4 or 8 bytes */
             unsigned byte = (unsigned)__builtin_ctzll(diff) & ~(elem - 1);
+            memcpy(e->vals + (size_t)e->n * elem, cur + i + byte, elem);
             e->pos[e->n++] = (uint16_t)(at + ((i + byte) >> sh));
             /* few: only the changed elements, so a block's other cache
              * line stays clean */
@@ -283,7 +309,82 @@ scan_avx2(wex__delta_enc *e, const uint8_t *cur, uint8_t *snap, uint32_t at,
     }
     return i;
 }
+
+/* 64 bytes at a time with AVX-512: a mask of the changed elements, and
+ * no branch on it. The snapshot takes them by a masked store (a line
+ * without a change stays clean), their positions and values are packed
+ * by compress instructions and the count moves on by the mask's
+ * popcount; a block without a change writes nothing that counts. A
+ * branch on the mask, taken for a quarter of the blocks at 1 % of bf16
+ * elements changed and waiting on the loads it tests, cost more than the
+ * work it skipped (0.70 x memcpy with it, 0.93-0.99 x without). */
+#define AVX512 "avx512f,avx512bw,avx512vl,avx512vbmi2,popcnt"
+
+/* The chunk positions first + i of the (up to 32) set bits i of mask,
+ * after the ones recorded. */
+__attribute__((target(AVX512))) static inline void
+pack_positions(wex__delta_enc *e, uint32_t first, uint32_t mask)
+{
+    const __m512i iota = _mm512_set_epi16(
+        31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14,
+        13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    __m512i idx = _mm512_add_epi16(iota, _mm512_set1_epi16((short)first));
+
+    _mm512_storeu_si512(e->pos + e->n, _mm512_maskz_compress_epi16(mask, idx));
+}
+
+/* One loop per element size, so that the size is a constant in it. */
+#define SCAN_AVX512(name, bits, kind, k_bits)                                  \
+    __attribute__((target(AVX512))) static uint64_t name(                      \
+        wex__delta_enc *e, const uint8_t *cur, uint8_t *snap, uint32_t at,     \
+        uint64_t bytes)                                                        \
+    {                                                                          \
+        uint64_t i = 0;                                                        \
+                                                                               \
+        for (; i + 64 <= bytes; i += 64) {                                     \
+            __m512i a = _mm512_loadu_si512(cur + i);                           \
+            __m512i b = _mm512_loadu_si512(snap + i);                          \
+            k_bits k = _mm512_cmpneq_epi##bits##_mask(a, b);                   \
+            uint32_t first = at + (uint32_t)(i / (bits / 8));                  \
+                                                                               \
+            _mm512_mask_storeu_epi##bits(snap + i, k, a);                      \
+            _mm512_storeu_si512(e->vals + (size_t)e->n * (bits / 8),           \
+                                _mm512_maskz_compress_epi##bits(k, a));        \
+            kind;                                                              \
+        }                                                                      \
+        return i;                                                              \
+    }
+
+SCAN_AVX512(scan_avx512_8, 8, pack_positions(e, first, (uint32_t)k);
+            e->n += (uint32_t)__builtin_popcount((uint32_t)k);
+            pack_positions(e, first + 32, (uint32_t)(k >> 32));
+            e->n += (uint32_t)__builtin_popcount((uint32_t)(k >> 32)),
+            __mmask64)
+SCAN_AVX512(scan_avx512_16, 16, pack_positions(e, first, k);
+            e->n += (uint32_t)__builtin_popcount(k), __mmask32)
+SCAN_AVX512(scan_avx512_32, 32, pack_positions(e, first, k);
+            e->n += (uint32_t)__builtin_popcount(k), __mmask16)
+SCAN_AVX512(scan_avx512_64, 64, pack_positions(e, first, k);
+            e->n += (uint32_t)__builtin_popcount(k), __mmask8)
+
+static uint64_t scan_avx512(wex__delta_enc *e, const uint8_t *cur,
+                            uint8_t *snap, uint32_t at, uint64_t bytes)
+{
+    switch (e->elem) {
+    case 1: return scan_avx512_8(e, cur, snap, at, bytes);
+    case 2: return scan_avx512_16(e, cur, snap, at, bytes);
+    case 4: return scan_avx512_32(e, cur, snap, at, bytes);
+    default: return scan_avx512_64(e, cur, snap, at, bytes);
+    }
+}
 #endif
+
+static int isa_limit = WEX__DELTA_ISA_AVX512;
+
+void wex__delta_limit_isa(int isa)
+{
+    isa_limit = isa;
+}
 
 /* Scans `take` elements (a multiple of 8 bytes, or the stream's tail)
  * of the current chunk from chunk element `at` on. */
@@ -294,7 +395,9 @@ static void scan(wex__delta_enc *e, const uint8_t *cur, uint8_t *snap,
     uint64_t bytes = (uint64_t)take * elem, i = 0;
 
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (__builtin_cpu_supports("avx2"))
+    if (isa_limit >= WEX__DELTA_ISA_AVX512 && has_avx512())
+        i = scan_avx512(e, cur, snap, at, bytes);
+    else if (isa_limit >= WEX__DELTA_ISA_AVX2 && __builtin_cpu_supports("avx2"))
         i = scan_avx2(e, cur, snap, at, bytes);
 #endif
 
@@ -339,6 +442,7 @@ static void scan(wex__delta_enc *e, const uint8_t *cur, uint8_t *snap,
     for (; i < bytes; i += elem) /* a tail shorter than a word */
         if (memcmp(cur + i, snap + i, elem) != 0) {
             memcpy(snap + i, cur + i, elem);
+            memcpy(e->vals + (size_t)e->n * elem, cur + i, elem);
             e->pos[e->n++] = (uint16_t)(at + i / elem);
         }
 }

@@ -50,6 +50,7 @@ typedef struct wex__delta_enc {
     uint64_t skip;           /* unchanged chunks not yet written */
     uint64_t elems, changed; /* totals */
     uint16_t *pos;           /* [WEX__DELTA_CHUNK]: changed positions */
+    uint8_t *vals;           /* ... and their current bytes */
     /* the snapshot of the chunk's first element: the caller's snapshot
      * is one contiguous stream, and after the scan it holds the chunk's
      * current bytes, which the payload's values are taken from */
@@ -72,6 +73,11 @@ void wex__delta_enc_feed(wex__delta_enc *e, const uint8_t *cur, uint8_t *snap,
 /* Ends the stream; the payload's length, or -1 when it outgrew cap (the
  * snapshot is up to date either way). */
 int64_t wex__delta_enc_end(wex__delta_enc *e);
+
+/* The vector instructions the encoder may use, the best this CPU has by
+ * default; tests lower it to reach every path on one machine. */
+enum { WEX__DELTA_ISA_SCALAR, WEX__DELTA_ISA_AVX2, WEX__DELTA_ISA_AVX512 };
+void wex__delta_limit_isa(int isa);
 
 /* The bytes a chunk of u elements with n changed takes in a payload
  * (0 for none: it joins a SKIP run). */
