@@ -4,7 +4,8 @@
  * the snapshot, and brings the snapshot up to date) against
  * single-thread memcpy of the region's bytes; applying the payload (its
  * changed elements written into a copy of the old bytes) against copying
- * the whole region; and the payload's size against the region's and
+ * the whole region, on one thread and on the threads a destination
+ * applies with by default; and the payload's size against the region's and
  * against an int32 index and a value per changed element. Best of
  * several passes each. Not a test: tools/bench-delta.sh runs it.
  *
@@ -16,6 +17,7 @@
 
 #include "clock.h"
 #include "delta.h"
+#include "parallel.h"
 
 #define PASSES 5
 
@@ -29,21 +31,40 @@ static uint64_t next(void)
     return rng;
 }
 
-typedef struct target {
-    uint8_t *buf;
-} target;
+/* The payload's pieces, applied by the destination's threads. */
+typedef struct applier {
+    const uint8_t *payload;
+    wex__delta_piece pieces[64];
+    uint64_t elems;
+    uint8_t *to;
+} applier;
 
-static int apply(void *arg, uint64_t base, const uint32_t *pos, uint32_t n,
-                 const uint8_t *values)
+static int apply_piece(void *arg, size_t k)
 {
-    uint8_t *to = ((target *)arg)->buf + base * 2;
+    applier *a = arg;
+    char why[200];
 
-    /* what a destination's apply does with a contiguous run */
-    if (pos == NULL)
-        memcpy(to, values, (size_t)n * 2);
-    else
-        wex__delta_scatter(to, pos, n, values, 2);
+    if (wex__delta_apply_piece(a->payload, &a->pieces[k], 2, a->elems, a->to,
+                               why, sizeof(why)) != 0) {
+        fprintf(stderr, "bench_delta: %s\n", why);
+        return 1;
+    }
     return 0;
+}
+
+/* Applies the payload into copy on `threads` threads, as a destination
+ * does at commit (cut in two pieces a thread); seconds, or -1. */
+static double apply_on(unsigned threads, const uint8_t *payload, size_t len,
+                       uint64_t n, uint8_t *copy)
+{
+    applier a = {payload, {{0}}, n, copy};
+    double t0 = wex__now();
+    size_t count = wex__delta_cut(payload, len, 2, n,
+                                  threads > 1 ? 2 * threads : 1, a.pieces);
+
+    if (wex__parallel(count, threads, apply_piece, &a) != 0)
+        return -1;
+    return wex__now() - t0;
 }
 
 int main(int argc, char **argv)
@@ -58,7 +79,7 @@ int main(int argc, char **argv)
     uint8_t *payload = malloc(cap);
     double best_copy = 1e30;
     wex__delta_enc e;
-    char why[200];
+    unsigned threads = wex__parallel_default(WEX__DELTA_APPLY_THREADS);
 
     if (count > 8)
         count = 8;
@@ -83,7 +104,7 @@ int main(int argc, char **argv)
            (unsigned long long)mib, PASSES);
     printf("memcpy, one thread %9.2f GB/s\n", bytes / best_copy / 1e9);
     for (int k = 0; k < count; k++) {
-        double best_enc = 1e30, best_apply = 1e30;
+        double best_enc = 1e30, best_apply = 1e30, best_apply_n = 1e30;
         uint64_t changed = 0;
         int64_t len = 0;
         memcpy(cur, old, bytes);
@@ -93,8 +114,7 @@ int main(int argc, char **argv)
                 changed++;
             }
         for (int p = 0; p < PASSES; p++) {
-            target t = {copy};
-            double t0, t1;
+            double t0, t1, took;
             memcpy(snap, old, bytes);
             t0 = wex__now();
             wex__delta_enc_start(&e, 2, payload, cap);
@@ -103,29 +123,31 @@ int main(int argc, char **argv)
             t1 = wex__now();
             if (t1 - t0 < best_enc)
                 best_enc = t1 - t0;
-            memcpy(copy, old, bytes);
-            t0 = wex__now();
-            if (wex__delta_walk(payload, (size_t)len, 2, n, apply, &t, why,
-                                sizeof(why)) != 0) {
-                fprintf(stderr, "bench_delta: %s\n", why);
-                return 1;
+            for (int on = 0; on < 2; on++) {
+                memcpy(copy, old, bytes);
+                took =
+                    apply_on(on ? threads : 1, payload, (size_t)len, n, copy);
+                if (took < 0)
+                    return 1;
+                if (memcmp(copy, cur, bytes) != 0) {
+                    fprintf(stderr,
+                            "bench_delta: the applied payload differs\n");
+                    return 1;
+                }
+                if (on && took < best_apply_n)
+                    best_apply_n = took;
+                if (!on && took < best_apply)
+                    best_apply = took;
             }
-            t1 = wex__now();
-            if (t1 - t0 < best_apply)
-                best_apply = t1 - t0;
-        }
-        if (memcmp(copy, cur, bytes) != 0) {
-            fprintf(stderr, "bench_delta: the applied payload differs\n");
-            return 1;
         }
         printf("%5.1f %% changed: payload %.3f %% of the bytes (int32 "
                "index + value: %.3f %%); encode %.2f GB/s, %.2f x memcpy "
-               "(target >= 0.8); apply %.2f x copying the region (target "
-               ">= 3 at 1 %%)\n",
+               "(target >= 0.8); apply %.2f x copying the region on one "
+               "thread, %.2f x on %u (target >= 3 at 1 %%)\n",
                percents[k], 100.0 * (double)len / (double)bytes,
                100.0 * (double)changed * 6 / (double)bytes,
                bytes / best_enc / 1e9, best_copy / best_enc,
-               best_copy / best_apply);
+               best_copy / best_apply, best_copy / best_apply_n, threads);
     }
     free(old);
     free(cur);

@@ -4,8 +4,8 @@
 # destination element checked after every step. Over shm and ucx, with
 # fractions 0, 1 % and 1; into FP8 servers (their e4m3 bytes as deltas
 # too, made once a step for both servers; the block scales whole); a destination killed mid-step and started
-# again gets whole bytes once, then deltas. Then `wex plan --changed` and
-# the refusals.
+# again gets whole bytes once, then deltas; a 30 % step applied on 8
+# threads. Then `wex plan --changed` and the refusals.
 # Usage: test_delta_run.sh WEX TESTS_DATA_DIR SCHEMAS_DIR
 set -uo pipefail
 WEX=$1
@@ -121,6 +121,48 @@ assert s[4]["mode"] == s[5]["mode"] == "delta", (s[4], s[5])
 assert any("destination rank 1 died" in e for e in r["errors"]), r["errors"]
 PY
 shm_clean "respawn"
+
+# A step where 30 % changed (inboxes that hold it), applied on 8
+# threads: the larger payloads are cut in pieces that threads write at
+# once, into runs of a tensor (a TP4 trainer's quarter of a TP2 server's
+# row-parallel weight) and straight into whole ones; every element
+# checked.
+sed -e 's/"delta": true/"delta": {"max_fraction": 0.5, "inbox_bytes": 33554432, "apply_threads": 8}/' \
+    -e 's/"megatron", "parallel": {"tp": 2}/"megatron", "parallel": {"tp": 4}/' \
+    "$TMP/shm.json" >"$TMP/threads.json"
+if "$WEX" run "$TMP/threads.json" --steps 3 --changed 0.3 --json \
+        >"$TMP/threads.out" 2>"$TMP/err"; then
+    pass "apply on 8 threads: exit 0"
+else
+    fail "apply on 8 threads: exit $? ($(tail -3 "$TMP/err"))"
+fi
+/usr/bin/python3 - "$TMP/threads.out" <<'PY' && pass "apply on 8 threads: steps 2 and 3 deltas of 30 %, every element checked" || fail "apply on 8 threads: report"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["verified"] is True, r["errors"]
+assert all(s["committed"] for s in r["steps"]), r["steps"]
+assert all(s["mode"] == "delta" and abs(s["changed_fraction"] - 0.3) < 0.01
+           for s in r["steps"][1:]), r["steps"]
+PY
+shm_clean "apply on 8 threads"
+
+# Bad delta options: one line naming the JSON path and what was expected.
+for bad in '{"max_fraction": 0}|/delta/max_fraction: expected number > 0' \
+           '{"max_fraction": 1.5}|/delta/max_fraction: expected number <= 1' \
+           '{"inbox_bytes": 1000}|/delta/inbox_bytes: expected integer >= 1048576' \
+           '{"apply_threads": 0}|/delta/apply_threads: expected integer >= 1' \
+           '{"apply_thread": 2}|unknown property "apply_thread", did you mean "apply_threads"'; do
+    value=${bad%%|*} want=${bad#*|}
+    sed "s/\"delta\": true/\"delta\": $value/" "$TMP/shm.json" >"$TMP/bad.json"
+    "$WEX" plan "$TMP/bad.json" >"$TMP/out" 2>"$TMP/err"
+    code=$?
+    if [ "$code" -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] &&
+        grep -qF -- "$want" "$TMP/err" && grep -qF "bad.json" "$TMP/err"; then
+        pass "delta $value refused in one line"
+    else
+        fail "delta $value: exit $code: $(cat "$TMP/err")"
+    fi
+done
 
 # wex plan --changed: the delta step beside the whole one.
 "$WEX" plan "$TMP/shm.json" --changed 0.01 --json >"$TMP/plan.json" 2>"$TMP/err"

@@ -98,6 +98,22 @@ static int64_t round_trip(const uint8_t *old, const uint8_t *cur, uint64_t n,
                       "%s", why);
         ck_assert_msg(memcmp(applied, cur, n * elem) == 0,
                       "applying the payload gives the current bytes");
+        /* and so does the direct apply, whole and in pieces */
+        for (size_t max = 1; max <= 3; max += 2) {
+            wex__delta_piece pieces[3];
+            size_t count =
+                wex__delta_cut(payload, (size_t)len, elem, n, max, pieces);
+            memcpy(applied, old, n * elem);
+            for (size_t k = 0; k < count; k++)
+                ck_assert_msg(wex__delta_apply_piece(payload, &pieces[k], elem,
+                                                     n, applied, why,
+                                                     sizeof(why)) == 0,
+                              "%s", why);
+            ck_assert_msg(memcmp(applied, cur, n * elem) == 0,
+                          "applying the payload directly in %zu pieces gives "
+                          "the current bytes",
+                          count);
+        }
     }
     wex__delta_enc_free(&e);
     free(snap);
@@ -177,6 +193,82 @@ START_TEST(every_scan_writes_the_same_payload)
 }
 END_TEST
 
+/* A payload cut into pieces walks, piece by piece and in any order, to
+ * what the whole walk writes: the pieces follow one another, cover the
+ * payload and the stream, and each sink call falls in its piece. */
+typedef struct piece_target {
+    target t;
+    uint64_t first, end; /* the piece's chunks */
+} piece_target;
+
+static int apply_in_piece(void *arg, uint64_t base, const uint32_t *pos,
+                          uint32_t n, const uint8_t *values)
+{
+    piece_target *p = arg;
+
+    ck_assert_uint_ge(base / WEX__DELTA_CHUNK, p->first);
+    ck_assert_uint_lt(base / WEX__DELTA_CHUNK, p->end);
+    return apply(&p->t, base, pos, n, values);
+}
+
+START_TEST(pieces_walk_to_the_whole)
+{
+    static const double fractions[] = {0, 0.001, 0.01, 0.3, 1};
+    static const size_t maxes[] = {1, 2, 3, 7, 64};
+    uint64_t n = 16384 * 9 + 77;
+
+    for (size_t a = 0; a < 5; a++) {
+        size_t cap = wex__delta_bound(n, 2);
+        uint8_t *old = malloc(n * 2), *cur = malloc(n * 2),
+                *applied = malloc(n * 2), *payload = malloc(cap);
+        int64_t len;
+
+        make(old, cur, n, 2, fractions[a]);
+        len = round_trip(old, cur, n, 2, payload, cap);
+        ck_assert_int_ge(len, 0);
+        for (size_t b = 0; b < 5; b++) {
+            wex__delta_piece pieces[64];
+            size_t count =
+                wex__delta_cut(payload, (size_t)len, 2, n, maxes[b], pieces);
+            char why[200];
+
+            ck_assert_uint_ge(count, 1);
+            ck_assert_uint_le(count, maxes[b]);
+            if (fractions[a] >= 0.01 && maxes[b] > 1)
+                ck_assert_msg(count > 1, "%.3f changed, %zu pieces asked: %zu",
+                              fractions[a], maxes[b], count);
+            ck_assert_uint_eq(pieces[0].offset, 0);
+            ck_assert_uint_eq(pieces[0].first, 0);
+            ck_assert_uint_eq(pieces[count - 1].end,
+                              (n + WEX__DELTA_CHUNK - 1) / WEX__DELTA_CHUNK);
+            ck_assert_uint_eq(pieces[count - 1].offset + pieces[count - 1].len,
+                              (uint64_t)len);
+            memcpy(applied, old, n * 2);
+            for (size_t k = count; k-- > 0;) { /* last first */
+                piece_target p = {
+                    {applied, 2, n}, pieces[k].first, pieces[k].end};
+                if (k > 0) {
+                    ck_assert_uint_eq(pieces[k].offset,
+                                      pieces[k - 1].offset + pieces[k - 1].len);
+                    ck_assert_uint_eq(pieces[k].first, pieces[k - 1].end);
+                }
+                ck_assert_msg(wex__delta_walk_piece(payload, &pieces[k], 2, n,
+                                                    apply_in_piece, &p, why,
+                                                    sizeof(why)) == 0,
+                              "%s", why);
+            }
+            ck_assert_msg(memcmp(applied, cur, n * 2) == 0,
+                          "%.3f changed in %zu pieces: applied differs",
+                          fractions[a], count);
+        }
+        free(old);
+        free(cur);
+        free(applied);
+        free(payload);
+    }
+}
+END_TEST
+
 static double ratio_at(double f)
 {
     uint64_t n = 1u << 22; /* 8 MiB of bf16 */
@@ -231,11 +323,23 @@ START_TEST(damaged_payloads_stay_inside_the_stream)
     make(old, cur, n, 2, 0.02);
     len = round_trip(old, cur, n, 2, payload, cap);
     ck_assert_int_gt(len, 8);
-    for (int64_t cut = 0; cut < len; cut++)
+    for (int64_t cut = 0; cut < len; cut++) {
+        wex__delta_piece pieces[3];
+        size_t count;
+        int refused = 0;
+
         ck_assert_msg(wex__delta_walk(payload, (size_t)cut, 2, n, apply, &t,
                                       why, sizeof(why)) != 0,
                       "a payload cut at %lld of %lld bytes is refused",
                       (long long)cut, (long long)len);
+        /* and in pieces: some piece's walk refuses it */
+        count = wex__delta_cut(payload, (size_t)cut, 2, n, 3, pieces);
+        for (size_t k = 0; k < count; k++)
+            refused |= wex__delta_walk_piece(payload, &pieces[k], 2, n, apply,
+                                             &t, why, sizeof(why)) != 0;
+        ck_assert_msg(refused, "a payload cut at %lld is refused in pieces",
+                      (long long)cut);
+    }
     /* a stream a chunk longer than the payload covers */
     ck_assert_int_ne(wex__delta_walk(payload, (size_t)len, 2,
                                      n + WEX__DELTA_CHUNK, apply, &t, why,
@@ -247,6 +351,20 @@ START_TEST(damaged_payloads_stay_inside_the_stream)
         copy[next() % (uint64_t)len] ^= (uint8_t)(1u << (next() % 8));
         (void)wex__delta_walk(copy, (size_t)len, 2, n, apply, &t, why,
                               sizeof(why)); /* apply() bounds-checks */
+        { /* the direct apply stays inside the stream (ASan watches) */
+            wex__delta_piece whole = {0, (size_t)len, 0,
+                                      (n + WEX__DELTA_CHUNK - 1) /
+                                          WEX__DELTA_CHUNK};
+            (void)wex__delta_apply_piece(copy, &whole, 2, n, buf, why,
+                                         sizeof(why));
+        }
+        {
+            wex__delta_piece pieces[4];
+            size_t count = wex__delta_cut(copy, (size_t)len, 2, n, 4, pieces);
+            for (size_t j = 0; j < count; j++)
+                (void)wex__delta_walk_piece(copy, &pieces[j], 2, n, apply, &t,
+                                            why, sizeof(why));
+        }
         free(copy);
     }
     free(old);
@@ -264,6 +382,7 @@ static Suite *delta_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, round_trips);
     tcase_add_test(tc, every_scan_writes_the_same_payload);
+    tcase_add_test(tc, pieces_walk_to_the_whole);
     tcase_add_test(tc, sizes_meet_their_bounds);
     tcase_add_test(tc, overflow_is_refused_and_the_snapshot_kept_current);
     tcase_add_test(tc, damaged_payloads_stay_inside_the_stream);

@@ -227,7 +227,7 @@ static wex_status bind_fields(wex__job_config *c, const char *base_dir,
     first = first ? first : status;
     {
         const cJSON *delta = cJSON_GetObjectItemCaseSensitive(doc, "delta");
-        const cJSON *inbox;
+        const cJSON *inbox, *threads;
         c->delta = cJSON_IsTrue(delta) || cJSON_IsObject(delta);
         c->delta_max_fraction = cJSON_IsObject(delta)
                                     ? number_at(doc, "delta", "max_fraction")
@@ -235,6 +235,9 @@ static wex_status bind_fields(wex__job_config *c, const char *base_dir,
         inbox = cJSON_GetObjectItemCaseSensitive(delta, "inbox_bytes");
         c->delta_inbox_bytes =
             cJSON_IsNumber(inbox) ? (uint64_t)inbox->valuedouble : 0;
+        threads = cJSON_GetObjectItemCaseSensitive(delta, "apply_threads");
+        c->delta_apply_threads =
+            cJSON_IsNumber(threads) ? (unsigned)threads->valuedouble : 0;
     }
 
     status = resolve(c, registry, &c->source, WEX_KIND_ENGINE, "/source/engine",

@@ -535,11 +535,47 @@ static int get_varint(reader *r, uint64_t *v)
     return -1;
 }
 
-static int read_sparse(reader *r, uint32_t u, unsigned elem, uint32_t *pos,
-                       uint64_t chunk, uint32_t *n_p)
+static uint64_t le64(uint64_t v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return __builtin_bswap64(v);
+#else
+    return v;
+#endif
+}
+
+/* Up to 8 bytes from p, as many as there are before end, little-endian. */
+static uint64_t tail_bytes(const uint8_t *p, const uint8_t *end)
+{
+    uint64_t v = 0;
+
+    for (unsigned b = 0; b < 8 && p + b < end; b++)
+        v |= (uint64_t)p[b] << (8 * b);
+    return v;
+}
+
+/* 64-bit word w of a bitmap of `bytes` bytes. */
+static uint64_t high_word(const uint8_t *bits, uint64_t bytes, uint64_t w)
+{
+    uint64_t v;
+
+    if (w * 8 + 8 <= bytes) {
+        memcpy(&v, bits + w * 8, 8);
+        return le64(v);
+    }
+    return tail_bytes(bits + w * 8, bits + bytes);
+}
+
+/* A sparse chunk's positions into pos[], or, when `to` is not NULL, its
+ * values straight to those elements of `to` as each position is decoded
+ * (the decoding then runs while the scattered writes wait on memory).
+ * Inlined with elem a constant, so that a value's write is one store. */
+static inline __attribute__((always_inline)) int
+read_sparse(reader *r, uint32_t u, unsigned elem, uint32_t *pos, uint8_t *to,
+            uint64_t chunk, uint32_t *n_p)
 {
     uint64_t n, low_bytes, high_bytes, hb;
-    const uint8_t *low, *high;
+    const uint8_t *low, *high, *values;
     unsigned l;
     uint64_t j;
 
@@ -555,40 +591,144 @@ static int read_sparse(reader *r, uint32_t u, unsigned elem, uint32_t *pos,
         return fail(r, "sparse positions or values past the end", chunk);
     low = r->p;
     high = r->p + low_bytes;
+    values = high + high_bytes;
     {
-        uint64_t acc = 0, mask = l ? (1ull << l) - 1 : 0;
-        unsigned have = 0;
-        const uint8_t *q = low;
-        unsigned byte = 0;
-        uint64_t at = 0; /* the high bitmap, a byte at a time */
+        /* the low parts read 8 bytes at a time at each part's bit
+         * offset, without a branch, while 8 bytes are left before the
+         * payload's end (they are until the last few: the high parts and
+         * values follow); the high parts' set bits a 64-bit word at a
+         * time */
+        uint64_t mask = l ? (1ull << l) - 1 : 0, word = 0, w = 0;
+        uint64_t avail = (uint64_t)(r->end - low);
+        uint64_t words = (high_bytes + 7) / 8;
+        uint32_t prev = 0;
 
         for (uint64_t i = 0; i < n; i++) {
+            uint64_t bit = i * l, v;
             uint32_t x;
-            while (have < l) {
-                acc |= (uint64_t)*q++ << have;
-                have += 8;
-            }
-            x = (uint32_t)(acc & mask);
-            acc >>= l;
-            have -= l;
-            /* the next set bit of the high bitmap */
-            while (byte == 0 && at < high_bytes)
-                byte = high[at++];
-            if (byte == 0)
+            if ((bit >> 3) + 8 <= avail) {
+                memcpy(&v, low + (bit >> 3), 8);
+                v = le64(v);
+            } else
+                v = tail_bytes(low + (bit >> 3), high + high_bytes);
+            x = (uint32_t)((v >> (bit & 7)) & mask);
+            while (word == 0 && w < words)
+                word = high_word(high, high_bytes, w++);
+            if (word == 0)
                 return fail(r, "fewer high parts than positions", chunk);
-            j = (at - 1) * 8 + (unsigned)__builtin_ctz(byte);
-            byte &= byte - 1;
+            j = (w - 1) * 64 + (unsigned)__builtin_ctzll(word);
+            word &= word - 1;
             if (j >= hb)
                 return fail(r, "fewer high parts than positions", chunk);
             x |= (uint32_t)(j - i) << l;
-            if (x >= u || (i > 0 && x <= pos[i - 1]))
+            if (x >= u || (i > 0 && x <= prev))
                 return fail(r, "sparse positions out of order or range", chunk);
-            pos[i] = x;
+            prev = x;
+            if (to != NULL)
+                memcpy(to + (size_t)x * elem, values + i * elem, elem);
+            else
+                pos[i] = x;
         }
     }
     r->p += low_bytes + high_bytes;
     *n_p = (uint32_t)n;
     return 0;
+}
+
+/* read_sparse with the element size a constant. */
+static int read_sparse_any(reader *r, uint32_t u, unsigned elem, uint32_t *pos,
+                           uint8_t *to, uint64_t chunk, uint32_t *n_p)
+{
+    switch (elem) {
+    case 1: return read_sparse(r, u, 1, pos, to, chunk, n_p);
+    case 2: return read_sparse(r, u, 2, pos, to, chunk, n_p);
+    case 4: return read_sparse(r, u, 4, pos, to, chunk, n_p);
+    default: return read_sparse(r, u, 8, pos, to, chunk, n_p);
+    }
+}
+
+/* A bitmap chunk's u bits and its values, written into `to`; the values'
+ * bytes. Bits past u are none. */
+static uint64_t put_bitmap_scalar(uint8_t *to, const uint8_t *bits, uint32_t u,
+                                  const uint8_t *values, unsigned elem)
+{
+    const uint8_t *v = values;
+
+    for (uint32_t i = 0; i < u; i += 8) {
+        unsigned b = bits[i / 8];
+        if (i + 8 > u)
+            b &= (1u << (u - i)) - 1;
+        while (b != 0) {
+            memcpy(to + (size_t)(i + (unsigned)__builtin_ctz(b)) * elem, v,
+                   elem);
+            v += elem;
+            b &= b - 1;
+        }
+    }
+    return (uint64_t)(v - values);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* The same with AVX-512: 64 bytes of elements a time, the values spread
+ * to their places by an expanding load and written by a masked store. */
+#define PUT_BITMAP_AVX512(name, bits_, k_bits)                                 \
+    __attribute__((target(AVX512))) static uint64_t name(                      \
+        uint8_t *to, const uint8_t *bits, uint32_t u, const uint8_t *values)   \
+    {                                                                          \
+        const unsigned per = 512 / bits_; /* elements a vector */              \
+        const uint8_t *v = values;                                             \
+                                                                               \
+        for (uint32_t i = 0; i < u; i += per) {                                \
+            k_bits k = 0;                                                      \
+            __m512i x;                                                         \
+            for (unsigned b = 0; b < per / 8 && i + 8 * b < u; b++)            \
+                k |= (k_bits)((k_bits)bits[i / 8 + b] << (8 * b));             \
+            if (u - i < per)                                                   \
+                k &= (k_bits)(((k_bits)1 << (u - i)) - 1);                     \
+            x = _mm512_maskz_expandloadu_epi##bits_(k, v);                     \
+            _mm512_mask_storeu_epi##bits_(to + (size_t)i * (bits_ / 8), k, x); \
+            v += (size_t)__builtin_popcountll((uint64_t)k) * (bits_ / 8);      \
+        }                                                                      \
+        return (uint64_t)(v - values);                                         \
+    }
+
+PUT_BITMAP_AVX512(put_bitmap_avx512_8, 8, __mmask64)
+PUT_BITMAP_AVX512(put_bitmap_avx512_16, 16, __mmask32)
+PUT_BITMAP_AVX512(put_bitmap_avx512_32, 32, __mmask16)
+PUT_BITMAP_AVX512(put_bitmap_avx512_64, 64, __mmask8)
+#endif
+
+static uint64_t put_bitmap(uint8_t *to, const uint8_t *bits, uint32_t u,
+                           const uint8_t *values, unsigned elem)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (isa_limit >= WEX__DELTA_ISA_AVX512 && has_avx512())
+        switch (elem) {
+        case 1: return put_bitmap_avx512_8(to, bits, u, values);
+        case 2: return put_bitmap_avx512_16(to, bits, u, values);
+        case 4: return put_bitmap_avx512_32(to, bits, u, values);
+        default: return put_bitmap_avx512_64(to, bits, u, values);
+        }
+#endif
+    switch (elem) {
+    case 1: return put_bitmap_scalar(to, bits, u, values, 1);
+    case 2: return put_bitmap_scalar(to, bits, u, values, 2);
+    case 4: return put_bitmap_scalar(to, bits, u, values, 4);
+    default: return put_bitmap_scalar(to, bits, u, values, 8);
+    }
+}
+
+static uint64_t bitmap_count(const uint8_t *bits, uint32_t u)
+{
+    uint64_t n = 0;
+
+    for (uint32_t i = 0; i < u; i += 8) {
+        unsigned b = bits[i / 8];
+        if (i + 8 > u)
+            b &= (1u << (u - i)) - 1;
+        n += (unsigned)__builtin_popcount(b);
+    }
+    return n;
 }
 
 void wex__delta_scatter(uint8_t *to, const uint32_t *pos, uint32_t n,
@@ -615,17 +755,20 @@ void wex__delta_scatter(uint8_t *to, const uint32_t *pos, uint32_t n,
     }
 }
 
-int wex__delta_walk(const uint8_t *payload, size_t len, unsigned elem,
-                    uint64_t elems, wex__delta_sink sink, void *arg, char *why,
-                    size_t why_cap)
+/* Walks the payload bytes of chunks [c, chunks) of a stream. */
+/* Walks the payload bytes of chunks [c, chunks) of a stream into the
+ * sink, or, when `to` is not NULL, writes them into the stream held
+ * there. */
+static int walk_range(const uint8_t *payload, size_t len, unsigned elem,
+                      uint64_t elems, uint64_t c, uint64_t chunks,
+                      wex__delta_sink sink, void *arg, uint8_t *to, char *why,
+                      size_t why_cap)
 {
-    uint64_t chunks = (elems + WEX__DELTA_CHUNK - 1) / WEX__DELTA_CHUNK;
-    uint64_t c = 0;
-    uint32_t *pos = malloc(WEX__DELTA_CHUNK * sizeof(*pos));
+    uint32_t *pos = to == NULL ? malloc(WEX__DELTA_CHUNK * sizeof(*pos)) : NULL;
     reader r = {payload, payload + len, why, why_cap};
     int rc = 0;
 
-    if (pos == NULL)
+    if (pos == NULL && to == NULL)
         return fail(&r, "out of memory", 0);
     while (rc == 0 && r.p < r.end) {
         uint64_t base = c * WEX__DELTA_CHUNK, k;
@@ -647,12 +790,28 @@ int wex__delta_walk(const uint8_t *payload, size_t len, unsigned elem,
                 c += k;
             continue;
         case WEX__DELTA_SPARSE:
-            rc = read_sparse(&r, u, elem, pos, c, &n);
+            rc = read_sparse_any(&r, u, elem, pos,
+                                 to != NULL ? to + base * elem : NULL, c, &n);
+            if (rc == 0 && to != NULL) {
+                r.p += (size_t)n * elem;
+                c++;
+                continue;
+            }
             break;
         case WEX__DELTA_BITMAP:
             if ((uint64_t)(r.end - r.p) < (u + 7) / 8) {
                 rc = fail(&r, "a bitmap past the end", c);
                 break;
+            }
+            if (to != NULL) {
+                const uint8_t *bits = r.p;
+                r.p += (u + 7) / 8;
+                if ((uint64_t)(r.end - r.p) < bitmap_count(bits, u) * elem)
+                    rc = fail(&r, "bitmap values past the end", c);
+                else
+                    r.p += put_bitmap(to + base * elem, bits, u, r.p, elem);
+                c++;
+                continue;
             }
             for (uint32_t i = 0; i < u; i += 8) {
                 unsigned bits = r.p[i / 8];
@@ -670,6 +829,8 @@ int wex__delta_walk(const uint8_t *payload, size_t len, unsigned elem,
         case WEX__DELTA_DENSE:
             if ((uint64_t)(r.end - r.p) < (uint64_t)u * elem)
                 rc = fail(&r, "dense values past the end", c);
+            else if (to != NULL)
+                memcpy(to + base * elem, r.p, (size_t)u * elem);
             else if (sink(arg, base, NULL, u, r.p) != 0)
                 rc = fail(&r, "the sink stopped", c);
             r.p += rc == 0 ? (size_t)u * elem : 0;
@@ -686,4 +847,98 @@ int wex__delta_walk(const uint8_t *payload, size_t len, unsigned elem,
         rc = fail(&r, "the payload ends before the stream", c);
     free(pos);
     return rc;
+}
+
+int wex__delta_walk(const uint8_t *payload, size_t len, unsigned elem,
+                    uint64_t elems, wex__delta_sink sink, void *arg, char *why,
+                    size_t why_cap)
+{
+    return walk_range(payload, len, elem, elems, 0,
+                      (elems + WEX__DELTA_CHUNK - 1) / WEX__DELTA_CHUNK, sink,
+                      arg, NULL, why, why_cap);
+}
+
+int wex__delta_walk_piece(const uint8_t *payload, const wex__delta_piece *piece,
+                          unsigned elem, uint64_t elems, wex__delta_sink sink,
+                          void *arg, char *why, size_t why_cap)
+{
+    return walk_range(payload + piece->offset, piece->len, elem, elems,
+                      piece->first, piece->end, sink, arg, NULL, why, why_cap);
+}
+
+int wex__delta_apply_piece(const uint8_t *payload,
+                           const wex__delta_piece *piece, unsigned elem,
+                           uint64_t elems, uint8_t *to, char *why,
+                           size_t why_cap)
+{
+    return walk_range(payload + piece->offset, piece->len, elem, elems,
+                      piece->first, piece->end, NULL, NULL, to, why, why_cap);
+}
+
+/* The payload bytes of the chunk at p (its tag included) and how many
+ * chunks it stands for, from its header alone; 0 when malformed. */
+static size_t chunk_span(const uint8_t *p, const uint8_t *end, unsigned elem,
+                         uint32_t u, uint64_t *chunks)
+{
+    reader r = {p + 1, end, NULL, 0};
+    uint64_t n, k, size;
+
+    *chunks = 1;
+    switch (*p) {
+    case WEX__DELTA_SKIP:
+        if (get_varint(&r, &k) != 0 || k == 0)
+            return 0;
+        *chunks = k;
+        size = 0;
+        break;
+    case WEX__DELTA_SPARSE:
+        if (get_varint(&r, &n) != 0 || n == 0 || n > u || r.p >= end ||
+            *r.p > 16)
+            return 0;
+        size = 1 + ((uint64_t)n * *r.p + 7) / 8 +
+               (ef_high_bits((uint32_t)n, u, *r.p) + 7) / 8 + n * elem;
+        break;
+    case WEX__DELTA_BITMAP:
+        if ((uint64_t)(end - r.p) < (u + 7) / 8)
+            return 0;
+        size = (u + 7) / 8 + bitmap_count(r.p, u) * elem;
+        break;
+    case WEX__DELTA_DENSE: size = (uint64_t)u * elem; break;
+    default: return 0;
+    }
+    if (size > (uint64_t)(end - r.p))
+        return 0;
+    return (size_t)(r.p - p) + (size_t)size;
+}
+
+size_t wex__delta_cut(const uint8_t *payload, size_t len, unsigned elem,
+                      uint64_t elems, size_t max, wex__delta_piece *out)
+{
+    uint64_t chunks = (elems + WEX__DELTA_CHUNK - 1) / WEX__DELTA_CHUNK;
+    uint64_t c = 0;
+    size_t at = 0, count = 0;
+
+    if (max == 0)
+        return 0;
+    out[0] = (wex__delta_piece){0, len, 0, chunks};
+    while (at < len && c < chunks && count + 1 < max) {
+        uint64_t base = c * WEX__DELTA_CHUNK, k;
+        uint32_t u =
+            (uint32_t)(elems - base < WEX__DELTA_CHUNK ? elems - base
+                                                       : WEX__DELTA_CHUNK);
+        size_t span = chunk_span(payload + at, payload + len, elem, u, &k);
+
+        if (span == 0 || k > chunks - c)
+            break; /* malformed: the walk of the last piece will say so */
+        at += span;
+        c += k;
+        /* the piece ends once it holds its share of the bytes */
+        if (at - out[count].offset >= len / max && at < len && c < chunks) {
+            out[count].len = at - out[count].offset;
+            out[count].end = c;
+            count++;
+            out[count] = (wex__delta_piece){at, len - at, c, chunks};
+        }
+    }
+    return count + 1;
 }

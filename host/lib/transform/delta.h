@@ -32,6 +32,11 @@
 #include <stdint.h>
 
 #define WEX__DELTA_CHUNK 16384u
+/* A destination applies a step's deltas on the CPUs it may run on, at
+ * most this many unless the job's delta.apply_threads says otherwise:
+ * the writes are scattered lines, bound by the misses one core keeps in
+ * flight, so a second core nearly halves the apply. */
+#define WEX__DELTA_APPLY_THREADS 4u
 
 enum {
     WEX__DELTA_SKIP = 0,
@@ -106,6 +111,33 @@ void wex__delta_scatter(uint8_t *to, const uint32_t *pos, uint32_t n,
 int wex__delta_walk(const uint8_t *payload, size_t len, unsigned elem,
                     uint64_t elems, wex__delta_sink sink, void *arg, char *why,
                     size_t why_cap);
+
+/* A piece of a payload: the chunks [first, end) of its stream, written
+ * in payload bytes [offset, offset + len). */
+typedef struct wex__delta_piece {
+    size_t offset, len;
+    uint64_t first, end;
+} wex__delta_piece;
+
+/* Cuts a payload into at most `max` pieces of about equal bytes, at
+ * chunk boundaries, reading only the chunks' headers; how many. A
+ * malformed payload's last piece holds the damage, for its walk to
+ * report. The pieces can be walked at once (they write disjoint
+ * elements): the parallel apply of a destination. */
+size_t wex__delta_cut(const uint8_t *payload, size_t len, unsigned elem,
+                      uint64_t elems, size_t max, wex__delta_piece *out);
+/* wex__delta_walk over one piece: the sink sees its chunks only. */
+int wex__delta_walk_piece(const uint8_t *payload, const wex__delta_piece *piece,
+                          unsigned elem, uint64_t elems, wex__delta_sink sink,
+                          void *arg, char *why, size_t why_cap);
+
+/* Writes a piece's elements into the stream held contiguously at `to`
+ * (the stream's element 0 there), decoding and writing in one pass: what
+ * wex__delta_walk_piece with a sink that writes does, faster. */
+int wex__delta_apply_piece(const uint8_t *payload,
+                           const wex__delta_piece *piece, unsigned elem,
+                           uint64_t elems, uint8_t *to, char *why,
+                           size_t why_cap);
 
 /* delta_model.c: what `wex plan --changed F` predicts. The expected
  * payload of a stream of `elems` elements of `elem` bytes when each

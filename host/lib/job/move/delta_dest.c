@@ -16,6 +16,8 @@
  * changed, the payload's elsewhere) without writing it, and only the
  * apply at commit writes.
  */
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -26,6 +28,7 @@
 #include "device_memory.h"
 #include "digest_update.h"
 #include "error.h"
+#include "parallel.h"
 
 /* ---- inboxes ------------------------------------------------------------ */
 
@@ -449,31 +452,117 @@ wex_status wex__delta_copy_landed(wex_job *job)
     return copy_flagged(job, job->dst.delta.landed);
 }
 
+/* The apply's work: each entry's payload cut into pieces that threads
+ * take one at a time (pieces write disjoint elements). */
+typedef struct apply_task {
+    size_t entry;
+    wex__delta_piece piece;
+} apply_task;
+
+typedef struct apply_work {
+    wex_job *job;
+    apply_task *tasks;
+    pthread_mutex_t lock;
+    char why[256]; /* the first failure's */
+} apply_work;
+
+static int apply_task_run(void *arg, size_t k)
+{
+    apply_work *a = arg;
+    wex_job *job = a->job;
+    wex__job_destination_delta *d = &job->dst.delta;
+    const apply_task *t = &a->tasks[k];
+    const wex__op *o = &job->ops[d->apply[t->entry]];
+    const uint8_t *payload =
+        d->inbox[d->apply_at[t->entry][0]] + d->apply_at[t->entry][1];
+    uint64_t elems = o->bytes / o->dtype_size;
+    char why[256];
+    writer w;
+    int rc;
+
+    memset(&w, 0, sizeof(w));
+    cursor_init(&w.c, job, o);
+    w.elem = o->dtype_size;
+    if (w.c.valid && w.c.w.remaining == 0) /* a single run: written as
+                                             * decoded */
+        rc = wex__delta_apply_piece(payload, &t->piece, o->dtype_size, elems,
+                                    w.c.base + w.c.b, why, sizeof(why));
+    else
+        rc = wex__delta_walk_piece(payload, &t->piece, o->dtype_size, elems,
+                                   write_sink, &w, why, sizeof(why));
+    if (rc != 0) {
+        pthread_mutex_lock(&a->lock);
+        if (a->why[0] == '\0')
+            snprintf(a->why, sizeof(a->why), "%s", why);
+        pthread_mutex_unlock(&a->lock);
+    }
+    return rc;
+}
+
+/* The pieces of this try's entries: with one thread an entry each, with
+ * more about two a thread of the step's payload bytes, no piece under
+ * 256 KiB. NULL when out of memory. */
+static apply_task *apply_tasks(wex_job *job, unsigned threads, size_t *count)
+{
+    wex__job_destination_delta *d = &job->dst.delta;
+    uint64_t total = 0, share;
+    size_t n = 0, cap = 0;
+    apply_task *tasks;
+
+    for (size_t e = 0; e < d->apply_count; e++)
+        total += d->apply_at[e][2];
+    share = total / (2 * (uint64_t)threads);
+    if (share < ((uint64_t)256 << 10))
+        share = (uint64_t)256 << 10;
+    for (size_t e = 0; e < d->apply_count; e++) {
+        uint64_t want = threads > 1 ? d->apply_at[e][2] / share + 1 : 1;
+        cap += want < 64 ? want : 64;
+    }
+    tasks = malloc((cap + 1) * sizeof(*tasks));
+    if (tasks == NULL)
+        return NULL;
+    for (size_t e = 0; e < d->apply_count; e++) {
+        const wex__op *o = &job->ops[d->apply[e]];
+        uint64_t want = threads > 1 ? d->apply_at[e][2] / share + 1 : 1;
+        wex__delta_piece pieces[64];
+        size_t got = wex__delta_cut(
+            d->inbox[d->apply_at[e][0]] + d->apply_at[e][1],
+            (size_t)d->apply_at[e][2], o->dtype_size, o->bytes / o->dtype_size,
+            want < 64 ? (size_t)want : 64, pieces);
+        for (size_t k = 0; k < got; k++)
+            tasks[n++] = (apply_task){e, pieces[k]};
+    }
+    *count = n;
+    return tasks;
+}
+
+unsigned wex__delta_apply_threads(const wex_job *job)
+{
+    unsigned asked = job->plan.job->delta_apply_threads;
+
+    return asked > 0 ? asked : wex__parallel_default(WEX__DELTA_APPLY_THREADS);
+}
+
 wex_status wex__delta_apply(wex_job *job)
 {
     wex__job_destination_delta *d = &job->dst.delta;
     double t0 = wex__now();
+    unsigned threads = wex__delta_apply_threads(job);
+    apply_work a = {job, NULL, PTHREAD_MUTEX_INITIALIZER, ""};
+    size_t count = 0;
     wex_status st;
-    char why[256];
+    int rc;
 
-    for (size_t e = 0; e < d->apply_count; e++) {
-        const wex__op *o = &job->ops[d->apply[e]];
-        writer w;
-        memset(&w, 0, sizeof(w));
-        cursor_init(&w.c, job, o);
-        w.elem = o->dtype_size;
-        if (w.c.valid && w.c.w.remaining == 0) /* a single run */
-            w.whole = w.c.base + w.c.b;
-        /* checked at the step's verdict: it decodes */
-        if (wex__delta_walk(d->inbox[d->apply_at[e][0]] + d->apply_at[e][1],
-                            (size_t)d->apply_at[e][2], o->dtype_size,
-                            o->bytes / o->dtype_size, write_sink, &w, why,
-                            sizeof(why)) != 0)
-            return wex__error(WEX_ERR_INTERNAL,
-                              "applying a delta that was "
-                              "checked: %s",
-                              why);
-    }
+    if (d->apply_count > 0 &&
+        (a.tasks = apply_tasks(job, threads, &count)) == NULL)
+        return wex__error(WEX_ERR_NOMEM, "job: out of memory");
+    rc = wex__parallel(count, threads, apply_task_run, &a);
+    free(a.tasks);
+    pthread_mutex_destroy(&a.lock);
+    /* checked at the step's verdict: it decodes */
+    if (rc != 0)
+        return wex__error(WEX_ERR_INTERNAL,
+                          "applying a delta that was checked: %s", a.why);
     /* the CUDA tensors a delta went into, from their pinned copies */
     memset(d->landed, 0, job->layout->tensor_count);
     for (size_t e = 0; e < d->apply_count; e++)

@@ -1,0 +1,71 @@
+/* Work split over a few threads (parallel.h). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity */
+#endif
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "parallel.h"
+
+typedef struct shared {
+    int (*fn)(void *, size_t);
+    void *arg;
+    size_t tasks;
+    atomic_size_t next;
+    atomic_int failed;
+} shared;
+
+static void *work(void *p)
+{
+    shared *s = p;
+
+    for (;;) {
+        size_t k;
+        int rc;
+        if (atomic_load(&s->failed) != 0)
+            break;
+        k = atomic_fetch_add(&s->next, 1);
+        if (k >= s->tasks)
+            break;
+        if ((rc = s->fn(s->arg, k)) != 0) {
+            int none = 0;
+            atomic_compare_exchange_strong(&s->failed, &none, rc);
+        }
+    }
+    return NULL;
+}
+
+int wex__parallel(size_t tasks, unsigned threads, int (*fn)(void *, size_t),
+                  void *arg)
+{
+    shared s = {fn, arg, tasks, 0, 0};
+    pthread_t *helpers = NULL;
+    unsigned started = 0;
+
+    if (threads > tasks)
+        threads = (unsigned)tasks;
+    if (threads > 1)
+        helpers = malloc((threads - 1) * sizeof(*helpers));
+    for (unsigned t = 0; helpers != NULL && t + 1 < threads; t++)
+        if (pthread_create(&helpers[started], NULL, work, &s) == 0)
+            started++;
+    work(&s);
+    for (unsigned t = 0; t < started; t++)
+        pthread_join(helpers[t], NULL);
+    free(helpers);
+    return atomic_load(&s.failed);
+}
+
+unsigned wex__parallel_default(unsigned cap)
+{
+    cpu_set_t set;
+    unsigned n = 1;
+
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+        n = (unsigned)CPU_COUNT(&set);
+    if (n < 1)
+        n = 1;
+    return n < cap ? n : cap;
+}
