@@ -21,7 +21,7 @@ seconds=${1:-60}
 case "$seconds" in
   ''|*[!0-9]*|0) echo "usage: $0 [SECONDS>0] [TARGET...]" >&2; exit 2 ;;
 esac
-all_targets=(job manifest schema store_proto catalog safetensors plan_share)
+all_targets=(job manifest schema store_proto catalog safetensors plan_share delta)
 if [ $# -gt 0 ]; then targets=("$@"); else targets=("${all_targets[@]}"); fi
 for t in "${targets[@]}"; do
   [ -f "tests/fuzz/fuzz_$t.c" ] || { echo "fuzz: no target '$t' (${all_targets[*]})" >&2; exit 2; }
@@ -133,7 +133,7 @@ for t in "${targets[@]}"; do
   mkdir -p "$corpus" "$artifacts"
   [ -d "tests/fuzz/corpus/$t" ] && cp -f "tests/fuzz/corpus/$t"/* "$corpus"/
   dict=()
-  case "$t" in store_proto | plan_share) ;; *) dict=("-dict=tests/fuzz/json.dict") ;; esac
+  case "$t" in store_proto | plan_share | delta) ;; *) dict=("-dict=tests/fuzz/json.dict") ;; esac
   rc=0
   "$out/fuzz_$t" -max_total_time="$seconds" -rss_limit_mb=2048 \
       -malloc_limit_mb=2048 -timeout=10 -print_final_stats=1 \

@@ -349,8 +349,18 @@ START_TEST(damaged_payloads_stay_inside_the_stream)
         uint8_t *copy = malloc((size_t)len);
         memcpy(copy, payload, (size_t)len);
         copy[next() % (uint64_t)len] ^= (uint8_t)(1u << (next() % 8));
-        (void)wex__delta_walk(copy, (size_t)len, 2, n, apply, &t, why,
-                              sizeof(why)); /* apply() bounds-checks */
+        {
+            /* apply() bounds-checks; the vector and scalar decoders
+             * refuse the same payloads */
+            int vector = wex__delta_walk(copy, (size_t)len, 2, n, apply, &t,
+                                         why, sizeof(why));
+            int scalar;
+            wex__delta_limit_isa(WEX__DELTA_ISA_SCALAR);
+            scalar = wex__delta_walk(copy, (size_t)len, 2, n, apply, &t, why,
+                                     sizeof(why));
+            wex__delta_limit_isa(WEX__DELTA_ISA_AVX512);
+            ck_assert_int_eq(vector, scalar);
+        }
         { /* the direct apply stays inside the stream (ASan watches) */
             wex__delta_piece whole = {0, (size_t)len, 0,
                                       (n + WEX__DELTA_CHUNK - 1) /

@@ -566,6 +566,90 @@ static uint64_t high_word(const uint8_t *bits, uint64_t bytes, uint64_t w)
     return tail_bytes(bits + w * 8, bits + bytes);
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+static int has_vbmi(void)
+{
+    static int known = -1;
+
+    if (known < 0)
+        known = has_avx512() && __builtin_cpu_supports("avx512vbmi");
+    return known;
+}
+
+/* A sparse chunk's n positions into pos[] (room for n + 16) with
+ * AVX-512, 16 at a time: the high parts' set bits packed by compress
+ * instructions 32 bits of the bitmap at a time, the low parts cut out of
+ * 16 * l bits (2l bytes: each group of 16 starts on a byte) by a byte
+ * permutation and a shift a lane. 0, or -1 when the positions are not
+ * ascending, past the chunk, or the high parts too few; `avail` is how
+ * many bytes from `low` on may be read. */
+__attribute__((target(AVX512 ",avx512vbmi"))) static int
+decode_sparse_avx512(const uint8_t *low, uint64_t avail, const uint8_t *high,
+                     uint64_t high_bytes, uint64_t hb, unsigned l, uint32_t n,
+                     uint32_t u, uint32_t *pos)
+{
+    uint16_t j[WEX__DELTA_CHUNK + 48];
+    const __m512i iota = _mm512_set_epi16(
+        31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14,
+        13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i lanes =
+        _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    __m512i bits = _mm512_mullo_epi32(lanes, _mm512_set1_epi32((int)l));
+    __m512i first = _mm512_srli_epi32(bits, 3), idx;
+    __m512i shift = _mm512_and_si512(bits, _mm512_set1_epi32(7));
+    __m512i lowmask = _mm512_set1_epi32((int)((1u << l) - 1));
+    __m512i prev = _mm512_set1_epi32(-1);
+    uint32_t m = 0;
+
+    /* byte k of lane i is byte first_i + k of the group's window */
+    idx = _mm512_add_epi8(
+        _mm512_shuffle_epi8(first, _mm512_set4_epi32(0x0c0c0c0c, 0x08080808,
+                                                     0x04040404, 0x00000000)),
+        _mm512_set1_epi32(0x03020100));
+    for (uint64_t w = 0; m < n && w * 4 < high_bytes; w++) {
+        uint32_t word = 0;
+        if (w * 4 + 4 <= high_bytes)
+            memcpy(&word, high + w * 4, 4);
+        else
+            for (uint64_t b = 0; w * 4 + b < high_bytes; b++)
+                word |= (uint32_t)high[w * 4 + b] << (8 * b);
+        _mm512_storeu_si512(
+            j + m, _mm512_maskz_compress_epi16(
+                       word, _mm512_add_epi16(
+                                 iota, _mm512_set1_epi16((short)(w * 32)))));
+        m += (uint32_t)__builtin_popcount(word);
+    }
+    if (m < n || j[n - 1] >= hb)
+        return -1;
+    /* the last group's lanes past n read these, and mask them off */
+    _mm512_storeu_si512(j + m, _mm512_setzero_si512());
+    for (uint32_t g = 0; g < n; g += 16) {
+        uint64_t at = (uint64_t)g * l / 8; /* 16 * l bits = 2l bytes */
+        __mmask64 have = avail - at >= 64 ? ~0ull : (1ull << (avail - at)) - 1;
+        __m512i window = _mm512_maskz_loadu_epi8(have, low + at);
+        __m512i v = _mm512_permutexvar_epi8(idx, window);
+        __m512i hi = _mm512_sub_epi32(
+            _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(j + g))),
+            _mm512_add_epi32(lanes, _mm512_set1_epi32((int)g)));
+        __m512i x = _mm512_or_si512(
+            _mm512_and_si512(_mm512_srlv_epi32(v, shift), lowmask),
+            _mm512_sll_epi32(hi, _mm_cvtsi32_si128((int)l)));
+        __mmask16 live =
+            n - g >= 16 ? 0xffff : (__mmask16)((1u << (n - g)) - 1);
+        /* each position past the one before it (the first past the last
+         * group's, or -1), and inside the chunk */
+        __m512i before = _mm512_alignr_epi32(x, prev, 15);
+        if ((_mm512_mask_cmple_epi32_mask(live, x, before) |
+             _mm512_mask_cmpge_epu32_mask(live, x,
+                                          _mm512_set1_epi32((int)u))) != 0)
+            return -1;
+        _mm512_storeu_si512(pos + g, x);
+        prev = x;
+    }
+    return 0;
+}
+#endif
+
 /* A sparse chunk's positions into pos[], or, when `to` is not NULL, its
  * values straight to those elements of `to` as each position is decoded
  * (the decoding then runs while the scattered writes wait on memory).
@@ -592,6 +676,19 @@ read_sparse(reader *r, uint32_t u, unsigned elem, uint32_t *pos, uint8_t *to,
     low = r->p;
     high = r->p + low_bytes;
     values = high + high_bytes;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (isa_limit >= WEX__DELTA_ISA_AVX512 && has_vbmi()) {
+        if (decode_sparse_avx512(low, (uint64_t)(r->end - low), high,
+                                 high_bytes, hb, l, (uint32_t)n, u, pos) != 0)
+            return fail(r, "sparse positions out of order or range", chunk);
+        if (to != NULL)
+            for (uint64_t i = 0; i < n; i++)
+                memcpy(to + (size_t)pos[i] * elem, values + i * elem, elem);
+        r->p += low_bytes + high_bytes;
+        *n_p = (uint32_t)n;
+        return 0;
+    }
+#endif
     {
         /* the low parts read 8 bytes at a time at each part's bit
          * offset, without a branch, while 8 bytes are left before the
@@ -764,11 +861,12 @@ static int walk_range(const uint8_t *payload, size_t len, unsigned elem,
                       wex__delta_sink sink, void *arg, uint8_t *to, char *why,
                       size_t why_cap)
 {
-    uint32_t *pos = to == NULL ? malloc(WEX__DELTA_CHUNK * sizeof(*pos)) : NULL;
+    /* room for the vector decoder's last 16 */
+    uint32_t *pos = malloc((WEX__DELTA_CHUNK + 16) * sizeof(*pos));
     reader r = {payload, payload + len, why, why_cap};
     int rc = 0;
 
-    if (pos == NULL && to == NULL)
+    if (pos == NULL)
         return fail(&r, "out of memory", 0);
     while (rc == 0 && r.p < r.end) {
         uint64_t base = c * WEX__DELTA_CHUNK, k;
