@@ -171,10 +171,11 @@ static void print_delta(const wex_tool_plan_summary *s)
     printf("           busiest sender %" PRIu64
            " bytes, busiest receiver %" PRIu64 " bytes; snapshots %" PRIu64
            " bytes (largest source "
-           "%" PRIu64 ", its outbox %" PRIu64 "), scanned at %.1f GB/s\n",
+           "%" PRIu64 ", its outbox %" PRIu64
+           "), scanned at %.1f GB/s on %u threads\n",
            s->delta.max_send, s->delta.max_recv, s->delta.snapshot_bytes,
            s->delta.max_snapshot_bytes, s->delta.max_outbox_bytes,
-           s->delta.scan_bytes_per_s / 1e9);
+           s->delta.scan_bytes_per_s / 1e9, s->delta.scan_threads);
     printf("           predicted %.4f s, against %.4f s for the whole step "
            "(%.1fx)\n",
            s->delta.predicted, s->predicted,

@@ -39,8 +39,9 @@ typedef struct applier {
     uint8_t *to;
 } applier;
 
-static int apply_piece(void *arg, size_t k)
+static int apply_piece(void *arg, size_t k, unsigned worker)
 {
+    (void)worker;
     applier *a = arg;
     char why[200];
 
@@ -67,6 +68,28 @@ static double apply_on(unsigned threads, const uint8_t *payload, size_t len,
     return wex__now() - t0;
 }
 
+/* A source's regions, encoded on its threads (a region a task, each
+ * worker with its encoder): the region cut into REGIONS of them. */
+#define REGIONS 16
+
+typedef struct encoder_set {
+    const uint8_t *cur;
+    uint8_t *snap, *payload;
+    uint64_t region, room; /* bytes a region; payload bytes a region */
+    wex__delta_enc enc[WEX__DELTA_THREADS];
+} encoder_set;
+
+static int encode_region(void *arg, size_t k, unsigned worker)
+{
+    encoder_set *s = arg;
+    wex__delta_enc *e = &s->enc[worker];
+
+    wex__delta_enc_start(e, 2, s->payload + k * s->room, s->room);
+    wex__delta_enc_feed(e, s->cur + k * s->region, s->snap + k * s->region,
+                        s->region);
+    return wex__delta_enc_end(e) < 0;
+}
+
 int main(int argc, char **argv)
 {
     uint64_t mib = argc > 1 ? strtoull(argv[1], NULL, 10) : 256;
@@ -76,20 +99,30 @@ int main(int argc, char **argv)
     uint8_t *old = malloc(bytes), *cur = malloc(bytes), *snap = malloc(bytes);
     uint8_t *copy = malloc(bytes);
     size_t cap = wex__delta_bound(n, 2);
-    uint8_t *payload = malloc(cap);
+    uint8_t *payload = malloc(cap + REGIONS * 64);
     double best_copy = 1e30;
+    encoder_set set = {0};
     wex__delta_enc e;
-    unsigned threads = wex__parallel_default(WEX__DELTA_APPLY_THREADS);
+    unsigned threads = wex__parallel_default(WEX__DELTA_THREADS);
 
     if (count > 8)
         count = 8;
     for (int k = 0; k < count && argc > 2; k++)
         percents[k] = strtod(argv[2 + k], NULL);
     if (old == NULL || cur == NULL || snap == NULL || copy == NULL ||
-        payload == NULL || mib == 0 || wex__delta_enc_alloc(&e) != 0) {
+        payload == NULL || mib == 0 || wex__delta_enc_alloc(&e) != 0 ||
+        bytes % (REGIONS * 64) != 0) {
         fprintf(stderr, "bench_delta: bad size or out of memory\n");
         return 1;
     }
+    for (unsigned w = 0; w < threads; w++)
+        if (wex__delta_enc_alloc(&set.enc[w]) != 0)
+            return 1;
+    set.cur = cur;
+    set.snap = snap;
+    set.payload = payload;
+    set.region = bytes / REGIONS;
+    set.room = wex__delta_bound(set.region / 2, 2);
     for (uint64_t i = 0; i < bytes; i++)
         old[i] = (uint8_t)next();
     memcpy(copy, old, bytes);
@@ -104,7 +137,8 @@ int main(int argc, char **argv)
            (unsigned long long)mib, PASSES);
     printf("memcpy, one thread %9.2f GB/s\n", bytes / best_copy / 1e9);
     for (int k = 0; k < count; k++) {
-        double best_enc = 1e30, best_apply = 1e30, best_apply_n = 1e30;
+        double best_enc = 1e30, best_enc_n = 1e30, best_apply = 1e30,
+               best_apply_n = 1e30;
         uint64_t changed = 0;
         int64_t len = 0;
         memcpy(cur, old, bytes);
@@ -139,15 +173,26 @@ int main(int argc, char **argv)
                 if (!on && took < best_apply)
                     best_apply = took;
             }
+            /* the same bytes as REGIONS regions on the source's threads
+             * (after the apply: this overwrites the payload) */
+            memcpy(snap, old, bytes);
+            t0 = wex__now();
+            if (wex__parallel(REGIONS, threads, encode_region, &set) != 0)
+                return 1;
+            t1 = wex__now();
+            if (t1 - t0 < best_enc_n)
+                best_enc_n = t1 - t0;
         }
         printf("%5.1f %% changed: payload %.3f %% of the bytes (int32 "
                "index + value: %.3f %%); encode %.2f GB/s, %.2f x memcpy "
-               "(target >= 0.8); apply %.2f x copying the region on one "
-               "thread, %.2f x on %u (target >= 3 at 1 %%)\n",
+               "(target >= 0.8), %.2f x as %d regions on %u threads; apply "
+               "%.2f x copying the region on one thread, %.2f x on %u "
+               "(target >= 3 at 1 %%)\n",
                percents[k], 100.0 * (double)len / (double)bytes,
                100.0 * (double)changed * 6 / (double)bytes,
                bytes / best_enc / 1e9, best_copy / best_enc,
-               best_copy / best_apply, best_copy / best_apply_n, threads);
+               best_copy / best_enc_n, REGIONS, threads, best_copy / best_apply,
+               best_copy / best_apply_n, threads);
     }
     free(old);
     free(cur);
@@ -155,5 +200,7 @@ int main(int argc, char **argv)
     free(copy);
     free(payload);
     wex__delta_enc_free(&e);
+    for (unsigned w = 0; w < threads; w++)
+        wex__delta_enc_free(&set.enc[w]);
     return 0;
 }

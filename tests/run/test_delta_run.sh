@@ -127,7 +127,7 @@ shm_clean "respawn"
 # once, into runs of a tensor (a TP4 trainer's quarter of a TP2 server's
 # row-parallel weight) and straight into whole ones; every element
 # checked.
-sed -e 's/"delta": true/"delta": {"max_fraction": 0.5, "inbox_bytes": 33554432, "apply_threads": 8}/' \
+sed -e 's/"delta": true/"delta": {"max_fraction": 0.5, "inbox_bytes": 33554432, "threads": 8}/' \
     -e 's/"megatron", "parallel": {"tp": 2}/"megatron", "parallel": {"tp": 4}/' \
     "$TMP/shm.json" >"$TMP/threads.json"
 if "$WEX" run "$TMP/threads.json" --steps 3 --changed 0.3 --json \
@@ -150,8 +150,8 @@ shm_clean "apply on 8 threads"
 for bad in '{"max_fraction": 0}|/delta/max_fraction: expected number > 0' \
            '{"max_fraction": 1.5}|/delta/max_fraction: expected number <= 1' \
            '{"inbox_bytes": 1000}|/delta/inbox_bytes: expected integer >= 1048576' \
-           '{"apply_threads": 0}|/delta/apply_threads: expected integer >= 1' \
-           '{"apply_thread": 2}|unknown property "apply_thread", did you mean "apply_threads"'; do
+           '{"threads": 0}|/delta/threads: expected integer >= 1' \
+           '{"thread": 2}|unknown property "thread", did you mean "threads"'; do
     value=${bad%%|*} want=${bad#*|}
     sed "s/\"delta\": true/\"delta\": $value/" "$TMP/shm.json" >"$TMP/bad.json"
     "$WEX" plan "$TMP/bad.json" >"$TMP/out" 2>"$TMP/err"

@@ -235,8 +235,8 @@ static wex_status bind_fields(wex__job_config *c, const char *base_dir,
         inbox = cJSON_GetObjectItemCaseSensitive(delta, "inbox_bytes");
         c->delta_inbox_bytes =
             cJSON_IsNumber(inbox) ? (uint64_t)inbox->valuedouble : 0;
-        threads = cJSON_GetObjectItemCaseSensitive(delta, "apply_threads");
-        c->delta_apply_threads =
+        threads = cJSON_GetObjectItemCaseSensitive(delta, "threads");
+        c->delta_threads =
             cJSON_IsNumber(threads) ? (unsigned)threads->valuedouble : 0;
     }
 

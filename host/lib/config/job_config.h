@@ -46,12 +46,12 @@ typedef struct wex__job_config {
     uint64_t destination_replicas; /* parallel.dp: the most it holds */
     /* "delta": deltas on, the fraction above which an operation goes
      * whole, each destination's inbox (0: 5 % of what it holds) and the
-     * threads it applies with (0: its CPUs, at most
-     * WEX__DELTA_APPLY_THREADS) */
+     * threads a rank encodes or applies with (0: its CPUs, at most
+     * WEX__DELTA_THREADS) */
     int delta;
     double delta_max_fraction;
     uint64_t delta_inbox_bytes;
-    unsigned delta_apply_threads;
+    unsigned delta_threads;
 } wex__job_config;
 
 /* Flags: a job read only to plan need not name an installed transport. */

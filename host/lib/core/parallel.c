@@ -10,16 +10,22 @@
 #include "parallel.h"
 
 typedef struct shared {
-    int (*fn)(void *, size_t);
+    wex__parallel_fn fn;
     void *arg;
     size_t tasks;
     atomic_size_t next;
     atomic_int failed;
 } shared;
 
+typedef struct worker {
+    shared *s;
+    unsigned index;
+} worker;
+
 static void *work(void *p)
 {
-    shared *s = p;
+    shared *s = ((worker *)p)->s;
+    unsigned index = ((worker *)p)->index;
 
     for (;;) {
         size_t k;
@@ -29,7 +35,7 @@ static void *work(void *p)
         k = atomic_fetch_add(&s->next, 1);
         if (k >= s->tasks)
             break;
-        if ((rc = s->fn(s->arg, k)) != 0) {
+        if ((rc = s->fn(s->arg, k, index)) != 0) {
             int none = 0;
             atomic_compare_exchange_strong(&s->failed, &none, rc);
         }
@@ -37,24 +43,32 @@ static void *work(void *p)
     return NULL;
 }
 
-int wex__parallel(size_t tasks, unsigned threads, int (*fn)(void *, size_t),
+int wex__parallel(size_t tasks, unsigned threads, wex__parallel_fn fn,
                   void *arg)
 {
     shared s = {fn, arg, tasks, 0, 0};
     pthread_t *helpers = NULL;
+    worker *workers = NULL, self = {&s, 0};
     unsigned started = 0;
 
     if (threads > tasks)
         threads = (unsigned)tasks;
-    if (threads > 1)
+    if (threads > 1) {
         helpers = malloc((threads - 1) * sizeof(*helpers));
-    for (unsigned t = 0; helpers != NULL && t + 1 < threads; t++)
-        if (pthread_create(&helpers[started], NULL, work, &s) == 0)
+        workers = malloc((threads - 1) * sizeof(*workers));
+    }
+    for (unsigned t = 0; helpers != NULL && workers != NULL && t + 1 < threads;
+         t++) {
+        workers[started] = (worker){&s, started + 1};
+        if (pthread_create(&helpers[started], NULL, work, &workers[started]) ==
+            0)
             started++;
-    work(&s);
+    }
+    work(&self);
     for (unsigned t = 0; t < started; t++)
         pthread_join(helpers[t], NULL);
     free(helpers);
+    free(workers);
     return atomic_load(&s.failed);
 }
 

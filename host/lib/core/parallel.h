@@ -5,12 +5,14 @@
 
 #include <stddef.h>
 
-/* Runs fn(arg, k) for every k in [0, tasks) on up to `threads` threads,
- * the caller's among them, each taking the next task as it frees up.
+/* Runs fn(arg, k, worker) for every k in [0, tasks) on up to `threads`
+ * threads, the caller's among them (worker 0; the others 1, 2, ... for
+ * scratch of their own), each taking the next task as it frees up.
  * Returns 0, or the first nonzero fn returned (the tasks not yet begun
  * are then not run). Threads that cannot be started leave their share
  * to the others. */
-int wex__parallel(size_t tasks, unsigned threads, int (*fn)(void *, size_t),
+typedef int (*wex__parallel_fn)(void *arg, size_t task, unsigned worker);
+int wex__parallel(size_t tasks, unsigned threads, wex__parallel_fn fn,
                   void *arg);
 
 /* The threads a rank lends such work by default: the CPUs it may run on,

@@ -168,7 +168,11 @@ typedef struct wex__job_source_delta {
     uint8_t *outbox; /* this step's payloads, per group */
     uint64_t outbox_bytes;
     wex_transport_mem *outbox_mem;
-    wex__delta_enc enc;
+    /* per worker of a step's encoding (worker 0's serve the device and
+     * quantized groups too), and the digest states of workers 1, 2, ... */
+    wex__delta_enc *encs;
+    struct XXH3_state_s **hashes;
+    unsigned workers;
     int verify;                        /* this try digests what it sends */
     uint64_t snap_step;                /* the committed step the snapshots hold
                                   (0: none: every destination whole) */

@@ -5,6 +5,7 @@
 #include "delta.h"
 #include "delta_groups.h"
 #include "delta_predict.h"
+#include "parallel.h"
 #include "error.h"
 
 /* The 5 words a source posts per operation (wex__delta_record). */
@@ -65,7 +66,10 @@ wex_status wex__plan_delta_finish(wex__plan_delta *d, wex__planner *p)
 
     if (d->changed < 0)
         return WEX_OK;
-    d->scan_bytes_per_s = wex__delta_scan_rate();
+    d->scan_threads = p->job->delta_threads > 0
+                          ? p->job->delta_threads
+                          : wex__parallel_default(WEX__DELTA_THREADS);
+    d->scan_bytes_per_s = wex__delta_scan_rate(d->scan_threads);
     wex__plan_builder_init(&b, &p->src, &p->dst);
     for (uint64_t r = 0; st == WEX_OK && r < p->src.ranks; r++) {
         uint64_t snap, outbox;

@@ -5,8 +5,8 @@
  * its elements changed at random places (a QUANTIZE operation's e4m3
  * bytes too); the rest (fp8 scales, other conversions, and every one
  * when F is past the job's max_fraction) go whole. A source
- * first scans its snapshots (at the rate this CPU's encoder measures),
- * then sends; the step is its busiest link's or source's time.
+ * first scans its snapshots (at the rate this CPU's encoder measures on
+ * the threads a source encodes with), then sends; the step is its busiest link's or source's time.
  */
 #ifndef WEX_HOST_DELTA_PREDICT_H
 #define WEX_HOST_DELTA_PREDICT_H
@@ -21,7 +21,8 @@ typedef struct wex__plan_delta {
     uint64_t snapshot_bytes; /* every source's snapshots */
     uint64_t max_snapshot_bytes; /* the largest source's */
     uint64_t max_outbox_bytes;   /* ... and the largest outbox */
-    double scan_bytes_per_s;     /* measured here */
+    double scan_bytes_per_s;     /* measured here, on scan_threads */
+    unsigned scan_threads;       /* the job's delta.threads, or this CPU's */
     double predicted;            /* the step, seconds */
 } wex__plan_delta;
 

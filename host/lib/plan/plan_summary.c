@@ -86,6 +86,7 @@ static void add_delta(cJSON *doc, const wex__plan_delta *d)
     cJSON_AddNumberToObject(o, "max_source_outbox_bytes",
                             (double)d->max_outbox_bytes);
     cJSON_AddNumberToObject(o, "scan_gb_per_s", d->scan_bytes_per_s / 1e9);
+    cJSON_AddNumberToObject(o, "scan_threads", d->scan_threads);
     cJSON_AddNumberToObject(o, "predicted_seconds", d->predicted);
 }
 

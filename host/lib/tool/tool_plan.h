@@ -81,6 +81,7 @@ typedef struct wex_tool_plan_summary {
         uint64_t wire_bytes, whole_bytes, max_send, max_recv;
         uint64_t snapshot_bytes, max_snapshot_bytes, max_outbox_bytes;
         double scan_bytes_per_s;
+        unsigned scan_threads;
         double predicted;
     } delta;
 } wex_tool_plan_summary;

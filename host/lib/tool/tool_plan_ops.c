@@ -66,6 +66,7 @@ static void copy_delta(const wex__plan_delta *d, wex_tool_plan_summary *out)
     out->delta.max_snapshot_bytes = d->max_snapshot_bytes;
     out->delta.max_outbox_bytes = d->max_outbox_bytes;
     out->delta.scan_bytes_per_s = d->scan_bytes_per_s;
+    out->delta.scan_threads = d->scan_threads;
     out->delta.predicted = d->predicted;
 }
 

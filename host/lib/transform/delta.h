@@ -32,11 +32,12 @@
 #include <stdint.h>
 
 #define WEX__DELTA_CHUNK 16384u
-/* A destination applies a step's deltas on the CPUs it may run on, at
- * most this many unless the job's delta.apply_threads says otherwise:
- * the writes are scattered lines, bound by the misses one core keeps in
- * flight, so a second core nearly halves the apply. */
-#define WEX__DELTA_APPLY_THREADS 4u
+/* A rank encodes (source) or applies (destination) deltas on the CPUs it
+ * may run on, at most this many unless the job's delta.threads says
+ * otherwise: both are bound by the memory misses one core keeps in
+ * flight (the apply's writes are scattered lines), so a second core
+ * nearly halves them. */
+#define WEX__DELTA_THREADS 4u
 
 enum {
     WEX__DELTA_SKIP = 0,
@@ -142,10 +143,10 @@ int wex__delta_apply_piece(const uint8_t *payload,
 /* delta_model.c: what `wex plan --changed F` predicts. The expected
  * payload of a stream of `elems` elements of `elem` bytes when each
  * changed with probability `fraction`, independently; and the bytes a
- * second this CPU's encoder scans at 1 % changed (its best of three
- * passes over 32 MiB of bf16). */
+ * second this CPU's encoders scan at 1 % changed on `threads` threads
+ * (their best of three passes over 32 MiB of bf16, cut among them). */
 double wex__delta_expected_bytes(uint64_t elems, unsigned elem,
                                  double fraction);
-double wex__delta_scan_rate(void);
+double wex__delta_scan_rate(unsigned threads);
 
 #endif /* WEX_HOST_DELTA_H */

@@ -7,6 +7,7 @@
 
 #include "clock.h"
 #include "delta.h"
+#include "parallel.h"
 
 /* x^k by squaring (libwex does not link libm for this alone). */
 static double power(double x, uint32_t k)
@@ -51,44 +52,69 @@ double wex__delta_expected_bytes(uint64_t elems, unsigned elem, double fraction)
     return bytes;
 }
 
-double wex__delta_scan_rate(void)
+typedef struct scan_work {
+    const uint8_t *cur;
+    uint8_t *snap, *out;
+    uint64_t slice, room; /* bytes a thread; payload bytes a thread */
+    wex__delta_enc *enc;
+} scan_work;
+
+static int scan_slice(void *arg, size_t k, unsigned worker)
+{
+    scan_work *w = arg;
+    wex__delta_enc *e = &w->enc[worker];
+
+    wex__delta_enc_start(e, 2, w->out + k * w->room, w->room);
+    wex__delta_enc_feed(e, w->cur + k * w->slice, w->snap + k * w->slice,
+                        w->slice);
+    return wex__delta_enc_end(e) < 0;
+}
+
+double wex__delta_scan_rate(unsigned threads)
 {
     enum { ELEMS = 16 << 20 };
     uint16_t *cur = malloc((size_t)ELEMS * sizeof(*cur));
     uint16_t *snap = malloc((size_t)ELEMS * sizeof(*snap));
-    uint64_t cap = wex__delta_bound(ELEMS, 2);
-    uint8_t *out = malloc(cap);
-    wex__delta_enc e;
+    scan_work w = {0};
+    unsigned made = 0;
     double best = 0;
 
-    if (cur == NULL || snap == NULL || out == NULL ||
-        wex__delta_enc_alloc(&e) != 0) {
-        free(cur);
-        free(snap);
-        free(out);
-        return 0;
-    }
-    for (int pass = 0; pass < 3; pass++) {
-        double t0, dt;
-        /* 1 % of the elements differ from the snapshot, spread out */
-        for (size_t i = 0; i < ELEMS; i++) {
-            cur[i] = (uint16_t)(i * 2654435761u >> 7);
-            snap[i] = (i * 2654435761u) % 100 == (unsigned)pass
-                          ? (uint16_t)~cur[i]
-                          : cur[i];
+    if (threads < 1)
+        threads = 1;
+    if (threads > 64)
+        threads = 64;
+    w.slice = (uint64_t)ELEMS * 2 / threads & ~(uint64_t)63;
+    w.room = wex__delta_bound(w.slice / 2, 2);
+    w.out = malloc(w.room * threads);
+    w.enc = calloc(threads, sizeof(*w.enc));
+    while (w.enc != NULL && made < threads &&
+           wex__delta_enc_alloc(&w.enc[made]) == 0)
+        made++;
+    if (cur != NULL && snap != NULL && w.out != NULL && made == threads) {
+        w.cur = (const uint8_t *)cur;
+        w.snap = (uint8_t *)snap;
+        for (int pass = 0; pass < 3; pass++) {
+            double t0, dt;
+            /* 1 % of the elements differ from the snapshot, spread out */
+            for (size_t i = 0; i < ELEMS; i++) {
+                cur[i] = (uint16_t)(i * 2654435761u >> 7);
+                snap[i] = (i * 2654435761u) % 100 == (unsigned)pass
+                              ? (uint16_t)~cur[i]
+                              : cur[i];
+            }
+            t0 = wex__now();
+            if (wex__parallel(threads, threads, scan_slice, &w) != 0)
+                break;
+            dt = wex__now() - t0;
+            if (dt > 0 && (double)w.slice * threads / dt > best)
+                best = (double)w.slice * threads / dt;
         }
-        t0 = wex__now();
-        wex__delta_enc_start(&e, 2, out, cap);
-        wex__delta_enc_feed(&e, (const uint8_t *)cur, (uint8_t *)snap,
-                            (size_t)ELEMS * 2);
-        wex__delta_enc_end(&e);
-        dt = wex__now() - t0;
-        if (dt > 0 && (double)ELEMS * 2 / dt > best)
-            best = (double)ELEMS * 2 / dt;
     }
-    wex__delta_enc_free(&e);
+    while (made > 0)
+        wex__delta_enc_free(&w.enc[--made]);
+    free(w.enc);
+    free(w.out);
     free(cur);
     free(snap);
-    free(out);
     return best;
 }

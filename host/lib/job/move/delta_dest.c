@@ -466,8 +466,9 @@ typedef struct apply_work {
     char why[256]; /* the first failure's */
 } apply_work;
 
-static int apply_task_run(void *arg, size_t k)
+static int apply_task_run(void *arg, size_t k, unsigned worker)
 {
+    (void)worker;
     apply_work *a = arg;
     wex_job *job = a->job;
     wex__job_destination_delta *d = &job->dst.delta;
@@ -536,18 +537,11 @@ static apply_task *apply_tasks(wex_job *job, unsigned threads, size_t *count)
     return tasks;
 }
 
-unsigned wex__delta_apply_threads(const wex_job *job)
-{
-    unsigned asked = job->plan.job->delta_apply_threads;
-
-    return asked > 0 ? asked : wex__parallel_default(WEX__DELTA_APPLY_THREADS);
-}
-
 wex_status wex__delta_apply(wex_job *job)
 {
     wex__job_destination_delta *d = &job->dst.delta;
     double t0 = wex__now();
-    unsigned threads = wex__delta_apply_threads(job);
+    unsigned threads = wex__delta_threads(job);
     apply_work a = {job, NULL, PTHREAD_MUTEX_INITIALIZER, ""};
     size_t count = 0;
     wex_status st;

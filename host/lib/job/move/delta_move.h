@@ -74,11 +74,11 @@ wex__peer_outcome wex__delta_check(wex_job *job, uint64_t peer,
  * apply). */
 wex_status wex__delta_copy_landed(wex_job *job);
 /* At commit: writes every queued payload into the live tensors (and a
- * CUDA tensor's pinned copy, then the device), on
- * wex__delta_apply_threads threads. */
+ * CUDA tensor's pinned copy, then the device), on wex__delta_threads
+ * threads. */
 wex_status wex__delta_apply(wex_job *job);
-/* The threads a destination applies with: the job's
- * delta.apply_threads, or its CPUs, at most WEX__DELTA_APPLY_THREADS. */
-unsigned wex__delta_apply_threads(const wex_job *job);
+/* The threads a rank encodes or applies with: the job's delta.threads,
+ * or its CPUs, at most WEX__DELTA_THREADS. */
+unsigned wex__delta_threads(const wex_job *job);
 
 #endif /* WEX_HOST_DELTA_MOVE_H */

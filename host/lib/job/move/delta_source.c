@@ -24,6 +24,7 @@
 #include "digest_update.h"
 #include "error.h"
 #include "job.h"
+#include "parallel.h"
 #include "transforms.h"
 
 /* ---- groups ------------------------------------------------------------ */
@@ -90,7 +91,13 @@ static void free_state(wex_job *job, wex__job_source_delta *d)
     free(d->peer_delta);
     free(d->records);
     free(d->pair_records);
-    wex__delta_enc_free(&d->enc);
+    for (unsigned w = 0; d->encs != NULL && w < d->workers; w++)
+        wex__delta_enc_free(&d->encs[w]);
+    for (unsigned w = 0; d->hashes != NULL && w < d->workers; w++)
+        if (d->hashes[w] != NULL)
+            XXH3_freeState(d->hashes[w]);
+    free(d->encs);
+    free(d->hashes);
     memset(d, 0, sizeof(*d));
 }
 
@@ -150,6 +157,33 @@ void wex__delta_free(wex_job *job)
         wex__delta_dest_free(job);
 }
 
+unsigned wex__delta_threads(const wex_job *job)
+{
+    unsigned asked = job->plan.job->delta_threads;
+
+    return asked > 0 ? asked : wex__parallel_default(WEX__DELTA_THREADS);
+}
+
+/* An encoder for each thread a step's encoding runs on, and a digest
+ * state for each but the first (which uses the step's). */
+static wex_status make_workers(wex_job *job, wex__job_source_delta *d)
+{
+    unsigned n = wex__delta_threads(job);
+
+    d->encs = calloc(n, sizeof(*d->encs));
+    d->hashes = calloc(n, sizeof(*d->hashes));
+    if (d->encs == NULL || d->hashes == NULL)
+        return wex__error(WEX_ERR_NOMEM, "job: out of memory");
+    for (; d->workers < n; d->workers++)
+        if (wex__delta_enc_alloc(&d->encs[d->workers]) != 0 ||
+            (d->workers > 0 &&
+             (d->hashes[d->workers] = XXH3_createState()) == NULL)) {
+            wex__delta_enc_free(&d->encs[d->workers]);
+            return wex__error(WEX_ERR_NOMEM, "job: out of memory");
+        }
+    return WEX_OK;
+}
+
 wex_status wex__delta_prepare(wex_job *job)
 {
     wex__job_source_delta *d = &job->src.delta, old;
@@ -166,8 +200,11 @@ wex_status wex__delta_prepare(wex_job *job)
     if (d->outbox_mem != NULL)
         job->transport.ops->mem_deregister(job->transport.ctx, d->outbox_mem);
     memset(d, 0, sizeof(*d));
-    if (wex__delta_enc_alloc(&d->enc) != 0 ||
-        (d->records = calloc(job->op_count + 1, sizeof(*d->records))) == NULL ||
+    if ((st = make_workers(job, d)) != WEX_OK) {
+        free_state(job, &old);
+        return st;
+    }
+    if ((d->records = calloc(job->op_count + 1, sizeof(*d->records))) == NULL ||
         (d->pair_records =
              calloc(job->op_count + 1, sizeof(*d->pair_records))) == NULL ||
         (d->inbox = calloc(peers, sizeof(*d->inbox))) == NULL ||
@@ -250,35 +287,38 @@ static wex_status read_bases(wex_job *job, uint64_t number,
 /* Feeds `n` current bytes at `cur` against the snapshot at `snap` to the
  * encoder, a slice at a time, each digested right after its scan, from
  * cache. */
-static void feed(wex__job_source_delta *d, const uint8_t *cur, uint8_t *snap,
+static void feed(wex__delta_enc *e, const uint8_t *cur, uint8_t *snap,
                  uint64_t n, XXH3_state_t *h)
 {
     for (uint64_t at = 0; at < n; at += SLICE_BYTES) {
         uint64_t k = n - at < SLICE_BYTES ? n - at : SLICE_BYTES;
-        wex__delta_enc_feed(&d->enc, cur + at, snap + at, k);
+        wex__delta_enc_feed(e, cur + at, snap + at, k);
         if (h != NULL)
             wex__digest_update(h, cur + at, k);
     }
 }
 
-static void encode_start(wex_job *job, const wex__delta_group *g,
-                         XXH3_state_t *h)
+static void encode_start(wex_job *job, wex__delta_enc *e,
+                         const wex__delta_group *g, XXH3_state_t *h)
 {
     wex__job_source_delta *d = &job->src.delta;
 
     if (h != NULL)
         XXH3_64bits_reset(h);
-    wex__delta_enc_start(&d->enc, job->ops[g->first_op].dtype_size,
+    wex__delta_enc_start(e, job->ops[g->first_op].dtype_size,
                          d->outbox + g->out_off, g->out_cap);
 }
 
-static void encode_end(wex_job *job, wex__delta_group *g, XXH3_state_t *h)
+/* The group's payload, changed elements and digests; the try's totals
+ * are the callers' to add. */
+static void encode_end(wex_job *job, wex__delta_enc *e, wex__delta_group *g,
+                       XXH3_state_t *h)
 {
     wex__job_source_delta *d = &job->src.delta;
 
-    g->payload_len = wex__delta_enc_end(&d->enc);
-    g->changed = d->enc.changed;
-    g->elems = d->enc.elems;
+    g->payload_len = wex__delta_enc_end(e);
+    g->changed = e->changed;
+    g->elems = e->elems;
     if (g->payload_len >= 0 &&
         ((double)g->changed >
              (double)g->elems * job->plan.job->delta_max_fraction ||
@@ -289,13 +329,12 @@ static void encode_end(wex_job *job, wex__delta_group *g, XXH3_state_t *h)
         h != NULL && g->payload_len >= 0
             ? XXH3_64bits(d->outbox + g->out_off, (size_t)g->payload_len)
             : 0;
-    d->changed += g->changed;
-    d->elems += g->elems;
 }
 
 /* A copying group: its op's runs against its snapshot, into its room in
  * the outbox; and the digest of its current bytes. */
-static void encode(wex_job *job, wex__delta_group *g, XXH3_state_t *h)
+static void encode(wex_job *job, wex__delta_enc *e, wex__delta_group *g,
+                   XXH3_state_t *h)
 {
     wex__job_source_delta *d = &job->src.delta;
     const wex__op *o = &job->ops[g->first_op];
@@ -305,12 +344,40 @@ static void encode(wex_job *job, wex__delta_group *g, XXH3_state_t *h)
     uint64_t a, b;
 
     wex__op_runs(job, o, &w);
-    encode_start(job, g, h);
+    encode_start(job, e, g, h);
     while (wex__box_runs_next(&w, &a, &b)) {
-        feed(d, base + a, snap, w.run_bytes, h);
+        feed(e, base + a, snap, w.run_bytes, h);
         snap += w.run_bytes;
     }
-    encode_end(job, g, h);
+    encode_end(job, e, g, h);
+}
+
+/* The host groups of a try, encoded on the source's threads, the
+ * largest first (a group is one digest, so it is one task). */
+typedef struct encode_work {
+    wex_job *job;
+    size_t *order;   /* group indices */
+    XXH3_state_t *h; /* worker 0's, when digesting */
+} encode_work;
+
+static int encode_task(void *arg, size_t k, unsigned worker)
+{
+    encode_work *a = arg;
+    wex__job_source_delta *d = &a->job->src.delta;
+    XXH3_state_t *h = a->h == NULL  ? NULL
+                      : worker == 0 ? a->h
+                                    : d->hashes[worker];
+
+    encode(a->job, &d->encs[worker], &d->groups[a->order[k]], h);
+    return 0;
+}
+
+static int larger_first(const void *x, const void *y, void *groups)
+{
+    const wex__delta_group *g = groups;
+    uint64_t a = g[*(const size_t *)x].bytes, b = g[*(const size_t *)y].bytes;
+
+    return a < b ? 1 : a > b ? -1 : 0;
 }
 
 /* Stages `rows` runs of `width` bytes lying `pitch` apart in device
@@ -331,7 +398,7 @@ static wex_status feed_device(wex_job *job, const uint8_t *src, uint64_t pitch,
                           "job: %llu bytes do not fit the empty staging",
                           (unsigned long long)(width * rows));
     if (st == WEX_OK) {
-        feed(&job->src.delta, host, *snap, width * rows, h);
+        feed(&job->src.delta.encs[0], host, *snap, width * rows, h);
         *snap += width * rows;
     }
     wex__device_stage_reset(job->device);
@@ -355,7 +422,7 @@ static wex_status encode_device(wex_job *job, wex__delta_group *g,
 
     wex__op_runs(job, o, &w);
     pitch = w.outer ? w.a_stride[w.outer - 1] : w.run_bytes;
-    encode_start(job, g, h);
+    encode_start(job, &job->src.delta.encs[0], g, h);
     more = wex__box_runs_next(&w, &a, &b);
     while (st == WEX_OK && w.run_bytes > WEX__STAGING_BYTES && more) {
         for (uint64_t at = 0; st == WEX_OK && at < w.run_bytes;
@@ -380,7 +447,7 @@ static wex_status encode_device(wex_job *job, wex__delta_group *g,
         st = feed_device(job, base + first, pitch, w.run_bytes, rows, &snap, h);
         rows = 0;
     }
-    encode_end(job, g, h);
+    encode_end(job, &job->src.delta.encs[0], g, h);
     if (st != WEX_OK)
         g->payload_len = -1;
     return st;
@@ -398,9 +465,11 @@ static wex_status encode_made(wex_job *job, size_t i, wex__delta_group *g)
 
     if (st != WEX_OK)
         return st;
-    encode_start(job, g, h);
-    feed(d, made, d->snapshots + g->snap_off, job->ops[i].bytes, h);
-    encode_end(job, g, h);
+    encode_start(job, &d->encs[0], g, h);
+    feed(&d->encs[0], made, d->snapshots + g->snap_off, job->ops[i].bytes, h);
+    encode_end(job, &d->encs[0], g, h);
+    d->changed += g->changed;
+    d->elems += g->elems;
     g->made = 0;
     return WEX_OK;
 }
@@ -410,6 +479,8 @@ wex_status wex__delta_begin(wex_job *job, uint64_t number,
                             XXH3_state_t *h)
 {
     wex__job_source_delta *d = &job->src.delta;
+    encode_work work = {0};
+    size_t count = 0;
     int carries;
     wex_status st;
 
@@ -421,25 +492,38 @@ wex_status wex__delta_begin(wex_job *job, uint64_t number,
         return st;
     d->verify = h != NULL;
     carries = wex__delta_transport_carries(job);
-    for (size_t k = 0; k < d->group_count; k++) {
+    if ((work.order = malloc((d->group_count + 1) * sizeof(size_t))) == NULL)
+        return wex__error(WEX_ERR_NOMEM, "job: out of memory");
+    for (size_t k = 0; k < d->group_count && st == WEX_OK; k++) {
         wex__delta_group *g = &d->groups[k];
         const wex__op *o = &job->ops[g->first_op];
         g->payload_len = -1;
         g->made = 0;
+        g->changed = g->elems = 0;
         if (job->memory_kind[o->src_tensor] != WEX_MEMORY_HOST) {
             /* read through staging where a destination can take it;
              * quantized on the device: whole (not yet encoded there) */
-            if (o->transform == WEX__OP_COPY && carries &&
-                (st = encode_device(job, g, h)) != WEX_OK)
-                return st;
+            if (o->transform == WEX__OP_COPY && carries)
+                st = encode_device(job, g, h);
             continue;
         }
         if (o->transform == WEX__OP_QUANTIZE)
             g->made = 1; /* once its amaxes are agreed (wex__delta_put) */
         else
-            encode(job, g, h);
+            work.order[count++] = k;
     }
-    return WEX_OK;
+    if (st == WEX_OK) {
+        qsort_r(work.order, count, sizeof(size_t), larger_first, d->groups);
+        work.job = job;
+        work.h = h;
+        (void)wex__parallel(count, d->workers, encode_task, &work);
+    }
+    free(work.order);
+    for (size_t k = 0; k < d->group_count; k++) {
+        d->changed += d->groups[k].changed;
+        d->elems += d->groups[k].elems;
+    }
+    return st;
 }
 
 int wex__delta_put(wex_job *job, size_t i, wex_status *st_p)
