@@ -237,16 +237,14 @@ static inline void word_changed(wex__delta_enc *e, uint32_t at, uint64_t diff,
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
+/* __builtin_cpu_supports reads what the loader found: cheap, and the
+ * same on every thread. */
 static int has_avx512(void)
 {
-    static int known = -1;
-
-    if (known < 0)
-        known = __builtin_cpu_supports("avx512f") &&
-                __builtin_cpu_supports("avx512bw") &&
-                __builtin_cpu_supports("avx512vl") &&
-                __builtin_cpu_supports("avx512vbmi2");
-    return known;
+    return __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512vbmi2");
 }
 
 /* 64 bytes at a time with AVX2: equal elements found by a compare of the
@@ -569,15 +567,11 @@ static uint64_t high_word(const uint8_t *bits, uint64_t bytes, uint64_t w)
 #if defined(__x86_64__) && defined(__GNUC__)
 static int has_vbmi(void)
 {
-    static int known = -1;
-
-    if (known < 0)
-        known = has_avx512() && __builtin_cpu_supports("avx512vbmi");
-    return known;
+    return has_avx512() && __builtin_cpu_supports("avx512vbmi");
 }
 
-/* A sparse chunk's n positions into pos[] (room for n + 16) with
- * AVX-512, 16 at a time: the high parts' set bits packed by compress
+/* A sparse chunk's n positions into pos[] (room for n + 16, and j for
+ * WEX__DELTA_CHUNK + 48 high parts) with AVX-512, 16 at a time: the high parts' set bits packed by compress
  * instructions 32 bits of the bitmap at a time, the low parts cut out of
  * 16 * l bits (2l bytes: each group of 16 starts on a byte) by a byte
  * permutation and a shift a lane. 0, or -1 when the positions are not
@@ -586,9 +580,8 @@ static int has_vbmi(void)
 __attribute__((target(AVX512 ",avx512vbmi"))) static int
 decode_sparse_avx512(const uint8_t *low, uint64_t avail, const uint8_t *high,
                      uint64_t high_bytes, uint64_t hb, unsigned l, uint32_t n,
-                     uint32_t u, uint32_t *pos)
+                     uint32_t u, uint32_t *pos, uint16_t *j)
 {
-    uint16_t j[WEX__DELTA_CHUNK + 48];
     const __m512i iota = _mm512_set_epi16(
         31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14,
         13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
@@ -679,7 +672,9 @@ read_sparse(reader *r, uint32_t u, unsigned elem, uint32_t *pos, uint8_t *to,
 #if defined(__x86_64__) && defined(__GNUC__)
     if (isa_limit >= WEX__DELTA_ISA_AVX512 && has_vbmi()) {
         if (decode_sparse_avx512(low, (uint64_t)(r->end - low), high,
-                                 high_bytes, hb, l, (uint32_t)n, u, pos) != 0)
+                                 high_bytes, hb, l, (uint32_t)n, u, pos,
+                                 (uint16_t *)(pos + WEX__DELTA_CHUNK + 16)) !=
+            0)
             return fail(r, "sparse positions out of order or range", chunk);
         if (to != NULL)
             for (uint64_t i = 0; i < n; i++)
@@ -861,8 +856,9 @@ static int walk_range(const uint8_t *payload, size_t len, unsigned elem,
                       wex__delta_sink sink, void *arg, uint8_t *to, char *why,
                       size_t why_cap)
 {
-    /* room for the vector decoder's last 16 */
-    uint32_t *pos = malloc((WEX__DELTA_CHUNK + 16) * sizeof(*pos));
+    /* room for the vector decoder's last 16, and its high parts after */
+    uint32_t *pos = malloc((WEX__DELTA_CHUNK + 16) * sizeof(*pos) +
+                           (WEX__DELTA_CHUNK + 48) * sizeof(uint16_t));
     reader r = {payload, payload + len, why, why_cap};
     int rc = 0;
 
