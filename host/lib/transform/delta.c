@@ -243,6 +243,7 @@ static int has_avx512(void)
 {
     return __builtin_cpu_supports("avx512f") &&
            __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512dq") &&
            __builtin_cpu_supports("avx512vl") &&
            __builtin_cpu_supports("avx512vbmi2");
 }
@@ -316,54 +317,64 @@ scan_avx2(wex__delta_enc *e, const uint8_t *cur, uint8_t *snap, uint32_t at,
  * branch on the mask, taken for a quarter of the blocks at 1 % of bf16
  * elements changed and waiting on the loads it tests, cost more than the
  * work it skipped (0.70 x memcpy with it, 0.93-0.99 x without). */
-#define AVX512 "avx512f,avx512bw,avx512vl,avx512vbmi2,popcnt"
+#define AVX512 "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi2,popcnt"
 
-/* The chunk positions first + i of the (up to 32) set bits i of mask,
- * after the ones recorded. */
-__attribute__((target(AVX512))) static inline void
-pack_positions(wex__delta_enc *e, uint32_t first, uint32_t mask)
+/* The chunk positions first + i of the set bits i of mask (lanes of
+ * them), after the n recorded at pos; how many are recorded then. */
+__attribute__((target(AVX512))) static inline uint32_t
+pack_positions(uint16_t *pos, uint32_t n, uint32_t first, uint64_t mask,
+               unsigned lanes)
 {
     const __m512i iota = _mm512_set_epi16(
         31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14,
         13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-    __m512i idx = _mm512_add_epi16(iota, _mm512_set1_epi16((short)first));
 
-    _mm512_storeu_si512(e->pos + e->n, _mm512_maskz_compress_epi16(mask, idx));
+    for (unsigned half = 0; half < lanes; half += 32) {
+        uint32_t m = (uint32_t)(mask >> half);
+        __m512i idx =
+            _mm512_add_epi16(iota, _mm512_set1_epi16((short)(first + half)));
+        _mm512_storeu_si512(pos + n,
+                            _mm512_maskz_compress_epi16((__mmask32)m, idx));
+        n += (uint32_t)__builtin_popcount(m);
+    }
+    return n;
 }
 
-/* One loop per element size, so that the size is a constant in it. */
-#define SCAN_AVX512(name, bits, kind, k_bits)                                  \
+/* One loop per element size, so that the size is a constant in it. The
+ * mask is read into a general register once, by the instruction made
+ * for it (to_int): GCC 12 has spilled a 16-bit mask register and
+ * reloaded it 32 bits wide, garbage above, when one was widened in C. n
+ * is kept in a register: the stores may alias the encoder's fields. */
+#define SCAN_AVX512(name, bits, k_bits, to_int)                                \
     __attribute__((target(AVX512))) static uint64_t name(                      \
         wex__delta_enc *e, const uint8_t *cur, uint8_t *snap, uint32_t at,     \
         uint64_t bytes)                                                        \
     {                                                                          \
+        uint16_t *pos = e->pos;                                                \
+        uint8_t *vals = e->vals;                                               \
+        uint32_t n = e->n;                                                     \
         uint64_t i = 0;                                                        \
                                                                                \
         for (; i + 64 <= bytes; i += 64) {                                     \
             __m512i a = _mm512_loadu_si512(cur + i);                           \
             __m512i b = _mm512_loadu_si512(snap + i);                          \
             k_bits k = _mm512_cmpneq_epi##bits##_mask(a, b);                   \
+            uint64_t m = (uint64_t)to_int(k);                                  \
             uint32_t first = at + (uint32_t)(i / (bits / 8));                  \
                                                                                \
             _mm512_mask_storeu_epi##bits(snap + i, k, a);                      \
-            _mm512_storeu_si512(e->vals + (size_t)e->n * (bits / 8),           \
+            _mm512_storeu_si512(vals + (size_t)n * (bits / 8),                 \
                                 _mm512_maskz_compress_epi##bits(k, a));        \
-            kind;                                                              \
+            n = pack_positions(pos, n, first, m, 512 / (bits));                \
         }                                                                      \
+        e->n = n;                                                              \
         return i;                                                              \
     }
 
-SCAN_AVX512(scan_avx512_8, 8, pack_positions(e, first, (uint32_t)k);
-            e->n += (uint32_t)__builtin_popcount((uint32_t)k);
-            pack_positions(e, first + 32, (uint32_t)(k >> 32));
-            e->n += (uint32_t)__builtin_popcount((uint32_t)(k >> 32)),
-            __mmask64)
-SCAN_AVX512(scan_avx512_16, 16, pack_positions(e, first, k);
-            e->n += (uint32_t)__builtin_popcount(k), __mmask32)
-SCAN_AVX512(scan_avx512_32, 32, pack_positions(e, first, k);
-            e->n += (uint32_t)__builtin_popcount(k), __mmask16)
-SCAN_AVX512(scan_avx512_64, 64, pack_positions(e, first, k);
-            e->n += (uint32_t)__builtin_popcount(k), __mmask8)
+SCAN_AVX512(scan_avx512_8, 8, __mmask64, _cvtmask64_u64)
+SCAN_AVX512(scan_avx512_16, 16, __mmask32, _cvtmask32_u32)
+SCAN_AVX512(scan_avx512_32, 32, __mmask16, _cvtmask16_u32)
+SCAN_AVX512(scan_avx512_64, 64, __mmask8, _cvtmask8_u32)
 
 static uint64_t scan_avx512(wex__delta_enc *e, const uint8_t *cur,
                             uint8_t *snap, uint32_t at, uint64_t bytes)
@@ -628,13 +639,13 @@ decode_sparse_avx512(const uint8_t *low, uint64_t avail, const uint8_t *high,
             _mm512_and_si512(_mm512_srlv_epi32(v, shift), lowmask),
             _mm512_sll_epi32(hi, _mm_cvtsi32_si128((int)l)));
         __mmask16 live =
-            n - g >= 16 ? 0xffff : (__mmask16)((1u << (n - g)) - 1);
+            (__mmask16)(n - g >= 16 ? 0xffffu : (1u << (n - g)) - 1);
         /* each position past the one before it (the first past the last
          * group's, or -1), and inside the chunk */
         __m512i before = _mm512_alignr_epi32(x, prev, 15);
-        if ((_mm512_mask_cmple_epi32_mask(live, x, before) |
-             _mm512_mask_cmpge_epu32_mask(live, x,
-                                          _mm512_set1_epi32((int)u))) != 0)
+        if ((_cvtmask16_u32(_mm512_mask_cmple_epi32_mask(live, x, before)) |
+             _cvtmask16_u32(_mm512_mask_cmpge_epu32_mask(
+                 live, x, _mm512_set1_epi32((int)u)))) != 0)
             return -1;
         _mm512_storeu_si512(pos + g, x);
         prev = x;
@@ -771,15 +782,16 @@ static uint64_t put_bitmap_scalar(uint8_t *to, const uint8_t *bits, uint32_t u,
         const uint8_t *v = values;                                             \
                                                                                \
         for (uint32_t i = 0; i < u; i += per) {                                \
-            k_bits k = 0;                                                      \
+            uint64_t m = 0; /* built and counted in a general register */      \
             __m512i x;                                                         \
             for (unsigned b = 0; b < per / 8 && i + 8 * b < u; b++)            \
-                k |= (k_bits)((k_bits)bits[i / 8 + b] << (8 * b));             \
+                m |= (uint64_t)bits[i / 8 + b] << (8 * b);                     \
             if (u - i < per)                                                   \
-                k &= (k_bits)(((k_bits)1 << (u - i)) - 1);                     \
-            x = _mm512_maskz_expandloadu_epi##bits_(k, v);                     \
-            _mm512_mask_storeu_epi##bits_(to + (size_t)i * (bits_ / 8), k, x); \
-            v += (size_t)__builtin_popcountll((uint64_t)k) * (bits_ / 8);      \
+                m &= (1ull << (u - i)) - 1;                                    \
+            x = _mm512_maskz_expandloadu_epi##bits_((k_bits)m, v);             \
+            _mm512_mask_storeu_epi##bits_(to + (size_t)i * (bits_ / 8),        \
+                                          (k_bits)m, x);                       \
+            v += (size_t)__builtin_popcountll(m) * (bits_ / 8);                \
         }                                                                      \
         return (uint64_t)(v - values);                                         \
     }
