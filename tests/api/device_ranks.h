@@ -23,6 +23,11 @@ typedef int (*memcpy_fn)(void *, const void *, size_t, int);
 /* The fake runtime's cudaMemcpy (kind 1: to the device, 2: from it). */
 static memcpy_fn cuda_memcpy;
 
+/* How often this process called an entry of the fake runtime or kernels
+ * (fake_cuda_calls: those WEX_FAKE_CUDA_FAIL can fail). */
+typedef unsigned long (*calls_fn)(const char *);
+static calls_fn cuda_calls;
+
 /* The job: `source` and `destination` are the sides' JSON; `window` the
  * destinations' staging window (0: the default). Steps time out after
  * 20 s, so a rank that hangs fails the test instead of stalling it. */

@@ -35,10 +35,6 @@
 #define FAILING_STEP 2
 #define RANKS 6
 
-typedef unsigned long (*calls_fn)(const char *);
-
-static calls_fn cuda_calls;
-
 /* What one rank saw: per step, 1 committed or 0 failed; a destination's
  * hash of what it holds after the last step. */
 typedef struct outcome {

@@ -103,6 +103,16 @@ static int rank_main(const char *text, uint32_t side, uint64_t rank,
             started_fd = -1;
         }
     }
+    /* CUDA destinations apply deltas on the device: the kernel ran (the
+     * bytes it wrote are checked below, read back from the device) */
+    if (expect_deltas && side == WEX_SIDE_DESTINATION &&
+        kind == WEX_MEMORY_CUDA && cuda_calls("wex_cuda_delta_apply") == 0) {
+        fprintf(stderr,
+                "destination %llu: its deltas were not applied on the "
+                "device (no call of wex_cuda_delta_apply)\n",
+                (unsigned long long)rank);
+        goto out;
+    }
     if (side == WEX_SIDE_DESTINATION &&
         destination_holds(job, kind, mem, host, &held, &small) != 0)
         goto out;
@@ -252,7 +262,8 @@ int main(int argc, char **argv)
     }
     dl = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
     if (dl == NULL ||
-        (cuda_memcpy = (memcpy_fn)dlsym(dl, "cudaMemcpy")) == NULL) {
+        (cuda_memcpy = (memcpy_fn)dlsym(dl, "cudaMemcpy")) == NULL ||
+        (cuda_calls = (calls_fn)dlsym(dl, "fake_cuda_calls")) == NULL) {
         fprintf(stderr, "%s: %s\n", argv[1], dlerror());
         return 1;
     }

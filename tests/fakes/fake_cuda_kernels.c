@@ -12,6 +12,7 @@
 
 #include <wex/abi.h>
 
+#include "delta_chunks.h"
 #include "numbers.h"
 #include "quantize_kernels.h"
 
@@ -99,5 +100,44 @@ int wex_cuda_box_quantize(const void *src, uint32_t dtype, uint64_t ld,
             d[r * cols + c] = (uint8_t)wex__e4m3_word_quantized(
                 load(dtype, s, r * ld + c),
                 m[(r + row_phase) / 128 * mult_ld + (c + col_phase) / 128]);
+    return 0;
+}
+
+/* The delta kernel: each chunk by the chunk program of delta_chunks.h,
+ * as a CUDA block of THREADS threads runs it, its threads one after the
+ * other (three, so that the bitmap's parts come out uneven). */
+#define THREADS 3u
+
+int wex_cuda_delta_apply(const uint8_t *payload,
+                         const struct wex_delta_chunk *chunks, uint32_t count,
+                         const struct wex_delta_map *map, uint8_t *dst,
+                         void *stream)
+{
+    size_t pleft, cleft, dleft;
+    const uint8_t *p = fake_cuda_reach(payload, &pleft);
+    const wex_delta_chunk *c =
+        (const wex_delta_chunk *)fake_cuda_reach(chunks, &cleft);
+    uint8_t *d = fake_cuda_reach(dst, &dleft);
+
+    (void)stream;
+    if (fake_cuda_injected("wex_cuda_delta_apply"))
+        return INJECTED;
+    if (cleft < (size_t)count * sizeof(*c) || map->elem == 0 ||
+        map->run_elems == 0 || map->outer > WEX_DELTA_MAP_DIMS)
+        return INVALID;
+    for (uint32_t k = 0; k < count; k++) {
+        uint32_t before[THREADS], sum = 0;
+        for (uint32_t t = 0; t < THREADS; t++)
+            before[t] = wex_delta_count(&c[k], p, t, THREADS);
+        for (uint32_t t = 0; t < THREADS; t++) {
+            uint32_t v = before[t];
+            before[t] = sum;
+            sum += v;
+        }
+        for (uint32_t t = 0; t < THREADS; t++)
+            wex_delta_emit(&c[k], p, t, THREADS, before[t], map, d);
+    }
+    (void)pleft;
+    (void)dleft;
     return 0;
 }

@@ -203,6 +203,7 @@ typedef struct wex__job_destination_delta {
     uint64_t wire_bytes, changed, elems; /* this try's */
     uint64_t delta_ops;                  /* ... its ops received as deltas */
     double apply_seconds;
+    int whole_copies; /* no kernels: CUDA tensors copied whole at commit */
 } wex__job_destination_delta;
 
 /* What only a source holds. */

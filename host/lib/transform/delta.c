@@ -4,6 +4,12 @@
 #include <string.h>
 
 #include "delta.h"
+#include "delta_chunks.h"
+
+_Static_assert(WEX_DELTA_KIND_SPARSE == WEX__DELTA_SPARSE &&
+                   WEX_DELTA_KIND_BITMAP == WEX__DELTA_BITMAP &&
+                   WEX_DELTA_KIND_DENSE == WEX__DELTA_DENSE,
+               "delta_chunks.h numbers the chunk forms as delta.h does");
 
 /* ---- writing ----------------------------------------------------------- */
 
@@ -1015,6 +1021,53 @@ static size_t chunk_span(const uint8_t *p, const uint8_t *end, unsigned elem,
     if (size > (uint64_t)(end - r.p))
         return 0;
     return (size_t)(r.p - p) + (size_t)size;
+}
+
+int64_t wex__delta_chunks(const uint8_t *payload, size_t len, unsigned elem,
+                          uint64_t elems, wex_delta_chunk *out, size_t cap)
+{
+    uint64_t chunks = (elems + WEX__DELTA_CHUNK - 1) / WEX__DELTA_CHUNK;
+    uint64_t c = 0;
+    size_t at = 0, count = 0;
+
+    while (at < len) {
+        uint64_t base = c * WEX__DELTA_CHUNK, k;
+        uint32_t u;
+        size_t span;
+        wex_delta_chunk *e = &out[count];
+
+        if (c >= chunks)
+            return -1;
+        u = (uint32_t)(elems - base < WEX__DELTA_CHUNK ? elems - base
+                                                       : WEX__DELTA_CHUNK);
+        span = chunk_span(payload + at, payload + len, elem, u, &k);
+        if (span == 0 || k > chunks - c)
+            return -1;
+        if (payload[at] != WEX__DELTA_SKIP) {
+            reader r = {payload + at + 1, payload + len, NULL, 0};
+            uint64_t n = u;
+            if (count == cap)
+                return -1;
+            e->base = base;
+            e->kind = payload[at];
+            e->u = u;
+            e->l = 0;
+            if (e->kind == WEX__DELTA_SPARSE) {
+                (void)get_varint(&r, &n); /* chunk_span read it */
+                e->l = *r.p++;
+                if (e->l != ef_low_bits((uint32_t)n, u))
+                    return -1;
+            } else if (e->kind == WEX__DELTA_BITMAP) {
+                n = bitmap_count(r.p, u);
+            }
+            e->n = (uint32_t)n;
+            e->at = (uint64_t)(r.p - payload);
+            count++;
+        }
+        at += span;
+        c += k;
+    }
+    return c == chunks ? (int64_t)count : -1;
 }
 
 size_t wex__delta_cut(const uint8_t *payload, size_t len, unsigned elem,

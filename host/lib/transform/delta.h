@@ -132,6 +132,14 @@ int wex__delta_walk_piece(const uint8_t *payload, const wex__delta_piece *piece,
                           unsigned elem, uint64_t elems, wex__delta_sink sink,
                           void *arg, char *why, size_t why_cap);
 
+/* The chunks of a payload that change something, from their headers,
+ * for a device to apply (delta_chunks.h): how many went into out[0..cap),
+ * or -1 when the payload is malformed or has more. */
+struct wex_delta_chunk;
+int64_t wex__delta_chunks(const uint8_t *payload, size_t len, unsigned elem,
+                          uint64_t elems, struct wex_delta_chunk *out,
+                          size_t cap);
+
 /* Writes a piece's elements into the stream held contiguously at `to`
  * (the stream's element 0 there), decoding and writing in one pass: what
  * wex__delta_walk_piece with a sink that writes does, faster. */

@@ -1,9 +1,11 @@
 /*
- * The entry points of libwex_cuda.so, the fp8-block-128 quantization as
- * CUDA kernels (host/cuda/quantize_kernels.cu). libwex never links CUDA:
- * it dlopens this library the first time a job quantizes device memory
- * (host/lib/job/device/device_kernels.c), so this header is the contract between
- * the two, versioned by WEX_CUDA_KERNELS_ABI.
+ * The entry points of libwex_cuda.so: the fp8-block-128 quantization as
+ * CUDA kernels (host/cuda/quantize_kernels.cu), and a delta payload
+ * applied in device memory (host/cuda/delta_kernels.cu). libwex never
+ * links CUDA: it dlopens this library the first time a job quantizes or
+ * applies a delta in device memory (host/lib/job/device/device_kernels.c),
+ * so this header is the contract between the two, versioned by
+ * WEX_CUDA_KERNELS_ABI.
  *
  * A box is `rows` x `cols` elements of a float dtype (WEX_DTYPE_BF16,
  * F16, F32) in device memory, `ld` elements from the start of one row to
@@ -19,7 +21,7 @@
 
 #include <stdint.h>
 
-#define WEX_CUDA_KERNELS_ABI 1
+#define WEX_CUDA_KERNELS_ABI 2
 
 #ifdef __cplusplus
 extern "C" {
@@ -42,6 +44,17 @@ int wex_cuda_box_quantize(const void *src, uint32_t dtype, uint64_t ld,
                           uint32_t col_phase, const float *mult,
                           uint64_t mult_ld, uint8_t *dst, void *stream);
 
+/* The `count` chunks at `chunks` (device memory, delta_chunks.h) of the
+ * payload at `payload` (device memory) written into `dst` (device
+ * memory), its stream placed as *map (host memory) says: a CUDA block a
+ * chunk. */
+struct wex_delta_chunk;
+struct wex_delta_map;
+int wex_cuda_delta_apply(const uint8_t *payload,
+                         const struct wex_delta_chunk *chunks, uint32_t count,
+                         const struct wex_delta_map *map, uint8_t *dst,
+                         void *stream);
+
 typedef int (*wex_cuda_kernels_abi_fn)(void);
 typedef int (*wex_cuda_box_amax_fn)(const void *, uint32_t, uint64_t, uint64_t,
                                     uint64_t, uint32_t, uint32_t, float *,
@@ -50,6 +63,10 @@ typedef int (*wex_cuda_box_quantize_fn)(const void *, uint32_t, uint64_t,
                                         uint64_t, uint64_t, uint32_t, uint32_t,
                                         const float *, uint64_t, uint8_t *,
                                         void *);
+typedef int (*wex_cuda_delta_apply_fn)(const uint8_t *,
+                                       const struct wex_delta_chunk *, uint32_t,
+                                       const struct wex_delta_map *, uint8_t *,
+                                       void *);
 
 #ifdef __cplusplus
 }

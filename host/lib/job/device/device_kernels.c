@@ -1,5 +1,5 @@
-/* The quantization kernels of libwex_cuda.so, driven for a job's device
- * memory (device_memory.h). Like the CUDA runtime, the library is loaded
+/* The kernels of libwex_cuda.so (fp8 quantization, delta apply), driven
+ * for a job's device memory (device_memory.h). Like the CUDA runtime, the library is loaded
  * the first time it is needed, never linked. */
 #include <dlfcn.h>
 #include <limits.h>
@@ -10,6 +10,8 @@
 
 #include <wex/abi.h>
 
+#include "delta.h"
+#include "delta_chunks.h"
 #include "device_internal.h"
 #include "error.h"
 #include "quantize_kernels.h"
@@ -19,10 +21,15 @@ struct wex__device_kernels {
     void *dl;
     wex_cuda_box_amax_fn box_amax;
     wex_cuda_box_quantize_fn box_quantize;
+    wex_cuda_delta_apply_fn delta_apply;
     float *cells; /* device: a box's amaxes or multipliers */
     uint64_t cells_cap;
     uint8_t *quantized; /* device: the rows quantized, before staging */
     uint64_t quantized_cap;
+    uint8_t *payload; /* device: a delta payload, then its chunks' index */
+    uint64_t payload_cap;
+    wex_delta_chunk *index; /* host: the index, made here */
+    uint64_t index_cap;
 };
 
 #define KERNELS_NAME "libwex_cuda.so"
@@ -81,7 +88,7 @@ static wex_status load(wex__device *dev)
     if (k->dl == NULL) {
         free(k);
         return wex__error(WEX_ERR_UNSUPPORTED,
-                          "quantizing device memory "
+                          "quantizing or applying deltas in device memory "
                           "needs the CUDA kernels of " KERNELS_NAME ": %s",
                           tried);
     }
@@ -89,8 +96,10 @@ static wex_status load(wex__device *dev)
     k->box_amax = (wex_cuda_box_amax_fn)dlsym(k->dl, "wex_cuda_box_amax");
     k->box_quantize =
         (wex_cuda_box_quantize_fn)dlsym(k->dl, "wex_cuda_box_quantize");
+    k->delta_apply =
+        (wex_cuda_delta_apply_fn)dlsym(k->dl, "wex_cuda_delta_apply");
     if (abi == NULL || k->box_amax == NULL || k->box_quantize == NULL ||
-        abi() != WEX_CUDA_KERNELS_ABI) {
+        k->delta_apply == NULL || abi() != WEX_CUDA_KERNELS_ABI) {
         dlclose(k->dl);
         free(k);
         return wex__error(WEX_ERR_UNSUPPORTED,
@@ -113,6 +122,9 @@ void wex__device_kernels_free(wex__device *dev)
         dev->api.Free(k->cells);
     if (k->quantized != NULL)
         dev->api.Free(k->quantized);
+    if (k->payload != NULL)
+        dev->api.Free(k->payload);
+    free(k->index);
     /* the library stays loaded, as the runtime does */
     free(k);
     dev->kernels = NULL;
@@ -215,4 +227,55 @@ wex_status wex__device_box_quantize_rows(wex__device *dev, const void *src,
     *host_p = dev->staging + dev->used;
     dev->used += bytes;
     return WEX_OK;
+}
+
+wex_status wex__device_delta_apply(wex__device *dev, void *dst,
+                                   const wex_delta_map *map,
+                                   const uint8_t *payload, uint64_t len,
+                                   unsigned elem, uint64_t elems)
+{
+    uint64_t chunks = (elems + WEX__DELTA_CHUNK - 1) / WEX__DELTA_CHUNK;
+    uint64_t index_at = (len + 15) & ~(uint64_t)15, index_bytes;
+    wex_status st = load(dev);
+    wex__device_kernels *k = dev->kernels;
+    int64_t count;
+    cuda_error e;
+
+    if (st != WEX_OK)
+        return st;
+    if (chunks > k->index_cap) {
+        wex_delta_chunk *grown = realloc(k->index, chunks * sizeof(*grown));
+        if (grown == NULL)
+            return wex__error(WEX_ERR_NOMEM, "out of memory");
+        k->index = grown;
+        k->index_cap = chunks;
+    }
+    count = wex__delta_chunks(payload, (size_t)len, elem, elems, k->index,
+                              (size_t)chunks);
+    if (count < 0)
+        return wex__error(WEX_ERR_INTERNAL,
+                          "a checked delta payload does not index");
+    if (count == 0)
+        return WEX_OK;
+    /* the payload, then its index, in one device buffer: the copies and
+     * the kernel are queued in order on the stream, so the next payload
+     * waits for this kernel */
+    index_bytes = (uint64_t)count * sizeof(wex_delta_chunk);
+    st = scratch(dev, (void **)&k->payload, &k->payload_cap,
+                 index_at + index_bytes);
+    if (st != WEX_OK)
+        return st;
+    e = dev->api.MemcpyAsync(k->payload, payload, len,
+                             CUDA_MEMCPY_HOST_TO_DEVICE, dev->stream);
+    if (e == CUDA_SUCCESS)
+        e = dev->api.MemcpyAsync(k->payload + index_at, k->index, index_bytes,
+                                 CUDA_MEMCPY_HOST_TO_DEVICE, dev->stream);
+    /* k->index is written again by the next call: being pageable (not
+     * pinned), the copy has read it when MemcpyAsync returns */
+    if (e == CUDA_SUCCESS)
+        e = k->delta_apply(k->payload,
+                           (const wex_delta_chunk *)(k->payload + index_at),
+                           (uint32_t)count, map, dst, dev->stream);
+    return e == CUDA_SUCCESS ? WEX_OK
+                             : wex__cuda_fail(dev, e, "the delta kernel");
 }

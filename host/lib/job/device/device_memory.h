@@ -90,4 +90,16 @@ wex_status wex__device_box_quantize_rows(wex__device *dev, const void *src,
                                          uint64_t mult_ld, uint64_t first,
                                          uint64_t count, const void **host_p);
 
+/* Applies a delta payload (host memory, delta.h) of a stream of `elems`
+ * elements of `elem` bytes into device memory at `dst`, where the stream
+ * lands as *map says (delta_chunks.h): the chunks' index read on the
+ * host, index and payload copied to the device, the kernel of
+ * libwex_cuda.so queued. Queued in order with the copies:
+ * wex__device_copy_in_end waits for it too. */
+struct wex_delta_map;
+wex_status wex__device_delta_apply(wex__device *dev, void *dst,
+                                   const struct wex_delta_map *map,
+                                   const uint8_t *payload, uint64_t len,
+                                   unsigned elem, uint64_t elems);
+
 #endif /* WEX_HOST_DEVICE_MEMORY_H */

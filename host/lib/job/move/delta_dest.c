@@ -23,11 +23,13 @@
 #include <xxhash.h>
 
 #include "clock.h"
+#include "delta_chunks.h"
 #include "delta_groups.h"
 #include "delta_move.h"
 #include "device_memory.h"
 #include "digest_update.h"
 #include "error.h"
+#include "log.h"
 #include "parallel.h"
 
 /* ---- inboxes ------------------------------------------------------------ */
@@ -452,6 +454,74 @@ wex_status wex__delta_copy_landed(wex_job *job)
     return copy_flagged(job, job->dst.delta.landed);
 }
 
+/* Where an operation's stream lands in its destination tensor, for the
+ * device's apply; -1 when its box has more outer dims than a map holds. */
+static int map_of(wex_job *job, const wex__op *o, wex_delta_map *m)
+{
+    wex__box_runs w;
+
+    wex__op_runs(job, o, &w);
+    if (w.outer > WEX_DELTA_MAP_DIMS)
+        return -1;
+    memset(m, 0, sizeof(*m));
+    m->base = w.b_base;
+    m->elem = (uint32_t)o->dtype_size;
+    m->run_elems = w.run_bytes / o->dtype_size;
+    m->outer = w.outer;
+    for (uint32_t d = 0; d < w.outer; d++) {
+        m->extent[d] = w.extent[d];
+        m->stride[d] = w.b_stride[d];
+    }
+    return 0;
+}
+
+/* The deltas applied into CUDA tensors' pinned copies, applied on the
+ * device too: the payload and its chunks' index copied over and the
+ * kernel of libwex_cuda.so run (a step's payload, not its tensors, then
+ * crosses the bus). Where there are no kernels, or a box they cannot
+ * place, the tensors a delta touched are copied whole from their pinned
+ * copies, as before the kernels. */
+static wex_status apply_on_device(wex_job *job)
+{
+    wex__job_destination_delta *d = &job->dst.delta;
+    wex_status st = WEX_OK;
+    int queued = 0;
+
+    memset(d->landed, 0, job->layout->tensor_count);
+    for (size_t e = 0; e < d->apply_count && st == WEX_OK; e++) {
+        const wex__op *o = &job->ops[d->apply[e]];
+        wex_delta_map map;
+        if (job->memory_kind[o->dst_tensor] != WEX_MEMORY_CUDA)
+            continue;
+        if (d->whole_copies || map_of(job, o, &map) != 0) {
+            d->landed[o->dst_tensor] = 1;
+            continue;
+        }
+        st = wex__device_delta_apply(
+            job->device, job->bind[o->dst_tensor].address, &map,
+            d->inbox[d->apply_at[e][0]] + d->apply_at[e][1], d->apply_at[e][2],
+            o->dtype_size, o->bytes / o->dtype_size);
+        if (st == WEX_ERR_UNSUPPORTED) { /* no libwex_cuda.so */
+            WEX__INFO("destination rank %llu: %s; CUDA tensors a delta "
+                      "touches are copied whole at commit",
+                      (unsigned long long)job->rank, wex__last_error());
+            wex__error_clear();
+            d->whole_copies = 1;
+            d->landed[o->dst_tensor] = 1;
+            st = WEX_OK;
+            continue;
+        }
+        queued = 1;
+    }
+    if (st == WEX_OK && queued)
+        st = wex__device_copy_in_end(job->device);
+    if (st == WEX_OK)
+        st = copy_flagged(job, d->landed);
+    if (st != WEX_OK)
+        wex__error_prefix(st, "applying the deltas on the device");
+    return st;
+}
+
 /* The apply's work: each entry's payload cut into pieces that threads
  * take one at a time (pieces write disjoint elements). */
 typedef struct apply_task {
@@ -557,13 +627,7 @@ wex_status wex__delta_apply(wex_job *job)
     if (rc != 0)
         return wex__error(WEX_ERR_INTERNAL,
                           "applying a delta that was checked: %s", a.why);
-    /* the CUDA tensors a delta went into, from their pinned copies */
-    memset(d->landed, 0, job->layout->tensor_count);
-    for (size_t e = 0; e < d->apply_count; e++)
-        d->landed[job->ops[d->apply[e]].dst_tensor] = 1;
-    st = copy_flagged(job, d->landed);
-    if (st != WEX_OK)
-        wex__error_prefix(st, "copying the deltas applied to the device");
+    st = apply_on_device(job);
     d->apply_seconds = wex__now() - t0;
     d->apply_count = 0;
     return st;
