@@ -454,23 +454,18 @@ wex_status wex__delta_copy_landed(wex_job *job)
     return copy_flagged(job, job->dst.delta.landed);
 }
 
-/* Where an operation's stream lands in its destination tensor, for the
- * device's apply; -1 when its box has more outer dims than a map holds. */
-static int map_of(wex_job *job, const wex__op *o, wex_delta_map *m)
+int wex__delta_map_of(const wex__box_runs *w, wex_delta_map *m)
 {
-    wex__box_runs w;
-
-    wex__op_runs(job, o, &w);
-    if (w.outer > WEX_DELTA_MAP_DIMS)
+    if (w->outer > WEX_DELTA_MAP_DIMS || w->elem == 0 || w->run_bytes == 0)
         return -1;
     memset(m, 0, sizeof(*m));
-    m->base = w.b_base;
-    m->elem = (uint32_t)o->dtype_size;
-    m->run_elems = w.run_bytes / o->dtype_size;
-    m->outer = w.outer;
-    for (uint32_t d = 0; d < w.outer; d++) {
-        m->extent[d] = w.extent[d];
-        m->stride[d] = w.b_stride[d];
+    m->base = w->b_base;
+    m->elem = (uint32_t)w->elem;
+    m->run_elems = w->run_bytes / w->elem;
+    m->outer = w->outer;
+    for (uint32_t d = 0; d < w->outer; d++) {
+        m->extent[d] = w->extent[d];
+        m->stride[d] = w->b_stride[d];
     }
     return 0;
 }
@@ -491,9 +486,11 @@ static wex_status apply_on_device(wex_job *job)
     for (size_t e = 0; e < d->apply_count && st == WEX_OK; e++) {
         const wex__op *o = &job->ops[d->apply[e]];
         wex_delta_map map;
+        wex__box_runs w;
         if (job->memory_kind[o->dst_tensor] != WEX_MEMORY_CUDA)
             continue;
-        if (d->whole_copies || map_of(job, o, &map) != 0) {
+        wex__op_runs(job, o, &w);
+        if (d->whole_copies || wex__delta_map_of(&w, &map) != 0) {
             d->landed[o->dst_tensor] = 1;
             continue;
         }

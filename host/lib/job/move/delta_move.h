@@ -77,6 +77,12 @@ wex_status wex__delta_copy_landed(wex_job *job);
  * CUDA tensor's pinned copy, then the device), on wex__delta_threads
  * threads. */
 wex_status wex__delta_apply(wex_job *job);
+/* Where the destination side of a walk of runs (box_runs.h) puts each
+ * element of its stream, as the device's apply takes it (delta_chunks.h);
+ * -1 when the box has more outer dims than a map holds. */
+struct wex_delta_map;
+int wex__delta_map_of(const wex__box_runs *w, struct wex_delta_map *m);
+
 /* The threads a rank encodes or applies with: the job's delta.threads,
  * or its CPUs, at most WEX__DELTA_THREADS. */
 unsigned wex__delta_threads(const wex_job *job);
