@@ -125,10 +125,11 @@ static int one_case(unsigned elem, uint64_t rows, uint64_t cols, uint64_t c0,
     if (width == cols)
         m.run_elems = n;
     CUDA_OK(cudaMalloc((void **)&dev, bytes));
-    CUDA_OK(cudaMalloc((void **)&scratch,
-                       cap + n / 1000 + 4096 +
-                           ((n + WEX__DELTA_CHUNK - 1) / WEX__DELTA_CHUNK) *
-                               sizeof(wex_delta_chunk)));
+    /* the payload, then its index on a 16-byte boundary */
+    CUDA_OK(cudaMalloc((void **)&scratch, cap + 16 +
+                                              (n + WEX__DELTA_CHUNK - 1) /
+                                                  WEX__DELTA_CHUNK *
+                                                  sizeof(wex_delta_chunk)));
     CUDA_OK(cudaMemcpy(dev, old, bytes, cudaMemcpyHostToDevice));
     if (len < 0 ||
         device_apply(payload, len, elem, n, &m, dev, scratch, seconds) != 0)
