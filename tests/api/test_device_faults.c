@@ -11,7 +11,11 @@
  * Each time, every rank agrees on step 2 (no rank commits what another
  * does not), the failing rank's error says what failed, the steps after
  * it commit, and what the destinations hold after the last step is byte
- * for byte what a run without the failure leaves. Then, in one process:
+ * for byte what a run without the failure leaves. Then a delta job whose
+ * CUDA destination's kernel fails applying step 2 at commit: that
+ * destination alone fails step 2 (the others have committed it), is
+ * sent step 3 whole (it is dirty) and holds, after the last, what a run
+ * without the failure leaves. Then, in one process:
  * a failed pinned allocation (the device's staging, the window, a
  * tensor's own staging) fails the binding with its reason and leaves
  * nothing behind; and a CUDA source the job would dequantize is refused
@@ -66,9 +70,12 @@ static int fault_rank(const char *text, uint32_t side, uint64_t rank,
         if (entry != NULL && step == 1)
             before = cuda_calls(entry);
         if (entry != NULL && step == FAILING_STEP) {
+            /* halfway through as in step 1; the first call of an entry
+             * step 1 did not call (a delta step's) */
             unsigned long per_step = cuda_calls(entry) - before;
             snprintf(spec, sizeof(spec), "%s@%lu", entry,
-                     cuda_calls(entry) + (per_step + 1) / 2);
+                     cuda_calls(entry) +
+                         (per_step > 0 ? (per_step + 1) / 2 : 1));
             setenv("WEX_FAKE_CUDA_FAIL", spec, 1);
         }
         if (side == WEX_SIDE_SOURCE &&
@@ -194,6 +201,46 @@ static void check(const scenario *sc, const outcome *clean)
     printf("%s: step %d failed on every rank, the others committed, every "
            "byte right\n",
            sc->what, FAILING_STEP);
+}
+
+/* The delta kernel fails on destination 0 as it applies step 2 at
+ * commit, after every rank passed the step's verdict. */
+static void delta_kernel_fails_at_commit(void)
+{
+    static const uint32_t kind[2] = {WEX_MEMORY_HOST, WEX_MEMORY_CUDA};
+    char text[1100], logs[RANKS][40];
+    outcome clean[RANKS], o[RANKS];
+    const char *base = job_text(COPY_JOB, 0);
+
+    snprintf(text, sizeof(text), "%.*s, \"delta\": true}",
+             (int)strlen(base) - 1, base);
+    few_changes = 1;
+    clean_run(text, 1, kind, clean);
+    memset(o, 0, sizeof(o));
+    run_job(text, 1, kind, 1, "wex_cuda_delta_apply", o, logs);
+    few_changes = 0;
+    for (int i = 0; i < 3; i++) {
+        for (int step = 1; step <= STEPS; step++)
+            EXPECT(o[i].committed[step] == (i != 1 || step != FAILING_STEP),
+                   "delta kernel failing at commit: rank %d %s step %d (%s)", i,
+                   o[i].committed[step] ? "committed" : "failed", step,
+                   logs[i]);
+        if (i >= 1)
+            EXPECT(o[i].held == clean[i].held,
+                   "delta kernel failing at commit: destination %d holds "
+                   "other bytes than without the failure",
+                   i - 1);
+    }
+    EXPECT(log_says(logs[1], "injected failure") &&
+               log_says(logs[1], "the delta kernel"),
+           "delta kernel failing at commit: the destination's error does "
+           "not say what failed (%s)",
+           logs[1]);
+    for (int i = 0; i < 3 && failures == 0; i++)
+        unlink(logs[i]);
+    printf("a destination's delta kernel failing at commit: it alone failed "
+           "step %d, committed the steps after it, every byte right\n",
+           FAILING_STEP);
 }
 
 /* One destination of the copy job alone, its window `window` bytes:
@@ -338,6 +385,8 @@ int main(int argc, char **argv)
                                  : scenarios[k].kind[0] == WEX_MEMORY_CUDA
                                      ? window_clean[1]
                                      : window_clean[0]);
+    if (only == NULL)
+        delta_kernel_fails_at_commit();
     /* the device's staging; the window, too small for the first tensor,
      * then large enough */
     failed_pinned_allocation(1, 65536, "pinned staging memory");
