@@ -199,6 +199,8 @@ typedef struct wex__job_destination_delta {
     size_t apply_count;
     uint8_t *chunk;   /* a chunk put together to be digested */
     uint8_t *landed;  /* per tensor: written this try (CUDA: to copy) */
+    uint8_t *whole;   /* per op: came whole this try (a pass's sources say
+                         which as it drains, the records the rest) */
     int live_written; /* a try wrote a full op into live memory */
     uint64_t wire_bytes, changed, elems; /* this try's */
     uint64_t delta_ops;                  /* ... its ops received as deltas */

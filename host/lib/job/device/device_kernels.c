@@ -229,6 +229,11 @@ wex_status wex__device_box_quantize_rows(wex__device *dev, const void *src,
     return WEX_OK;
 }
 
+int wex__device_kernels_ready(wex__device *dev)
+{
+    return dev != NULL && load(dev) == WEX_OK;
+}
+
 wex_status wex__device_delta_apply(wex__device *dev, void *dst,
                                    const wex_delta_map *map,
                                    const uint8_t *payload, uint64_t len,

@@ -182,6 +182,22 @@ wex_status wex__device_copy_in(wex__device *dev, void *ptr, const void *host,
                       "copying into device memory");
 }
 
+wex_status wex__device_copy_in_rows(wex__device *dev, void *ptr,
+                                    const void *host, uint64_t pitch,
+                                    uint64_t width, uint64_t rows)
+{
+    cuda_error e;
+
+    if (rows == 0)
+        return WEX_OK;
+    e = dev->api.Memcpy2DAsync(ptr, rows > 1 ? pitch : width, host,
+                               rows > 1 ? pitch : width, width, rows,
+                               CUDA_MEMCPY_HOST_TO_DEVICE, dev->stream);
+    return e == CUDA_SUCCESS
+               ? WEX_OK
+               : wex__cuda_fail(dev, e, "copying rows into device memory");
+}
+
 wex_status wex__device_copy_in_end(wex__device *dev)
 {
     cuda_error e = dev->api.StreamSynchronize(dev->stream);

@@ -41,6 +41,11 @@ void wex__device_free_pinned(wex__device *dev, void *ptr);
 wex_status wex__device_copy_in(wex__device *dev, void *ptr, const void *host,
                                uint64_t bytes);
 wex_status wex__device_copy_in_end(wex__device *dev);
+/* The same for `rows` rows of `width` bytes lying `pitch` apart, from
+ * host memory into device memory laid out alike: one strided copy. */
+wex_status wex__device_copy_in_rows(wex__device *dev, void *ptr,
+                                    const void *host, uint64_t pitch,
+                                    uint64_t width, uint64_t rows);
 /* `bytes` at `ptr` are device (or managed) memory. */
 wex_status wex__device_check(wex__device *dev, const void *ptr, uint64_t bytes);
 
@@ -97,6 +102,9 @@ wex_status wex__device_box_quantize_rows(wex__device *dev, const void *src,
  * libwex_cuda.so queued. Queued in order with the copies:
  * wex__device_copy_in_end waits for it too. */
 struct wex_delta_map;
+/* Whether the kernels of libwex_cuda.so load (the reason, in the
+ * thread's error, when not). */
+int wex__device_kernels_ready(wex__device *dev);
 wex_status wex__device_delta_apply(wex__device *dev, void *dst,
                                    const struct wex_delta_map *map,
                                    const uint8_t *payload, uint64_t len,

@@ -73,6 +73,11 @@ wex__peer_outcome wex__delta_check(wex_job *job, uint64_t peer,
  * copies to the device (those that only deltas touch wait for the
  * apply). */
 wex_status wex__delta_copy_landed(wex_job *job);
+/* The same for the CUDA tensors of pass `pass` of the staging window, as
+ * it drains (window.c): a tensor all of whose operations came whole, or
+ * that has a pinned copy of its own, whole; otherwise the boxes of those
+ * that came whole (their place in the window holds nothing else of it). */
+wex_status wex__delta_copy_pass(wex_job *job, uint32_t pass);
 /* At commit: writes every queued payload into the live tensors (and a
  * CUDA tensor's pinned copy, then the device), on wex__delta_threads
  * threads. */

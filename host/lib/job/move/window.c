@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "delta_move.h"
 #include "device_memory.h"
 #include "error.h"
 #include "log.h"
@@ -142,6 +143,13 @@ static wex__peer_outcome wait_sources(wex_job *job, const char *prefix,
             free(said);
             return WEX__PEER_FAILED;
         }
+        if (job->dst.delta.whole != NULL) /* which came whole (a delta job) */
+            for (size_t i = 0, k = 2; i < job->op_count; i++)
+                if (job->ops[i].src_rank == job->peers[q] &&
+                    job->bind[job->ops[i].dst_tensor].pass == pass) {
+                    job->dst.delta.whole[i] = k >= len || said[k] == '1';
+                    k++;
+                }
         free(said);
     }
     return WEX__PEER_OK;
@@ -157,14 +165,18 @@ wex__peer_outcome wex__window_drain(wex_job *job, const char *prefix,
         wex__peer_outcome how = wait_sources(job, prefix, p, timeout, why, cap);
         wex_status st = WEX_OK;
         if (how == WEX__PEER_OK) {
-            /* digested now, before the next pass overwrites the window */
+            /* digested now, before the next pass overwrites the window
+             * (in a delta job, what came whole) */
+            int deltas = job->dst.delta.inbox_count > 0;
             for (size_t i = 0; verify && i < job->op_count; i++)
-                if (job->bind[job->ops[i].dst_tensor].pass == p) {
+                if (job->bind[job->ops[i].dst_tensor].pass == p &&
+                    (!deltas || job->dst.delta.whole[i])) {
                     job->scratch.digests[i] =
                         wex__digest_landed(job, &job->ops[i]);
                     job->dst.early[i] = 1;
                 }
-            st = wex__window_copy_in(job, p);
+            st = deltas ? wex__delta_copy_pass(job, p)
+                        : wex__window_copy_in(job, p);
             if (st != WEX_OK) {
                 snprintf(why, cap, "%s", wex__last_error());
                 how = WEX__PEER_FAILED;

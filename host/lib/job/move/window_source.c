@@ -25,6 +25,29 @@ static void pass_key(char *key, size_t cap, const char *prefix, uint32_t pass,
              (unsigned long long)dst, (unsigned long long)src);
 }
 
+/* What a source says of a pass to destination peer q: "ok", and in a
+ * delta job which of its operations there came whole ('1') or as a delta
+ * ('0'), in operation order: the destination copies to the device only
+ * what came whole. */
+static char *pass_said(const wex_job *job, size_t q, uint32_t pass, size_t *len)
+{
+    char *value = malloc(job->op_count + 3);
+    size_t n = 2;
+
+    if (value == NULL)
+        return NULL;
+    memcpy(value, "ok", 2);
+    for (size_t i = 0; job->plan.job->delta && i < job->op_count; i++)
+        if (job->op_peer_index[i] == q && job->src.op_pass[i] == pass)
+            value[n++] =
+                job->src.delta.records != NULL &&
+                        job->src.delta.records[i].mode == WEX__DELTA_OP_PAYLOAD
+                    ? '0'
+                    : '1';
+    *len = n;
+    return value;
+}
+
 wex_status wex__window_end_pass(wex_job *job, uint32_t pass, const char *prefix,
                                 double timeout)
 {
@@ -41,8 +64,13 @@ wex_status wex__window_end_pass(wex_job *job, uint32_t pass, const char *prefix,
     for (size_t q = 0; st == WEX_OK && q < job->peer_count; q++) {
         if (job->src.peer_passes[q] <= pass + 1)
             continue;
+        size_t len = 0;
+        char *said = pass_said(job, q, pass, &len);
         pass_key(key, sizeof(key), prefix, pass, job->peers[q], job->rank);
-        st = wex__store_set(job->rendezvous.store, key, "ok", 2);
+        st = said == NULL
+                 ? wex__error(WEX_ERR_NOMEM, "job: out of memory")
+                 : wex__store_set(job->rendezvous.store, key, said, len);
+        free(said);
     }
     for (size_t q = 0; st == WEX_OK && q < job->peer_count; q++) {
         char *said = NULL;
