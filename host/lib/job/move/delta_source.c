@@ -157,13 +157,6 @@ void wex__delta_free(wex_job *job)
         wex__delta_dest_free(job);
 }
 
-unsigned wex__delta_threads(const wex_job *job)
-{
-    unsigned asked = job->plan.job->delta_threads;
-
-    return asked > 0 ? asked : wex__parallel_default(WEX__DELTA_THREADS);
-}
-
 /* An encoder for each thread a step's encoding runs on, and a digest
  * state for each but the first (which uses the step's). */
 static wex_status make_workers(wex_job *job, wex__job_source_delta *d)
