@@ -357,6 +357,19 @@ int main(int argc, char **argv)
                            "window (%s memory CUDA)",
                            d, what[k]);
             }
+            /* the device's bytes read back in 4 KiB slices: an
+             * operation over several, runs cut between two */
+            setenv("WEX_TEST_DEVICE_SLICE", "4096", 1);
+            {
+                uint64_t ds[2] = {17, 18};
+                run_job(window_delta, 1, WEX_MEMORY_HOST, WEX_MEMORY_CUDA, ds);
+                for (int d = 0; d < 2; d++)
+                    EXPECT(dh[d] == ds[d],
+                           "delta job: destination %d holds other bytes "
+                           "when the device is read back in 4 KiB slices",
+                           d);
+            }
+            unsetenv("WEX_TEST_DEVICE_SLICE");
             few_changes = expect_deltas = 0;
         }
         run_job(fp8_job, 4, WEX_MEMORY_HOST, WEX_MEMORY_HOST, fp8_host);

@@ -29,10 +29,21 @@ typedef struct device_view {
     uint64_t b, done; /* its offset in the tensor; bytes of it staged */
     uint8_t *slice;   /* staging: stream bytes [s0, s1) */
     uint64_t s0, s1;
+    uint64_t cap; /* the most bytes a slice: staging's */
     uint64_t elem, changed;
     XXH3_state_t *h;
     wex_status st;
 } device_view;
+
+/* Staging's bytes; WEX_TEST_DEVICE_SLICE (tests) makes slices smaller,
+ * a multiple of 64 bytes, so small tensors cross several. */
+static uint64_t slice_cap(void)
+{
+    const char *asked = getenv("WEX_TEST_DEVICE_SLICE");
+    uint64_t n = asked != NULL ? strtoull(asked, NULL, 10) / 64 * 64 : 0;
+
+    return n >= 64 && n < WEX__STAGING_BYTES ? n : WEX__STAGING_BYTES;
+}
 
 static int view_next(device_view *v)
 {
@@ -47,10 +58,9 @@ static int view_next(device_view *v)
     v->s0 = v->s1;
     if (!v->more || v->st != WEX_OK)
         return 0;
-    if (v->done > 0 || v->w.run_bytes > WEX__STAGING_BYTES) {
-        n = v->w.run_bytes - v->done < WEX__STAGING_BYTES
-                ? v->w.run_bytes - v->done
-                : WEX__STAGING_BYTES;
+    if (v->done > 0 || v->w.run_bytes > v->cap) {
+        n = v->w.run_bytes - v->done < v->cap ? v->w.run_bytes - v->done
+                                              : v->cap;
         v->st = wex__device_stage_out(dev, v->base + v->b + v->done, n, &host);
         v->done += n;
         if (v->done == v->w.run_bytes) {
@@ -60,7 +70,7 @@ static int view_next(device_view *v)
     } else {
         uint64_t first = v->b, rows = 1, pitch = 0;
         v->more = wex__box_runs_next(&v->w, &a, &v->b);
-        while (v->more && (rows + 1) * v->w.run_bytes <= WEX__STAGING_BYTES &&
+        while (v->more && (rows + 1) * v->w.run_bytes <= v->cap &&
                (rows == 1 ? v->b > first : v->b == first + rows * pitch)) {
             if (rows == 1)
                 pitch = v->b - first;
@@ -132,6 +142,7 @@ int wex__delta_digest_device(wex_job *job, const wex__op *o,
     v.base = job->bind[o->dst_tensor].address;
     v.elem = o->dtype_size;
     v.h = h;
+    v.cap = slice_cap();
     wex__op_runs(job, o, &v.w);
     v.more = wex__box_runs_next(&v.w, &a, &v.b);
     if (h != NULL)
