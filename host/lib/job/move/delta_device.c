@@ -68,20 +68,17 @@ static int view_next(device_view *v)
             v->more = wex__box_runs_next(&v->w, &a, &v->b);
         }
     } else {
-        uint64_t first = v->b, rows = 1, pitch = 0;
-        v->more = wex__box_runs_next(&v->w, &a, &v->b);
+        /* rows of the innermost outer dim lie its stride apart */
+        uint64_t first = v->b, rows = 0;
+        uint64_t pitch = v->w.outer ? v->w.b_stride[v->w.outer - 1] : 0;
         while (v->more && (rows + 1) * v->w.run_bytes <= v->cap &&
-               (rows == 1 ? v->b > first : v->b == first + rows * pitch)) {
-            if (rows == 1)
-                pitch = v->b - first;
+               v->b == first + rows * pitch) {
             rows++;
             v->more = wex__box_runs_next(&v->w, &a, &v->b);
         }
         n = rows * v->w.run_bytes;
-        v->st = rows == 1
-                    ? wex__device_stage_out(dev, v->base + first, n, &host)
-                    : wex__device_stage_rows(dev, v->base + first, pitch,
-                                             v->w.run_bytes, rows, &host);
+        v->st = wex__device_stage_rows(dev, v->base + first, pitch,
+                                       v->w.run_bytes, rows, &host);
     }
     if (v->st == WEX_OK && host == NULL)
         v->st = wex__error(WEX_ERR_INTERNAL, "a slice does not fit staging");
@@ -195,30 +192,20 @@ static wex_status copy_op_in(wex_job *job, const wex__op *o)
     const wex__binding *bound = &job->bind[o->dst_tensor];
     uint8_t *dev = bound->address;
     const uint8_t *host = bound->shadow;
-    uint64_t a, b, first = 0, rows = 0, pitch = 0;
-    wex_status st = WEX_OK;
     wex__box_runs w;
+    uint64_t a, b, first, rows, pitch;
+    wex_status st = WEX_OK;
     int more;
 
     wex__op_runs(job, o, &w);
+    /* rows of the innermost outer dim lie its stride apart */
+    pitch = w.outer ? w.b_stride[w.outer - 1] : w.run_bytes;
     more = wex__box_runs_next(&w, &a, &b);
-    while (st == WEX_OK && (more || rows > 0)) {
-        if (more && (rows == 0 || (rows == 1 && b > first) ||
-                     (rows > 1 && b == first + rows * pitch))) {
-            if (rows == 0)
-                first = b;
-            else if (rows == 1)
-                pitch = b - first;
-            rows++;
+    while (st == WEX_OK && more) {
+        for (first = b, rows = 0; more && b == first + rows * pitch; rows++)
             more = wex__box_runs_next(&w, &a, &b);
-            continue;
-        }
-        st = rows == 1 ? wex__device_copy_in(job->device, dev + first,
-                                             host + first, w.run_bytes)
-                       : wex__device_copy_in_rows(job->device, dev + first,
-                                                  host + first, pitch,
-                                                  w.run_bytes, rows);
-        rows = 0;
+        st = wex__device_copy_in_rows(job->device, dev + first, host + first,
+                                      pitch, w.run_bytes, rows);
     }
     return st;
 }
@@ -238,21 +225,24 @@ wex_status wex__delta_copy_pass(wex_job *job, uint32_t pass)
         ops[job->ops[i].dst_tensor]++;
         whole[job->ops[i].dst_tensor] += d->whole[i];
     }
+    /* whole[t] becomes 0 once the tensor is copied whole or left */
     for (size_t t = 0; t < tensors && st == WEX_OK; t++) {
         const wex__binding *bound = &job->bind[t];
         if (job->memory_kind[t] != WEX_MEMORY_CUDA || bound->shadow == NULL ||
-            bound->pass != pass || whole[t] == 0)
+            bound->pass != pass || whole[t] == 0) {
+            whole[t] = 0;
             continue;
+        }
         any = 1;
         if (wex__delta_mirrored(job, t) || whole[t] == ops[t]) {
             st = wex__device_copy_in(job->device, bound->address, bound->shadow,
                                      bound->bytes);
-            continue;
+            whole[t] = 0;
         }
-        for (size_t i = 0; i < job->op_count && st == WEX_OK; i++)
-            if (job->ops[i].dst_tensor == t && d->whole[i])
-                st = copy_op_in(job, &job->ops[i]);
     }
+    for (size_t i = 0; i < job->op_count && st == WEX_OK; i++)
+        if (d->whole[i] && whole[job->ops[i].dst_tensor] != 0)
+            st = copy_op_in(job, &job->ops[i]);
     if (any && st == WEX_OK)
         st = wex__device_copy_in_end(job->device);
     free(ops);
