@@ -68,27 +68,9 @@ static double apply_on(unsigned threads, const uint8_t *payload, size_t len,
     return wex__now() - t0;
 }
 
-/* A source's regions, encoded on its threads (a region a task, each
- * worker with its encoder): the region cut into REGIONS of them. */
+/* A source's regions, encoded on its threads: the region cut into
+ * REGIONS of them. */
 #define REGIONS 16
-
-typedef struct encoder_set {
-    const uint8_t *cur;
-    uint8_t *snap, *payload;
-    uint64_t region, room; /* bytes a region; payload bytes a region */
-    wex__delta_enc enc[WEX__DELTA_THREADS];
-} encoder_set;
-
-static int encode_region(void *arg, size_t k, unsigned worker)
-{
-    encoder_set *s = arg;
-    wex__delta_enc *e = &s->enc[worker];
-
-    wex__delta_enc_start(e, 2, s->payload + k * s->room, s->room);
-    wex__delta_enc_feed(e, s->cur + k * s->region, s->snap + k * s->region,
-                        s->region);
-    return wex__delta_enc_end(e) < 0;
-}
 
 int main(int argc, char **argv)
 {
@@ -101,7 +83,6 @@ int main(int argc, char **argv)
     size_t cap = wex__delta_bound(n, 2);
     uint8_t *payload = malloc(cap + REGIONS * 64);
     double best_copy = 1e30;
-    encoder_set set = {0};
     wex__delta_enc e;
     unsigned threads = wex__parallel_default(WEX__DELTA_THREADS);
 
@@ -115,14 +96,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_delta: bad size or out of memory\n");
         return 1;
     }
-    for (unsigned w = 0; w < threads; w++)
-        if (wex__delta_enc_alloc(&set.enc[w]) != 0)
-            return 1;
-    set.cur = cur;
-    set.snap = snap;
-    set.payload = payload;
-    set.region = bytes / REGIONS;
-    set.room = wex__delta_bound(set.region / 2, 2);
     for (uint64_t i = 0; i < bytes; i++)
         old[i] = (uint8_t)next();
     memcpy(copy, old, bytes);
@@ -177,7 +150,8 @@ int main(int argc, char **argv)
              * (after the apply: this overwrites the payload) */
             memcpy(snap, old, bytes);
             t0 = wex__now();
-            if (wex__parallel(REGIONS, threads, encode_region, &set) != 0)
+            if (wex__delta_encode_regions(cur, snap, bytes / REGIONS, REGIONS,
+                                          threads, payload) != 0)
                 return 1;
             t1 = wex__now();
             if (t1 - t0 < best_enc_n)
@@ -200,7 +174,5 @@ int main(int argc, char **argv)
     free(copy);
     free(payload);
     wex__delta_enc_free(&e);
-    for (unsigned w = 0; w < threads; w++)
-        wex__delta_enc_free(&set.enc[w]);
     return 0;
 }

@@ -156,5 +156,13 @@ int wex__delta_apply_piece(const uint8_t *payload,
 double wex__delta_expected_bytes(uint64_t elems, unsigned elem,
                                  double fraction);
 double wex__delta_scan_rate(unsigned threads);
+/* Encodes `count` bf16 regions of `region` bytes (the k-th of cur and of
+ * snap at k * region) on `threads` threads, each with an encoder of its
+ * own, as a source's threads encode its groups; region k's payload at
+ * out + k * wex__delta_bound(region / 2, 2). 0, or -1 when memory ran
+ * out or a payload outgrew its room. */
+int wex__delta_encode_regions(const uint8_t *cur, uint8_t *snap,
+                              uint64_t region, size_t count, unsigned threads,
+                              uint8_t *out);
 
 #endif /* WEX_HOST_DELTA_H */

@@ -52,22 +52,45 @@ double wex__delta_expected_bytes(uint64_t elems, unsigned elem, double fraction)
     return bytes;
 }
 
-typedef struct scan_work {
+typedef struct region_work {
     const uint8_t *cur;
     uint8_t *snap, *out;
-    uint64_t slice, room; /* bytes a thread; payload bytes a thread */
-    wex__delta_enc *enc;
-} scan_work;
+    uint64_t region, room; /* bytes a region; payload bytes a region */
+    wex__delta_enc *enc;   /* a worker's */
+} region_work;
 
-static int scan_slice(void *arg, size_t k, unsigned worker)
+static int encode_region(void *arg, size_t k, unsigned worker)
 {
-    scan_work *w = arg;
+    region_work *w = arg;
     wex__delta_enc *e = &w->enc[worker];
 
     wex__delta_enc_start(e, 2, w->out + k * w->room, w->room);
-    wex__delta_enc_feed(e, w->cur + k * w->slice, w->snap + k * w->slice,
-                        w->slice);
+    wex__delta_enc_feed(e, w->cur + k * w->region, w->snap + k * w->region,
+                        w->region);
     return wex__delta_enc_end(e) < 0;
+}
+
+int wex__delta_encode_regions(const uint8_t *cur, uint8_t *snap,
+                              uint64_t region, size_t count, unsigned threads,
+                              uint8_t *out)
+{
+    region_work w = {cur, snap, out, region, wex__delta_bound(region / 2, 2),
+                     NULL};
+    unsigned made = 0;
+    int rc = -1;
+
+    if (threads < 1)
+        threads = 1;
+    w.enc = calloc(threads, sizeof(*w.enc));
+    while (w.enc != NULL && made < threads &&
+           wex__delta_enc_alloc(&w.enc[made]) == 0)
+        made++;
+    if (made == threads)
+        rc = wex__parallel(count, threads, encode_region, &w) != 0 ? -1 : 0;
+    while (made > 0)
+        wex__delta_enc_free(&w.enc[--made]);
+    free(w.enc);
+    return rc;
 }
 
 double wex__delta_scan_rate(unsigned threads)
@@ -75,45 +98,36 @@ double wex__delta_scan_rate(unsigned threads)
     enum { ELEMS = 16 << 20 };
     uint16_t *cur = malloc((size_t)ELEMS * sizeof(*cur));
     uint16_t *snap = malloc((size_t)ELEMS * sizeof(*snap));
-    scan_work w = {0};
-    unsigned made = 0;
+    uint64_t region, room;
+    uint8_t *out;
     double best = 0;
 
     if (threads < 1)
         threads = 1;
     if (threads > 64)
         threads = 64;
-    w.slice = (uint64_t)ELEMS * 2 / threads & ~(uint64_t)63;
-    w.room = wex__delta_bound(w.slice / 2, 2);
-    w.out = malloc(w.room * threads);
-    w.enc = calloc(threads, sizeof(*w.enc));
-    while (w.enc != NULL && made < threads &&
-           wex__delta_enc_alloc(&w.enc[made]) == 0)
-        made++;
-    if (cur != NULL && snap != NULL && w.out != NULL && made == threads) {
-        w.cur = (const uint8_t *)cur;
-        w.snap = (uint8_t *)snap;
-        for (int pass = 0; pass < 3; pass++) {
-            double t0, dt;
-            /* 1 % of the elements differ from the snapshot, spread out */
-            for (size_t i = 0; i < ELEMS; i++) {
-                cur[i] = (uint16_t)(i * 2654435761u >> 7);
-                snap[i] = (i * 2654435761u) % 100 == (unsigned)pass
-                              ? (uint16_t)~cur[i]
-                              : cur[i];
-            }
-            t0 = wex__now();
-            if (wex__parallel(threads, threads, scan_slice, &w) != 0)
-                break;
-            dt = wex__now() - t0;
-            if (dt > 0 && (double)w.slice * threads / dt > best)
-                best = (double)w.slice * threads / dt;
+    region = (uint64_t)ELEMS * 2 / threads & ~(uint64_t)63;
+    room = wex__delta_bound(region / 2, 2);
+    out = malloc(room * threads);
+    for (int pass = 0; cur != NULL && snap != NULL && out != NULL && pass < 3;
+         pass++) {
+        double t0, dt;
+        /* 1 % of the elements differ from the snapshot, spread out */
+        for (size_t i = 0; i < ELEMS; i++) {
+            cur[i] = (uint16_t)(i * 2654435761u >> 7);
+            snap[i] = (i * 2654435761u) % 100 == (unsigned)pass
+                          ? (uint16_t)~cur[i]
+                          : cur[i];
         }
+        t0 = wex__now();
+        if (wex__delta_encode_regions((const uint8_t *)cur, (uint8_t *)snap,
+                                      region, threads, threads, out) != 0)
+            break;
+        dt = wex__now() - t0;
+        if (dt > 0 && (double)region * threads / dt > best)
+            best = (double)region * threads / dt;
     }
-    while (made > 0)
-        wex__delta_enc_free(&w.enc[--made]);
-    free(w.enc);
-    free(w.out);
+    free(out);
     free(cur);
     free(snap);
     return best;
