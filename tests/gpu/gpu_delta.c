@@ -23,16 +23,9 @@
 #include "delta_chunks.h"
 #include "quantize_kernels.h"
 
-#define MIB 256u
+#include "cuda_ok.h"
 
-#define CUDA_OK(call)                                                          \
-    do {                                                                       \
-        cudaError_t e_ = (call);                                               \
-        if (e_ != cudaSuccess) {                                               \
-            fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e_));        \
-            return 1;                                                          \
-        }                                                                      \
-    } while (0)
+#define MIB 256u
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 

@@ -21,18 +21,11 @@
 #include "quantize.h"
 #include "quantize_kernels.h"
 
+#include "cuda_ok.h"
+
 #define N 8192u
 #define NB (N / 128u)
 #define PASSES 10
-
-#define CUDA_OK(call)                                                          \
-    do {                                                                       \
-        cudaError_t e_ = (call);                                               \
-        if (e_ != cudaSuccess) {                                               \
-            fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e_));        \
-            return 1;                                                          \
-        }                                                                      \
-    } while (0)
 
 static float seconds(cudaEvent_t a, cudaEvent_t b)
 {

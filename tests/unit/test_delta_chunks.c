@@ -57,30 +57,20 @@ static uint64_t tensor_bytes(const box *b, unsigned elem)
     return n;
 }
 
-/* The CPU's apply: the stream s written where the box's runs put it. */
-static void apply_on_cpu(const box *b, unsigned elem, const uint8_t *stream,
-                         uint8_t *tensor)
+/* The box's stream between a tensor and a contiguous buffer: into the
+ * tensor (the CPU's apply) or out of it. */
+static void move_stream(const box *b, unsigned elem, uint8_t *stream,
+                        uint8_t *tensor, int into_tensor)
 {
     wex__box_runs w;
     uint64_t a, d, at = 0;
 
     walk_of(b, elem, &w);
     while (wex__box_runs_next(&w, &a, &d)) {
-        memcpy(tensor + d, stream + at, w.run_bytes);
-        at += w.run_bytes;
-    }
-}
-
-/* Reads the box's stream out of a tensor. */
-static void read_stream(const box *b, unsigned elem, const uint8_t *tensor,
-                        uint8_t *stream)
-{
-    wex__box_runs w;
-    uint64_t a, d, at = 0;
-
-    walk_of(b, elem, &w);
-    while (wex__box_runs_next(&w, &a, &d)) {
-        memcpy(stream + at, tensor + d, w.run_bytes);
+        if (into_tensor)
+            memcpy(tensor + d, stream + at, w.run_bytes);
+        else
+            memcpy(stream + at, tensor + d, w.run_bytes);
         at += w.run_bytes;
     }
 }
@@ -142,7 +132,7 @@ START_TEST(the_device_program_writes_what_the_cpu_writes)
                 for (uint64_t i = 0; i < bytes; i++)
                     old[i] = (uint8_t)next();
                 /* the stream now: some elements changed in any byte */
-                read_stream(bx, elem, old, snap);
+                move_stream(bx, elem, snap, old, 0);
                 memcpy(cur, snap, n * elem);
                 for (uint64_t i = 0; i < n; i++)
                     if ((double)(next() % 1000000) < fractions[b] * 1e6)
@@ -159,7 +149,7 @@ START_TEST(the_device_program_writes_what_the_cpu_writes)
                 walk_of(bx, elem, &w);
                 ck_assert_int_eq(wex__delta_map_of(&w, &m), 0);
                 memcpy(want, old, bytes);
-                apply_on_cpu(bx, elem, cur, want);
+                move_stream(bx, elem, cur, want, 1);
                 for (size_t t = 0; t < 4; t++) {
                     memcpy(got, old, bytes);
                     apply_as_device(payload, index, count, &m, threads[t], got);
