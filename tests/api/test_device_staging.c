@@ -48,8 +48,12 @@
 
 /* Steps each rank runs: STEPS, or many while a rank is killed. */
 static uint64_t steps = STEPS;
-/* Whether destinations must report deltas after their first step. */
+/* Whether destinations must report deltas after their first step (1),
+ * every step whole (-1), or either (0). */
 static int expect_deltas;
+/* Whether CUDA destinations apply them with the kernels library (not
+ * when WEX_CUDA_KERNELS names none). */
+static int expect_kernel = 1;
 /* Where a rank writes a byte once its first step committed (-1: not). */
 static int started_fd = -1;
 
@@ -87,7 +91,14 @@ static int rank_main(const char *text, uint32_t side, uint64_t rank,
         if (report.verified != 1 || report.attempts != 1)
             goto out;
         /* a delta job's destinations take deltas after the first step */
-        if (expect_deltas && side == WEX_SIDE_DESTINATION && step > 1 &&
+        if (expect_deltas < 0 && side == WEX_SIDE_DESTINATION &&
+            report.mode != WEX_SYNC_FULL) {
+            fprintf(stderr, "destination %llu: step %llu: mode %u, not whole\n",
+                    (unsigned long long)rank, (unsigned long long)step,
+                    report.mode);
+            goto out;
+        }
+        if (expect_deltas > 0 && side == WEX_SIDE_DESTINATION && step > 1 &&
             (report.mode == WEX_SYNC_FULL ||
              report.wire_bytes * 10 > report.bytes)) {
             fprintf(stderr,
@@ -107,7 +118,7 @@ static int rank_main(const char *text, uint32_t side, uint64_t rank,
     }
     /* CUDA destinations apply deltas on the device: the kernel ran (the
      * bytes it wrote are checked below, read back from the device) */
-    if (expect_deltas && side == WEX_SIDE_DESTINATION &&
+    if (expect_deltas > 0 && expect_kernel && side == WEX_SIDE_DESTINATION &&
         kind == WEX_MEMORY_CUDA && cuda_calls("wex_cuda_delta_apply") == 0) {
         fprintf(stderr,
                 "destination %llu: its deltas were not applied on the "
@@ -367,6 +378,24 @@ int main(int argc, char **argv)
                            : k == 2 ? "the source's memory CUDA"
                                     : "read back in 4 KiB slices");
             }
+            /* without libwex_cuda.so: one pass still takes deltas, the
+             * tensors they touched copied whole from their pinned
+             * copies; in passes every step comes whole */
+            setenv("WEX_CUDA_KERNELS", "/nonexistent/libwex_cuda.so", 1);
+            expect_kernel = 0;
+            for (int k = 0; k < 2; k++) {
+                uint64_t dn[2] = {19, 20};
+                expect_deltas = k == 0 ? 1 : -1;
+                run_job(k == 0 ? delta_job : window_delta, 1, WEX_MEMORY_HOST,
+                        WEX_MEMORY_CUDA, dn);
+                for (int d = 0; d < 2; d++)
+                    EXPECT(dh[d] == dn[d],
+                           "delta job without the kernels library: "
+                           "destination %d holds other bytes (%s)",
+                           d, k == 0 ? "one pass" : "in passes");
+            }
+            setenv("WEX_CUDA_KERNELS", argv[1], 1);
+            expect_kernel = 1;
             few_changes = expect_deltas = 0;
         }
         run_job(fp8_job, 4, WEX_MEMORY_HOST, WEX_MEMORY_HOST, fp8_host);
