@@ -206,6 +206,7 @@ typedef struct wex__job_destination_delta {
     uint64_t delta_ops;                  /* ... its ops received as deltas */
     double apply_seconds;
     int whole_copies; /* no kernels: CUDA tensors copied whole at commit */
+    unsigned threads; /* the apply's (wex__delta_threads, once a plan) */
 } wex__job_destination_delta;
 
 /* What only a source holds. */

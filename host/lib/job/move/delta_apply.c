@@ -100,7 +100,7 @@ wex_status wex__delta_apply(wex_job *job)
 {
     wex__job_destination_delta *d = &job->dst.delta;
     double t0 = wex__now();
-    unsigned threads = wex__delta_threads(job);
+    unsigned threads = d->threads > 0 ? d->threads : 1;
     apply_work a = {job, NULL, PTHREAD_MUTEX_INITIALIZER, ""};
     size_t count = 0;
     wex_status st;

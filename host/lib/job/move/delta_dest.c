@@ -100,6 +100,7 @@ wex_status wex__delta_dest_prepare(wex_job *job)
     d->apply_at = malloc(n * sizeof(*d->apply_at));
     d->chunk = malloc((size_t)WEX__DELTA_CHUNK * 8);
     d->apply_count = 0;
+    d->threads = wex__delta_threads(job);
     if (d->apply == NULL || d->apply_at == NULL || d->chunk == NULL ||
         d->landed == NULL || d->whole == NULL)
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
