@@ -156,6 +156,7 @@ typedef struct wex__delta_group {
     int made;                  /* QUANTIZE: encoded when first made */
     uint64_t payload_digest, digest;
     uint64_t changed, elems;
+    uint64_t dev_off; /* over nccl: its payload's place in dev_outbox */
 } wex__delta_group;
 
 /* A source's delta state. */
@@ -183,6 +184,12 @@ typedef struct wex__job_source_delta {
     wex__delta_record *pair_records;   /* one peer's, as posted */
     uint64_t wire_bytes, changed, elems; /* this try's */
     uint64_t delta_ops;                  /* ... its ops sent as deltas */
+    /* over a transport of matched sends and receives (nccl): the records
+     * are decided before any send (matched), and the payloads sent from
+     * device memory (delta_send.c) */
+    int matched;
+    uint8_t *dev_outbox;
+    uint64_t dev_outbox_bytes;
 } wex__job_source_delta;
 
 /* A destination's: an inbox per source peer, and what it applies at
@@ -190,10 +197,15 @@ typedef struct wex__job_source_delta {
 typedef struct wex__job_destination_delta {
     /* an inbox per source peer it had when it connected */
     uint64_t *inbox_rank; /* the source rank each is for */
-    uint8_t **inbox;
+    uint8_t **inbox;      /* host memory: where the check and apply read */
     wex_transport_mem **inbox_mem;
     uint64_t *inbox_size;
     size_t inbox_count;
+    /* over nccl, per inbox: the device memory the transport receives in
+     * (copied into inbox[] once received) */
+    uint8_t **inbox_dev;
+    /* over nccl, per op: the record its source posted before sending */
+    wex__delta_record *layout;
     size_t *apply;           /* ops to apply at commit, this try's */
     uint64_t (*apply_at)[3]; /* per entry: inbox, offset, length */
     size_t apply_count;

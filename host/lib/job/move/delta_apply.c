@@ -83,7 +83,7 @@ static apply_task *apply_tasks(wex_job *job, unsigned threads, size_t *count)
         const wex__op *o = &job->ops[d->apply[e]];
         uint64_t want = threads > 1 ? d->apply_at[e][2] / share + 1 : 1;
         wex__delta_piece pieces[64];
-        if (wex__delta_in_passes(job, o->dst_tensor))
+        if (wex__delta_on_device(job, o->dst_tensor))
             continue;
         size_t got = wex__delta_cut(
             d->inbox[d->apply_at[e][0]] + d->apply_at[e][1],

@@ -33,8 +33,17 @@ int wex__delta_transport_carries(const wex_job *job)
 {
     uint64_t need = WEX_TRANSPORT_CAP_ONE_SIDED | WEX_TRANSPORT_CAP_ALLOC;
 
-    return (job->transport.ops->caps & need) == need &&
-           !(job->transport.ops->caps & WEX_TRANSPORT_CAP_TWO_SIDED);
+    return ((job->transport.ops->caps & need) == need &&
+            !(job->transport.ops->caps & WEX_TRANSPORT_CAP_TWO_SIDED)) ||
+           wex__delta_matched(job);
+}
+
+int wex__delta_matched(const wex_job *job)
+{
+    uint64_t need = WEX_TRANSPORT_CAP_TWO_SIDED | WEX_TRANSPORT_CAP_CUDA_MEMORY;
+
+    return job->transport.ops != NULL &&
+           (job->transport.ops->caps & need) == need;
 }
 
 /* Every tensor is host memory, mirrored, or on the device only with the
@@ -47,17 +56,23 @@ static int can_take_deltas(wex_job *job)
         !wex__delta_transport_carries(job))
         return 0;
     for (size_t t = 0; t < job->layout->tensor_count; t++) {
-        if (wex__delta_in_passes(job, t))
+        if (job->memory_kind[t] == WEX_MEMORY_HOST)
+            continue;
+        if (wex__delta_on_device(job, t))
             device_only = 1;
-        else if (job->memory_kind[t] != WEX_MEMORY_HOST &&
-                 !wex__delta_mirrored(job, t))
+        else if (!wex__delta_mirrored(job, t))
             return 0;
     }
-    if (device_only && !wex__device_kernels_ready(job->device)) {
-        WEX__INFO("destination rank %llu: its CUDA tensors come through the "
-                  "staging window in passes and %s: it takes every step "
-                  "whole",
-                  (unsigned long long)job->rank, wex__last_error());
+    if (device_only &&
+        (job->device == NULL || !wex__device_kernels_ready(job->device))) {
+        WEX__INFO("destination rank %llu: its CUDA tensors are on the device "
+                  "only (%s) and %s: it takes every step whole",
+                  (unsigned long long)job->rank,
+                  wex__delta_matched(job) ? "nccl writes them"
+                                          : "the staging window takes them "
+                                            "in passes",
+                  job->device == NULL ? "no device is open"
+                                      : wex__last_error());
         wex__error_clear();
         return 0;
     }
@@ -68,10 +83,17 @@ void wex__delta_dest_free(wex_job *job)
 {
     wex__job_destination_delta *d = &job->dst.delta;
 
-    for (size_t k = 0; k < d->inbox_count; k++)
+    for (size_t k = 0; k < d->inbox_count; k++) {
         if (d->inbox_mem[k] != NULL)
             job->transport.ops->mem_deregister(job->transport.ctx,
                                                d->inbox_mem[k]);
+        if (d->inbox_dev != NULL && d->inbox_dev[k] != NULL) {
+            wex__device_free(job->device, d->inbox_dev[k]);
+            free(d->inbox[k]); /* its host copy */
+        }
+    }
+    free(d->inbox_dev);
+    free(d->layout);
     free(d->inbox_rank);
     free(d->inbox);
     free(d->inbox_mem);
@@ -107,6 +129,32 @@ wex_status wex__delta_dest_prepare(wex_job *job)
     return WEX_OK;
 }
 
+/* Over nccl: the inbox the transport receives in is device memory,
+ * registered; the check reads its host copy, `*host_p`. */
+static wex_status device_inbox(wex_job *job, uint64_t bytes, void **host_p)
+{
+    wex__job_destination_delta *d = &job->dst.delta;
+    size_t k = d->inbox_count;
+    wex_status st =
+        wex__device_alloc(job->device, bytes, (void **)&d->inbox_dev[k]);
+
+    if (st != WEX_OK)
+        return st;
+    *host_p = malloc(bytes);
+    if (*host_p == NULL)
+        st = wex__error(WEX_ERR_NOMEM, "out of memory");
+    else
+        st = job->transport.ops->mem_register(
+            job->transport.ctx, d->inbox_dev[k], bytes, WEX_MEMORY_CUDA,
+            &d->inbox_mem[k]);
+    if (st != WEX_OK) {
+        free(*host_p);
+        wex__device_free(job->device, d->inbox_dev[k]);
+        d->inbox_dev[k] = NULL;
+    }
+    return st;
+}
+
 wex_status wex__delta_inbox_open(wex_job *job)
 {
     wex__job_destination_delta *d = &job->dst.delta;
@@ -121,8 +169,10 @@ wex_status wex__delta_inbox_open(wex_job *job)
     d->inbox = calloc(peers + 1, sizeof(*d->inbox));
     d->inbox_mem = calloc(peers + 1, sizeof(*d->inbox_mem));
     d->inbox_size = calloc(peers + 1, sizeof(*d->inbox_size));
+    d->inbox_dev = calloc(peers + 1, sizeof(*d->inbox_dev));
+    d->layout = calloc(job->op_count + 1, sizeof(*d->layout));
     if (d->inbox_rank == NULL || d->inbox == NULL || d->inbox_mem == NULL ||
-        d->inbox_size == NULL)
+        d->inbox_size == NULL || d->inbox_dev == NULL || d->layout == NULL)
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
     for (size_t p = 0; p < peers; p++) {
         uint64_t pair = 0, share;
@@ -135,8 +185,11 @@ wex_status wex__delta_inbox_open(wex_job *job)
         share = wex__delta_inbox_share(job->plan.job->delta_inbox_bytes, pair,
                                        total);
         wex__error_clear();
-        st = job->transport.ops->mem_alloc(job->transport.ctx, share, &address,
-                                           &d->inbox_mem[d->inbox_count]);
+        st = wex__delta_matched(job)
+                 ? device_inbox(job, share, &address)
+                 : job->transport.ops->mem_alloc(job->transport.ctx, share,
+                                                 &address,
+                                                 &d->inbox_mem[d->inbox_count]);
         if (st != WEX_OK)
             return wex__error_prefix(st,
                                      "a %llu-byte delta inbox for source "
@@ -150,7 +203,7 @@ wex_status wex__delta_inbox_open(wex_job *job)
     return WEX_OK;
 }
 
-static size_t inbox_slot(const wex_job *job, uint64_t rank)
+size_t wex__delta_inbox_slot(const wex_job *job, uint64_t rank)
 {
     const wex__job_destination_delta *d = &job->dst.delta;
 
@@ -162,7 +215,7 @@ static size_t inbox_slot(const wex_job *job, uint64_t rank)
 
 wex_transport_mem *wex__delta_inbox_of(const wex_job *job, uint64_t rank)
 {
-    size_t k = inbox_slot(job, rank);
+    size_t k = wex__delta_inbox_slot(job, rank);
 
     return k == SIZE_MAX ? NULL : job->dst.delta.inbox_mem[k];
 }
@@ -213,7 +266,7 @@ static int check_payload(wex_job *job, size_t i, size_t slot,
     }
     if (verify && XXH3_64bits(payload, (size_t)r->length) != r->payload_digest)
         return 1;
-    if ((wex__delta_in_passes(job, o->dst_tensor)
+    if ((wex__delta_on_device(job, o->dst_tensor)
              ? wex__delta_digest_device(job, o, payload, r->length, h, &digest,
                                         &changed, why, cap)
              : wex__delta_digest_host(job, o, payload, r->length, h, d->chunk,
@@ -232,12 +285,20 @@ static int check_payload(wex_job *job, size_t i, size_t slot,
     return 0;
 }
 
+/* Over nccl: what a record says of where the op's bytes went. */
+static int same_place(const wex__delta_record *a, const wex__delta_record *b)
+{
+    return a->mode == b->mode &&
+           (a->mode != WEX__DELTA_OP_PAYLOAD ||
+            (a->offset == b->offset && a->length == b->length));
+}
+
 wex__peer_outcome wex__delta_check(wex_job *job, uint64_t peer,
                                    const wex__delta_record *records, size_t n,
                                    int verify, char *why, size_t cap)
 {
     wex__job_destination_delta *d = &job->dst.delta;
-    size_t slot = inbox_slot(job, peer), k = 0;
+    size_t slot = wex__delta_inbox_slot(job, peer), k = 0;
     uint64_t bad = 0;
 
     for (size_t i = 0; i < job->op_count; i++) {
@@ -251,6 +312,14 @@ wex__peer_outcome wex__delta_check(wex_job *job, uint64_t peer,
             continue;
         }
         r = &records[k++];
+        if (d->inbox_count > 0 && wex__delta_matched(job) &&
+            !same_place(r, &d->layout[i])) {
+            snprintf(why, cap,
+                     "source rank %llu's records say other than the layout "
+                     "it posted before sending",
+                     (unsigned long long)peer);
+            return WEX__PEER_FAILED;
+        }
         if (r->mode == WEX__DELTA_OP_FULL) {
             d->live_written = 1;
             d->landed[job->ops[i].dst_tensor] = 1;

@@ -15,13 +15,17 @@
 #include "delta.h"
 #include "job.h"
 
+/* The inbox kept for source rank `rank`, or SIZE_MAX. */
+size_t wex__delta_inbox_slot(const wex_job *job, uint64_t rank);
+
 /* A CUDA tensor's pinned copy holds what the device holds between steps
  * only when no other tensor takes its place in the window: one pass, or
  * a copy of its own. */
 int wex__delta_mirrored(const wex_job *job, size_t t);
-/* A CUDA tensor whose place in the window holds other tensors between
- * its passes: its bytes are on the device only. */
-int wex__delta_in_passes(const wex_job *job, size_t t);
+/* A CUDA tensor whose bytes are on the device only: its place in the
+ * window holds other tensors between its passes, or the transport
+ * writes the device itself (nccl). */
+int wex__delta_on_device(const wex_job *job, size_t t);
 
 /* The digest of operation o as it will be once `payload` is applied
  * (its live bytes where nothing changed, the payload's elsewhere),

@@ -3,8 +3,11 @@
  * elements of an operation that changed since it last sent them, into an
  * inbox its destination keeps for it; the destination checks them with
  * the step and writes them into its live tensors only at commit.
- *   delta_source.c  snapshots, encoding once per group, puts, records
+ *   delta_source.c  snapshots, encoding once per group, puts
+ *   delta_send.c    which destinations take deltas, records, the layout
+ *                   posted first over nccl
  *   delta_dest.c    inboxes, checking a source's records, applying
+ *   delta_receive.c over nccl: the receives a destination posts
  */
 #ifndef WEX_HOST_DELTA_MOVE_H
 #define WEX_HOST_DELTA_MOVE_H
@@ -38,6 +41,22 @@ wex_status wex__delta_begin(wex_job *job, uint64_t number,
 /* Op i as a delta, when its destination takes one and it fits: 1 (the
  * put's status in *st_p, the op's record made), else 0. */
 int wex__delta_put(wex_job *job, size_t i, wex_status *st_p);
+/* (delta_send.c) Which peers take deltas this try: those whose base,
+ * posted under the try's keys, is the step the snapshots hold. */
+wex_status wex__delta_read_bases(wex_job *job, uint64_t number,
+                                 const char *try_prefix, double timeout);
+/* Op i's record this try (its group encoded): 1 and a payload with its
+ * room taken in the peer's inbox, or 0 and whole. */
+int wex__delta_decide(wex_job *job, size_t i, wex__delta_record *r);
+/* Over nccl, after the encoding: every op's record decided, the payloads
+ * copied to device memory, and each destination's records posted under
+ * step/S/T/layout/DST/SRC for it to post its receives by. */
+wex_status wex__delta_send_layout(wex_job *job, const char *try_prefix);
+/* A failed try: those keys say so (a no-op but over nccl). */
+void wex__delta_fail_layouts(wex_job *job, const char *try_prefix,
+                             const char *value, size_t len);
+/* Where group `group`'s payload is sent from. */
+const uint8_t *wex__delta_payload_of(const wex_job *job, size_t group);
 /* Op i went whole, with this digest. */
 void wex__delta_full_done(wex_job *job, size_t i, uint64_t digest);
 /* The step ended: the snapshots hold `step` when it committed, and no
@@ -48,8 +67,12 @@ void wex__delta_end(wex_job *job, uint64_t step, int committed);
 
 wex_status wex__delta_dest_prepare(wex_job *job);
 /* Whether the job's transport can carry deltas: one-sided, into memory
- * it allocates (the inboxes), so not nccl or cuda-ipc. */
+ * it allocates (the inboxes: shm, ucx), or matched sends and receives
+ * of device memory (nccl); not cuda-ipc. */
 int wex__delta_transport_carries(const wex_job *job);
+/* Whether it is the latter: a destination receives each payload with a
+ * receive of its length, known before the source sends it. */
+int wex__delta_matched(const wex_job *job);
 void wex__delta_dest_free(wex_job *job);
 /* Makes an inbox for every source peer (at connect, the tensors bound),
  * where the destination can take deltas. */
@@ -61,6 +84,13 @@ wex_transport_mem *wex__delta_inbox_of(const wex_job *job, uint64_t rank);
 uint64_t wex__delta_base(const wex_job *job);
 /* A try begins: nothing to apply yet. */
 void wex__delta_try_start(wex_job *job);
+/* (delta_receive.c) Over nccl, in place of the plain receives: each
+ * source's layout for this destination read, a receive posted for each
+ * of its ops (the runs of one that comes whole, the payload of a delta
+ * into the inbox's device memory), and the payloads copied to the host.
+ * WEX__PEER_OK, or how it failed with the reason in why. */
+wex__peer_outcome wex__delta_receive(wex_job *job, const char *try_prefix,
+                                     double timeout, char *why, size_t cap);
 /* Source rank `peer`'s records (n of them, its ops in order): full ops
  * digested as they landed, payloads checked in the inbox (their digest,
  * and with the payload applied the operation's digest, without writing

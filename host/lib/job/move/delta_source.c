@@ -81,6 +81,8 @@ static void free_state(wex_job *job, wex__job_source_delta *d)
 {
     if (d->outbox_mem != NULL)
         job->transport.ops->mem_deregister(job->transport.ctx, d->outbox_mem);
+    if (d->dev_outbox != NULL)
+        wex__device_free(job->device, d->dev_outbox);
     free(d->group_of);
     free(d->groups);
     free(d->snapshots);
@@ -242,37 +244,6 @@ static wex_status make_room(wex_job *job)
 }
 
 /* ---- a try ------------------------------------------------------------- */
-
-/* Which peers take deltas: those whose base is the snapshots' step. */
-static wex_status read_bases(wex_job *job, uint64_t number,
-                             const char *try_prefix, double timeout)
-{
-    wex__job_source_delta *d = &job->src.delta;
-
-    for (size_t p = 0; p < job->peer_count; p++) {
-        char key[160];
-        void *value = NULL;
-        size_t len = 0;
-        uint64_t base = 0;
-        wex_status st;
-
-        d->peer_delta[p] = 0;
-        d->inbox_used[p] = 0;
-        if (number != 0 || d->snap_step == 0 || d->inbox[p] == NULL)
-            continue;
-        snprintf(key, sizeof(key), "%sbase/%llu", try_prefix,
-                 (unsigned long long)job->peers[p]);
-        st = wex__store_get(job->rendezvous.store, key, timeout, &value, &len);
-        if (st != WEX_OK)
-            return wex__error_prefix(st, "destination rank %llu's base step",
-                                     (unsigned long long)job->peers[p]);
-        if (len == sizeof(base))
-            memcpy(&base, value, sizeof(base));
-        free(value);
-        d->peer_delta[p] = base == d->snap_step;
-    }
-    return WEX_OK;
-}
 
 /* A multiple of every element size, small enough to stay in L2. */
 #define SLICE_BYTES (64u << 10)
@@ -481,10 +452,12 @@ wex_status wex__delta_begin(wex_job *job, uint64_t number,
     if (!job->plan.job->delta || job->side != WEX_SIDE_SOURCE)
         return WEX_OK;
     if ((st = make_room(job)) != WEX_OK ||
-        (st = read_bases(job, number, try_prefix, timeout)) != WEX_OK)
+        (st = wex__delta_read_bases(job, number, try_prefix, timeout)) !=
+            WEX_OK)
         return st;
     d->verify = h != NULL;
     carries = wex__delta_transport_carries(job);
+    d->matched = wex__delta_matched(job);
     if ((work.order = malloc((d->group_count + 1) * sizeof(size_t))) == NULL)
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
     for (size_t k = 0; k < d->group_count && st == WEX_OK; k++) {
@@ -516,6 +489,9 @@ wex_status wex__delta_begin(wex_job *job, uint64_t number,
         d->changed += d->groups[k].changed;
         d->elems += d->groups[k].elems;
     }
+    /* over nccl, decided now: a destination receives by them */
+    if (st == WEX_OK && d->matched)
+        st = wex__delta_send_layout(job, try_prefix);
     return st;
 }
 
@@ -524,60 +500,24 @@ int wex__delta_put(wex_job *job, size_t i, wex_status *st_p)
     wex__job_source_delta *d = &job->src.delta;
     uint32_t gi = d->group_of != NULL ? d->group_of[i] : UINT32_MAX;
     size_t p = job->op_peer_index[i];
-    const wex__delta_group *g;
     wex__delta_record *r = &d->records[i];
 
     if (!job->plan.job->delta)
         return 0;
-    memset(r, 0, sizeof(*r));
-    r->mode = WEX__DELTA_OP_FULL;
-    if (gi == UINT32_MAX)
-        return 0;
     /* encoded even when nobody takes it: the snapshot is what was sent */
-    if (d->groups[gi].made &&
+    if (gi != UINT32_MAX && d->groups[gi].made &&
         (*st_p = encode_made(job, i, &d->groups[gi])) != WEX_OK)
         return 1;
-    if (!d->peer_delta[p])
+    /* over nccl the record was decided before any send */
+    if (d->matched ? r->mode != WEX__DELTA_OP_PAYLOAD
+                   : !wex__delta_decide(job, i, r))
         return 0;
-    g = &d->groups[gi];
-    if (g->payload_len < 0 ||
-        (uint64_t)g->payload_len > d->inbox_size[p] - d->inbox_used[p])
-        return 0;
-    r->mode = WEX__DELTA_OP_PAYLOAD;
-    r->offset = d->inbox_used[p];
-    r->length = (uint64_t)g->payload_len;
-    r->payload_digest = g->payload_digest;
-    r->digest = g->digest;
-    *st_p = r->length == 0
-                ? WEX_OK
-                : job->transport.ops->put(job->transport.ctx, d->inbox[p],
-                                          r->offset, d->outbox + g->out_off,
-                                          r->length);
+    *st_p = r->length == 0 ? WEX_OK
+                           : job->transport.ops->put(
+                                 job->transport.ctx, d->inbox[p], r->offset,
+                                 wex__delta_payload_of(job, gi), r->length);
     job->src.puts += r->length != 0;
-    d->inbox_used[p] += (r->length + 7) & ~(uint64_t)7;
     d->wire_bytes += r->length;
     d->delta_ops++;
     return 1;
-}
-
-void wex__delta_full_done(wex_job *job, size_t i, uint64_t digest)
-{
-    wex__job_source_delta *d = &job->src.delta;
-
-    if (!job->plan.job->delta)
-        return;
-    d->records[i].mode = WEX__DELTA_OP_FULL;
-    d->records[i].digest = digest;
-    d->wire_bytes += job->ops[i].bytes;
-}
-
-void wex__delta_end(wex_job *job, uint64_t step, int committed)
-{
-    wex__job_source_delta *d = &job->src.delta;
-
-    if (job->side != WEX_SIDE_SOURCE || !job->plan.job->delta)
-        return;
-    d->snap_step = committed ? step : 0;
-    for (size_t g = 0; committed && g < d->group_count; g++)
-        d->groups[g].fresh = 0; /* encoded this step: it holds it */
 }

@@ -16,10 +16,10 @@ int wex__delta_mirrored(const wex_job *job, size_t t)
            (job->dst.passes <= 1 || job->bind[t].own_shadow);
 }
 
-int wex__delta_in_passes(const wex_job *job, size_t t)
+int wex__delta_on_device(const wex_job *job, size_t t)
 {
     return job->memory_kind[t] == WEX_MEMORY_CUDA &&
-           job->bind[t].shadow != NULL && !wex__delta_mirrored(job, t);
+           !wex__delta_mirrored(job, t);
 }
 
 typedef struct cursor {

@@ -124,11 +124,13 @@ static void post_failure(wex_job *job, const step_try *t, const char *why)
         done_key(key, sizeof(key), t, job->rank, d);
         wex__store_set(job->rendezvous.store, key, value, n);
     }
-    /* and to destinations waiting for a pass of their window */
+    /* and to destinations waiting for a pass of their window, or (nccl)
+     * for a delta try's layout */
     {
         char prefix[96];
         try_key(prefix, sizeof(prefix), t, "");
         wex__window_fail(job, prefix, value, n);
+        wex__delta_fail_layouts(job, prefix, value, n);
     }
     free(value);
 }
@@ -194,17 +196,14 @@ static wex__peer_outcome check_peer(wex_job *job, const step_try *t,
         return WEX__PEER_FAILED;
     }
     if (job->plan.job->delta) { /* records: its ops, whole or as deltas */
-        wex__peer_outcome how =
-            len % sizeof(wex__delta_record) != 0
-                ? WEX__PEER_FAILED
-                : wex__delta_check(
-                      job, peer, (const wex__delta_record *)(void *)theirs,
-                      len / sizeof(wex__delta_record), t->verify, why, cap);
+        wex__peer_outcome how = WEX__PEER_FAILED;
         if (len % sizeof(wex__delta_record) != 0)
-            snprintf(why, cap,
-                     "source rank %llu posted %zu bytes of delta "
-                     "records",
+            snprintf(why, cap, "source rank %llu posted %zu bytes of records",
                      (unsigned long long)peer, len);
+        else
+            how = wex__delta_check(job, peer, (void *)theirs,
+                                   len / sizeof(wex__delta_record), t->verify,
+                                   why, cap);
         free(theirs);
         return how;
     }
@@ -237,31 +236,34 @@ static wex__peer_outcome check_peer(wex_job *job, const step_try *t,
 /* "ok", or "retry:" / "fail:" and the reasons. */
 static wex_status destination_try(wex_job *job, const step_try *t)
 {
-    char verdict[WEX__ERROR_MAX] = "ok", key[96];
+    char verdict[WEX__ERROR_MAX] = "ok", key[96], prefix[96];
     size_t used = 0;
     wex__peer_outcome worst = WEX__PEER_OK;
 
+    try_key(prefix, sizeof(prefix), t, "");
     if (job->plan.job->delta)
         wex__delta_try_start(job);
     if (t->why[0] != '\0') {
         snprintf(verdict, sizeof(verdict), "fail:%.1000s", t->why);
         worst = WEX__PEER_FAILED;
+    } else if (job->dst.delta.inbox_count > 0 && wex__delta_matched(job)) {
+        /* over nccl: the receives as each source's layout says */
+        worst = wex__delta_receive(job, prefix, t->timeout, verdict,
+                                   sizeof(verdict));
+        used = worst != WEX__PEER_OK ? strlen(verdict) : 0;
     } else if (wex__post_receives(job) != WEX_OK) {
-        snprintf(verdict, sizeof(verdict), "fail:%.1000s", wex__last_error());
+        used = (size_t)snprintf(verdict, sizeof(verdict), "%.1000s",
+                                wex__last_error());
         worst = WEX__PEER_FAILED;
     }
     if (worst == WEX__PEER_OK && t->verify)
         wex__landing_watch(job, wex__landing_tag(t->step, t->number));
-    { /* every pass of the window but the last */
-        char prefix[96];
-        try_key(prefix, sizeof(prefix), t, "");
-        if (worst != WEX__PEER_OK) {
-            wex__window_refuse(job, prefix, verdict);
-        } else {
-            worst = wex__window_drain(job, prefix, t->verify, t->timeout,
-                                      verdict, sizeof(verdict));
-            used = worst != WEX__PEER_OK ? strlen(verdict) : 0;
-        }
+    if (worst != WEX__PEER_OK) { /* every pass of the window but the last */
+        wex__window_refuse(job, prefix, verdict);
+    } else {
+        worst = wex__window_drain(job, prefix, t->verify, t->timeout, verdict,
+                                  sizeof(verdict));
+        used = worst != WEX__PEER_OK ? strlen(verdict) : 0;
     }
     for (size_t p = 0; p < job->peer_count && worst == WEX__PEER_OK; p++) {
         char why[WEX__ERROR_MAX];
