@@ -1,9 +1,10 @@
 /*
  * What the device-memory programs of tests/api share (test_device_staging,
- * test_device_faults): the job they run, ranks forked before the
- * rendezvous opens and told its address through a pipe, filling a
- * source's tensors for a step and hashing what a destination holds,
- * through the fake CUDA runtime's cudaMemcpy (tests/fakes/fake_cudart.c).
+ * test_device_faults, test_device_nccl): the job they run, ranks forked
+ * before the rendezvous opens and told its address through a pipe,
+ * filling a source's tensors for a step and hashing what a destination
+ * holds, through the fake CUDA runtime's cudaMemcpy
+ * (tests/fakes/fake_cudart.c).
  * Define TOKEN before including.
  */
 #ifndef WEX_TEST_DEVICE_RANKS_H
@@ -28,9 +29,15 @@ static memcpy_fn cuda_memcpy;
 typedef unsigned long (*calls_fn)(const char *);
 static calls_fn cuda_calls;
 
+/* The transport job_text names, as JSON (shm unless a test sets it), and
+ * the steps' timeout. */
+static const char *job_transport = "\"shm\"";
+static unsigned job_step_seconds = 20;
+
 /* The job: `source` and `destination` are the sides' JSON; `window` the
  * destinations' staging window (0: the default). Steps time out after
- * 20 s, so a rank that hangs fails the test instead of stalling it. */
+ * job_step_seconds, so a rank that hangs fails the test instead of
+ * stalling it. */
 static const char *job_text(const char *source, const char *destination,
                             unsigned window)
 {
@@ -38,11 +45,12 @@ static const char *job_text(const char *source, const char *destination,
 
     snprintf(text, sizeof(text),
              "{\"model\": \"%s/models/DeepSeek-V3-tiny-fp8.config.json\", "
-             "\"source\": %s, \"destination\": %s, \"transport\": \"shm\", "
-             "\"verify\": \"digest\", \"timeouts\": {\"step_seconds\": 20}"
+             "\"source\": %s, \"destination\": %s, \"transport\": %s, "
+             "\"verify\": \"digest\", \"timeouts\": {\"step_seconds\": %u}"
              "%s%.0u}",
-             WEX_TEST_DATA, source, destination,
-             window ? ", \"device_staging_bytes\": " : "", window);
+             WEX_TEST_DATA, source, destination, job_transport,
+             job_step_seconds, window ? ", \"device_staging_bytes\": " : "",
+             window);
     return text;
 }
 

@@ -5,10 +5,14 @@
  * pointer handed out is mapped PROT_NONE, so any code that touches
  * device memory from the CPU instead of copying it faults at once, as
  * it would on a GPU; the copies below reach it through a private
- * read-write alias. It implements only the entry points libwex and the
- * tests call, synchronously (a stream is a no-op), and the entry points
- * of libwex_cuda.so (fake_cuda_kernels.c, loaded through
- * WEX_CUDA_KERNELS).
+ * read-write alias. It implements only the entry points libwex, the
+ * device transports and the tests call, and the entry points of
+ * libwex_cuda.so (fake_cuda_kernels.c, loaded through WEX_CUDA_KERNELS).
+ * Copies and kernels run at once, inside the call. A stream still holds
+ * the work another fake queues on it (fake_nccl.c: a group of sends and
+ * receives that completes later, on its progress thread), because a
+ * caller that records an event after it, or synchronizes the stream,
+ * must wait for that work as it would on a GPU.
  *
  * Failures on demand: WEX_FAKE_CUDA_FAIL="ENTRY@N[,ENTRY@N...]" makes the
  * Nth call of ENTRY in this process (counted from 1) fail with
@@ -26,6 +30,9 @@
 #define SUCCESS 0
 #define ERR_INVALID_VALUE 1
 #define ERR_MEMORY_ALLOCATION 2
+#define ERR_INVALID_DEVICE 101
+#define ERR_INVALID_HANDLE 400
+#define ERR_NOT_READY 600
 #define ERR_INJECTED 999
 
 typedef struct allocation {
@@ -43,6 +50,7 @@ typedef struct attributes {
 } attributes;
 
 static allocation *allocations;
+static allocation *pinned; /* cudaMallocHost's; alias only */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The entries that can be made to fail, and how often each was called. */
@@ -117,7 +125,13 @@ int cudaGetDeviceCount(int *count)
 
 int cudaSetDevice(int device)
 {
-    return device == 0 ? SUCCESS : ERR_INVALID_VALUE;
+    return device == 0 ? SUCCESS : ERR_INVALID_DEVICE;
+}
+
+int cudaGetDevice(int *device)
+{
+    *device = 0; /* the one device there is */
+    return SUCCESS;
 }
 
 int cudaMalloc(void **ptr, size_t bytes)
@@ -179,17 +193,61 @@ int cudaMemset(void *ptr, int value, size_t bytes)
     return SUCCESS;
 }
 
+/* Pinned host memory: a GPU reaches it as well (mapped, with unified
+ * addressing), so the fake NCCL takes it where it refuses pageable host
+ * memory; fake_cuda_pinned says which is which. */
+int fake_cuda_pinned(const void *ptr, size_t *left);
+int fake_cuda_pinned(const void *ptr, size_t *left)
+{
+    const unsigned char *p = ptr;
+    int found = 0;
+
+    pthread_mutex_lock(&lock);
+    for (allocation *a = pinned; a != NULL && !found; a = a->next)
+        if (p >= a->alias && p < a->alias + a->bytes) {
+            *left = a->bytes - (size_t)(p - a->alias);
+            found = 1;
+        }
+    pthread_mutex_unlock(&lock);
+    return found;
+}
+
 int cudaMallocHost(void **ptr, size_t bytes)
 {
+    allocation *a;
+
     if (fake_cuda_injected("cudaMallocHost"))
         return ERR_INJECTED;
-    *ptr = malloc(bytes ? bytes : 1);
-    return *ptr != NULL ? SUCCESS : ERR_MEMORY_ALLOCATION;
+    a = calloc(1, sizeof(*a));
+    if (a == NULL || (a->alias = malloc(bytes ? bytes : 1)) == NULL) {
+        free(a);
+        return ERR_MEMORY_ALLOCATION;
+    }
+    a->bytes = bytes;
+    pthread_mutex_lock(&lock);
+    a->next = pinned;
+    pinned = a;
+    pthread_mutex_unlock(&lock);
+    *ptr = a->alias;
+    return SUCCESS;
 }
 
 int cudaFreeHost(void *ptr)
 {
-    free(ptr);
+    allocation **link, *a = NULL;
+
+    pthread_mutex_lock(&lock);
+    for (link = &pinned; *link != NULL; link = &(*link)->next)
+        if ((*link)->alias == ptr) {
+            a = *link;
+            *link = a->next;
+            break;
+        }
+    pthread_mutex_unlock(&lock);
+    if (a == NULL)
+        return ptr == NULL ? SUCCESS : ERR_INVALID_VALUE;
+    free(a->alias);
+    free(a);
     return SUCCESS;
 }
 
@@ -233,27 +291,201 @@ int cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
     return SUCCESS;
 }
 
-int cudaStreamCreateWithFlags(void **stream, unsigned int flags)
+/* ---- streams and events -------------------------------------------- */
+
+/* Work another fake queued on a stream (fake_cuda_work_begin). Items
+ * finish in any order, but a stream completes them in the order they
+ * were queued, as a GPU runs a stream's kernels one after another. */
+typedef struct work {
+    uint64_t ticket;
+    int finished;
+    struct stream *stream;
+    struct work *next;
+} work;
+
+/* Freed once its handle, the events recorded on it and its work are all
+ * gone: cudaStreamDestroy returns at once, as CUDA's does. */
+typedef struct stream {
+    uint64_t issued;   /* tickets handed out */
+    work *head, *tail; /* not completed, in ticket order */
+    unsigned refs;
+} stream;
+
+typedef struct event {
+    stream *stream;  /* NULL: never recorded, complete */
+    uint64_t ticket; /* complete once no work up to it is left */
+} event;
+
+/* The legacy default stream (0, cudaStreamLegacy, cudaStreamPerThread),
+ * never freed; `done` is signalled whenever a stream completes work. */
+static stream default_stream = {0, NULL, NULL, 1};
+static pthread_cond_t done = PTHREAD_COND_INITIALIZER;
+
+static stream *stream_of(void *handle)
 {
+    return (uintptr_t)handle <= 2 ? &default_stream : handle;
+}
+
+static void stream_unref(stream *s)
+{
+    if (--s->refs == 0 && s != &default_stream)
+        free(s);
+}
+
+static int event_complete(const event *e)
+{
+    return e->stream == NULL || e->stream->head == NULL ||
+           e->stream->head->ticket > e->ticket;
+}
+
+/* Queues work on `handle`'s stream; fake_cuda_work_end finishes it. */
+void *fake_cuda_work_begin(void *handle);
+void *fake_cuda_work_begin(void *handle)
+{
+    work *w = calloc(1, sizeof(*w));
+
+    if (w == NULL)
+        return NULL;
+    pthread_mutex_lock(&lock);
+    w->stream = stream_of(handle);
+    w->stream->refs++;
+    w->ticket = ++w->stream->issued;
+    if (w->stream->tail != NULL)
+        w->stream->tail->next = w;
+    else
+        w->stream->head = w;
+    w->stream->tail = w;
+    pthread_mutex_unlock(&lock);
+    return w;
+}
+
+void fake_cuda_work_end(void *item);
+void fake_cuda_work_end(void *item)
+{
+    work *w = item;
+    stream *s;
+
+    if (w == NULL)
+        return;
+    pthread_mutex_lock(&lock);
+    s = w->stream;
+    w->finished = 1;
+    while (s->head != NULL && s->head->finished) {
+        w = s->head;
+        s->head = w->next;
+        if (s->head == NULL)
+            s->tail = NULL;
+        free(w);
+        stream_unref(s);
+    }
+    pthread_cond_broadcast(&done);
+    pthread_mutex_unlock(&lock);
+}
+
+int cudaStreamCreateWithFlags(void **handle, unsigned int flags)
+{
+    stream *s = calloc(1, sizeof(*s));
+
     (void)flags;
-    *stream = malloc(1);
-    return *stream != NULL ? SUCCESS : ERR_MEMORY_ALLOCATION;
-}
-
-int cudaStreamSynchronize(void *stream)
-{
-    (void)stream;
-    return fake_cuda_injected("cudaStreamSynchronize") ? ERR_INJECTED : SUCCESS;
-}
-
-int cudaStreamDestroy(void *stream)
-{
-    free(stream);
+    if (s == NULL)
+        return ERR_MEMORY_ALLOCATION;
+    s->refs = 1;
+    *handle = s;
     return SUCCESS;
 }
 
+int cudaStreamSynchronize(void *handle)
+{
+    stream *s = stream_of(handle);
+
+    if (fake_cuda_injected("cudaStreamSynchronize"))
+        return ERR_INJECTED;
+    pthread_mutex_lock(&lock);
+    while (s->head != NULL)
+        pthread_cond_wait(&done, &lock);
+    pthread_mutex_unlock(&lock);
+    return SUCCESS;
+}
+
+int cudaStreamDestroy(void *handle)
+{
+    if ((uintptr_t)handle <= 2)
+        return ERR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    stream_unref(handle);
+    pthread_mutex_unlock(&lock);
+    return SUCCESS;
+}
+
+/* Only streams hold work, and only cudaStreamSynchronize is used with
+ * it; a device-wide wait is the default stream's. */
 int cudaDeviceSynchronize(void)
 {
+    return cudaStreamSynchronize(NULL);
+}
+
+int cudaEventCreateWithFlags(void **handle, unsigned int flags)
+{
+    (void)flags;
+    *handle = calloc(1, sizeof(event));
+    return *handle != NULL ? SUCCESS : ERR_MEMORY_ALLOCATION;
+}
+
+int cudaEventCreate(void **handle)
+{
+    return cudaEventCreateWithFlags(handle, 0);
+}
+
+int cudaEventRecord(void *handle, void *on)
+{
+    event *e = handle;
+
+    if (e == NULL)
+        return ERR_INVALID_HANDLE;
+    pthread_mutex_lock(&lock);
+    if (e->stream != NULL)
+        stream_unref(e->stream);
+    e->stream = stream_of(on);
+    e->stream->refs++;
+    e->ticket = e->stream->issued;
+    pthread_mutex_unlock(&lock);
+    return SUCCESS;
+}
+
+int cudaEventQuery(void *handle)
+{
+    int complete;
+
+    if (handle == NULL)
+        return ERR_INVALID_HANDLE;
+    pthread_mutex_lock(&lock);
+    complete = event_complete(handle);
+    pthread_mutex_unlock(&lock);
+    return complete ? SUCCESS : ERR_NOT_READY;
+}
+
+int cudaEventSynchronize(void *handle)
+{
+    if (handle == NULL)
+        return ERR_INVALID_HANDLE;
+    pthread_mutex_lock(&lock);
+    while (!event_complete(handle))
+        pthread_cond_wait(&done, &lock);
+    pthread_mutex_unlock(&lock);
+    return SUCCESS;
+}
+
+int cudaEventDestroy(void *handle)
+{
+    event *e = handle;
+
+    if (e == NULL)
+        return ERR_INVALID_HANDLE;
+    pthread_mutex_lock(&lock);
+    if (e->stream != NULL)
+        stream_unref(e->stream);
+    pthread_mutex_unlock(&lock);
+    free(e);
     return SUCCESS;
 }
 
@@ -275,6 +507,11 @@ const char *cudaGetErrorString(int error)
     case SUCCESS: return "no error";
     case ERR_INVALID_VALUE: return "invalid argument (fake CUDA runtime)";
     case ERR_MEMORY_ALLOCATION: return "out of memory (fake CUDA runtime)";
+    case ERR_INVALID_DEVICE:
+        return "invalid device ordinal (fake CUDA runtime)";
+    case ERR_INVALID_HANDLE:
+        return "invalid resource handle (fake CUDA runtime)";
+    case ERR_NOT_READY: return "device not ready (fake CUDA runtime)";
     case ERR_INJECTED: return "injected failure (WEX_FAKE_CUDA_FAIL)";
     default: return "unknown error (fake CUDA runtime)";
     }
