@@ -10,6 +10,7 @@
 #ifndef WEX_TEST_DEVICE_RANKS_H
 #define WEX_TEST_DEVICE_RANKS_H
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +137,71 @@ static int open_rank(const char *text, uint32_t side, uint64_t rank,
     }
     *host = malloc(most ? most : 1);
     return *mem != NULL && *host != NULL ? 0 : -1;
+}
+
+/* Loads the fake runtime at `path` (its cudaMemcpy and call counts) and
+ * points libwex at it, at its kernels and at the build's plugins; 0, or
+ * -1 said on stderr. */
+static int load_fake_runtime(const char *path)
+{
+    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+
+    if (dl == NULL ||
+        (cuda_memcpy = (memcpy_fn)dlsym(dl, "cudaMemcpy")) == NULL ||
+        (cuda_calls = (calls_fn)dlsym(dl, "fake_cuda_calls")) == NULL) {
+        fprintf(stderr, "%s: %s\n", path, dlerror());
+        return -1;
+    }
+    setenv("WEX_CUDA_RUNTIME", path, 1);
+    setenv("WEX_CUDA_KERNELS", path, 1);
+    setenv("WEX_PLUGIN_MANIFESTS", WEX_BUILD_PLUGINS, 1);
+    return 0;
+}
+
+/* Syncs `step` on a rank and checks its report: verified in one try, and
+ * for a destination, with `deltas` 1, a delta after step 1 (most of its
+ * bytes off the wire), with -1 every step whole (0: either). 0, or -1
+ * said on stderr. */
+static inline int sync_checked(wex_job *job, uint32_t side, uint64_t rank,
+                               uint64_t step, int deltas,
+                               wex_sync_report *report)
+{
+    const char *who = side == WEX_SIDE_SOURCE ? "source" : "destination";
+
+    memset(report, 0, sizeof(*report));
+    report->struct_size = sizeof(*report);
+    if (wex_sync(job, step, report) != WEX_OK) {
+        fprintf(stderr, "%s %llu: step %llu: %s\n", who,
+                (unsigned long long)rank, (unsigned long long)step,
+                wex_last_error());
+        return -1;
+    }
+    if (report->verified != 1 || report->attempts != 1) {
+        fprintf(stderr, "%s %llu: step %llu: verified %d, %u tries\n", who,
+                (unsigned long long)rank, (unsigned long long)step,
+                (int)report->verified, (unsigned)report->attempts);
+        return -1;
+    }
+    if (side != WEX_SIDE_DESTINATION)
+        return 0;
+    if (deltas < 0 && report->mode != WEX_SYNC_FULL) {
+        fprintf(stderr, "destination %llu: step %llu: mode %u, not whole\n",
+                (unsigned long long)rank, (unsigned long long)step,
+                report->mode);
+        return -1;
+    }
+    if (deltas > 0 && step > 1 &&
+        (report->mode == WEX_SYNC_FULL ||
+         report->wire_bytes * 10 > report->bytes)) {
+        fprintf(stderr,
+                "destination %llu: step %llu: %llu of %llu bytes on the "
+                "wire, mode %u: not a delta\n",
+                (unsigned long long)rank, (unsigned long long)step,
+                (unsigned long long)report->wire_bytes,
+                (unsigned long long)report->bytes, report->mode);
+        return -1;
+    }
+    return 0;
 }
 
 /* Set: a step after the first changes about 1 % of each tensor's 8-byte

@@ -358,23 +358,14 @@ int main(int argc, char **argv)
     /* one scenario alone, by its index, when looking into it */
     const char *only = getenv("WEX_TEST_SCENARIO");
     outcome window_clean[2][RANKS], fp8_clean[RANKS];
-    void *dl;
 
     if (argc != 2) {
         fprintf(stderr, "usage: test_device_faults FAKE_CUDART.so\n");
         return 2;
     }
-    dl = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-    if (dl == NULL ||
-        (cuda_memcpy = (memcpy_fn)dlsym(dl, "cudaMemcpy")) == NULL ||
-        (cuda_calls = (calls_fn)dlsym(dl, "fake_cuda_calls")) == NULL) {
-        fprintf(stderr, "%s: %s\n", argv[1], dlerror());
+    if (load_fake_runtime(argv[1]) != 0)
         return 1;
-    }
     setvbuf(stdout, NULL, _IOLBF, 0);
-    setenv("WEX_CUDA_RUNTIME", argv[1], 1);
-    setenv("WEX_CUDA_KERNELS", argv[1], 1);
-    setenv("WEX_PLUGIN_MANIFESTS", WEX_BUILD_PLUGINS, 1);
     /* without failures: what every destination must hold at the end */
     clean_run(job_text(COPY_JOB, 65536), 1, host_to_cuda, window_clean[0]);
     clean_run(job_text(COPY_JOB, 65536), 1, cuda_to_cuda, window_clean[1]);

@@ -99,32 +99,8 @@ static int rank_main(const char *text, uint32_t side, uint64_t rank,
         if (side == WEX_SIDE_SOURCE &&
             fill_sources(job, step, kind, mem, host) != 0)
             goto out;
-        memset(&report, 0, sizeof(report));
-        report.struct_size = sizeof(report);
-        if (wex_sync(job, step, &report) != WEX_OK) {
-            fprintf(stderr, "%s %llu: step %llu: %s\n",
-                    side == WEX_SIDE_SOURCE ? "source" : "destination",
-                    (unsigned long long)rank, (unsigned long long)step,
-                    wex_last_error());
+        if (sync_checked(job, side, rank, step, expect_deltas, &report) != 0)
             goto out;
-        }
-        if (report.verified != 1 || report.attempts != 1) {
-            fprintf(stderr, "rank %llu: step %llu: verified %d, %u tries\n",
-                    (unsigned long long)rank, (unsigned long long)step,
-                    (int)report.verified, (unsigned)report.attempts);
-            goto out;
-        }
-        if (expect_deltas && side == WEX_SIDE_DESTINATION && step > 1 &&
-            (report.mode == WEX_SYNC_FULL ||
-             report.wire_bytes * 10 > report.bytes)) {
-            fprintf(stderr,
-                    "destination %llu: step %llu: %llu of %llu bytes on the "
-                    "wire, mode %u: not a delta\n",
-                    (unsigned long long)rank, (unsigned long long)step,
-                    (unsigned long long)report.wire_bytes,
-                    (unsigned long long)report.bytes, report.mode);
-            goto out;
-        }
         received += expect_deltas ? report.wire_bytes : report.bytes;
         if (started_fd >= 0) {
             if (write(started_fd, "", 1) != 1)
@@ -385,7 +361,6 @@ int main(int argc, char **argv)
     static const char *const jobs[][2] = {{COPY_JOB}, {VLLM_TP2_DP2, VLLM_TP2}};
     static const int sources[] = {1, 4};
     char path[1024];
-    void *dl;
 
     if (argc < 2 || argc > 3) {
         fprintf(stderr, "usage: test_device_nccl FAKE_CUDART.so "
@@ -399,16 +374,8 @@ int main(int argc, char **argv)
         return 77;
     }
     preload(argv, argv[1], argv[2]);
-    dl = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-    if (dl == NULL ||
-        (cuda_memcpy = (memcpy_fn)dlsym(dl, "cudaMemcpy")) == NULL ||
-        (cuda_calls = (calls_fn)dlsym(dl, "fake_cuda_calls")) == NULL) {
-        fprintf(stderr, "%s: %s\n", argv[1], dlerror());
+    if (load_fake_runtime(argv[1]) != 0)
         return 1;
-    }
-    setenv("WEX_CUDA_RUNTIME", argv[1], 1);
-    setenv("WEX_CUDA_KERNELS", argv[1], 1);
-    setenv("WEX_PLUGIN_MANIFESTS", WEX_BUILD_PLUGINS, 1);
     /* each job whole, then as a delta job (about 1 % of the words change
      * a step): over nccl the sources post their payloads' lengths first,
      * the destinations receive them into device inboxes and apply them

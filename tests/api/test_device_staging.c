@@ -79,36 +79,9 @@ static int rank_main(const char *text, uint32_t side, uint64_t rank,
         if (side == WEX_SIDE_SOURCE &&
             fill_sources(job, step, kind, mem, host) != 0)
             goto out;
-        memset(&report, 0, sizeof(report));
-        report.struct_size = sizeof(report);
-        if (wex_sync(job, step, &report) != WEX_OK) {
-            fprintf(stderr, "%s %llu: step %llu: %s\n",
-                    side == WEX_SIDE_SOURCE ? "source" : "destination",
-                    (unsigned long long)rank, (unsigned long long)step,
-                    wex_last_error());
-            goto out;
-        }
-        if (report.verified != 1 || report.attempts != 1)
-            goto out;
         /* a delta job's destinations take deltas after the first step */
-        if (expect_deltas < 0 && side == WEX_SIDE_DESTINATION &&
-            report.mode != WEX_SYNC_FULL) {
-            fprintf(stderr, "destination %llu: step %llu: mode %u, not whole\n",
-                    (unsigned long long)rank, (unsigned long long)step,
-                    report.mode);
+        if (sync_checked(job, side, rank, step, expect_deltas, &report) != 0)
             goto out;
-        }
-        if (expect_deltas > 0 && side == WEX_SIDE_DESTINATION && step > 1 &&
-            (report.mode == WEX_SYNC_FULL ||
-             report.wire_bytes * 10 > report.bytes)) {
-            fprintf(stderr,
-                    "destination %llu: step %llu: %llu of %llu bytes "
-                    "on the wire, mode %u: not a delta\n",
-                    (unsigned long long)rank, (unsigned long long)step,
-                    (unsigned long long)report.wire_bytes,
-                    (unsigned long long)report.bytes, report.mode);
-            goto out;
-        }
         if (started_fd >= 0) {
             if (write(started_fd, "", 1) != 1)
                 goto out;
@@ -267,22 +240,13 @@ static void kill_a_destination(const char *text, unsigned delay_ms)
 
 int main(int argc, char **argv)
 {
-    void *dl;
 
     if (argc != 2) {
         fprintf(stderr, "usage: test_device_staging FAKE_CUDART.so\n");
         return 2;
     }
-    dl = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-    if (dl == NULL ||
-        (cuda_memcpy = (memcpy_fn)dlsym(dl, "cudaMemcpy")) == NULL ||
-        (cuda_calls = (calls_fn)dlsym(dl, "fake_cuda_calls")) == NULL) {
-        fprintf(stderr, "%s: %s\n", argv[1], dlerror());
+    if (load_fake_runtime(argv[1]) != 0)
         return 1;
-    }
-    setenv("WEX_CUDA_RUNTIME", argv[1], 1);
-    setenv("WEX_CUDA_KERNELS", argv[1], 1);
-    setenv("WEX_PLUGIN_MANIFESTS", WEX_BUILD_PLUGINS, 1);
     {
         static const char *const what[] = {"the source's",
                                            "the "

@@ -162,18 +162,28 @@ fail:
     return ERR_MEMORY_ALLOCATION;
 }
 
-int cudaFree(void *ptr)
+/* Takes the allocation whose device pointer (by_device) or host alias
+ * is `ptr` off `list`; NULL when none is. */
+static allocation *unlink_allocation(allocation **list, const void *ptr,
+                                     int by_device)
 {
     allocation **link, *a = NULL;
 
     pthread_mutex_lock(&lock);
-    for (link = &allocations; *link != NULL; link = &(*link)->next)
-        if ((*link)->device == ptr) {
+    for (link = list; *link != NULL; link = &(*link)->next)
+        if ((by_device ? (*link)->device : (*link)->alias) == ptr) {
             a = *link;
             *link = a->next;
             break;
         }
     pthread_mutex_unlock(&lock);
+    return a;
+}
+
+int cudaFree(void *ptr)
+{
+    allocation *a = unlink_allocation(&allocations, ptr, 1);
+
     if (a == NULL)
         return ptr == NULL ? SUCCESS : ERR_INVALID_VALUE;
     munmap(a->device, a->bytes);
@@ -234,16 +244,8 @@ int cudaMallocHost(void **ptr, size_t bytes)
 
 int cudaFreeHost(void *ptr)
 {
-    allocation **link, *a = NULL;
+    allocation *a = unlink_allocation(&pinned, ptr, 0);
 
-    pthread_mutex_lock(&lock);
-    for (link = &pinned; *link != NULL; link = &(*link)->next)
-        if ((*link)->alias == ptr) {
-            a = *link;
-            *link = a->next;
-            break;
-        }
-    pthread_mutex_unlock(&lock);
     if (a == NULL)
         return ptr == NULL ? SUCCESS : ERR_INVALID_VALUE;
     free(a->alias);
