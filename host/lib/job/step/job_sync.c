@@ -252,9 +252,9 @@ static wex_status destination_try(wex_job *job, const step_try *t)
                                    sizeof(verdict));
         used = worst != WEX__PEER_OK ? strlen(verdict) : 0;
     } else if (wex__post_receives(job) != WEX_OK) {
-        used = (size_t)snprintf(verdict, sizeof(verdict), "%.1000s",
-                                wex__last_error());
+        snprintf(verdict, sizeof(verdict), "%.1000s", wex__last_error());
         worst = WEX__PEER_FAILED;
+        used = strlen(verdict);
     }
     if (worst == WEX__PEER_OK && t->verify)
         wex__landing_watch(job, wex__landing_tag(t->step, t->number));
@@ -275,7 +275,7 @@ static wex_status destination_try(wex_job *job, const step_try *t)
             worst = how;
         used += (size_t)snprintf(
             verdict + used, used < sizeof(verdict) ? sizeof(verdict) - used : 0,
-            "%s%s", used ? "; " : "", why);
+            "%s%.900s", used ? "; " : "", why);
     }
     /* Checked: what landed in host copies of CUDA tensors goes to the
      * device before this destination says so. */
