@@ -421,6 +421,14 @@ int main(int argc, char **argv)
         lose_a_rank(text, 0, -1, SIGKILL);
         for (int k = 0; k < 3; k++)
             lose_a_rank(text, 2, (int)(rand_r(&seed) % 150), SIGKILL);
+        /* a delta job's: its destinations wait for the sources' layouts
+         * and receive into their inboxes */
+        snprintf(text, sizeof(text), "%.*s, \"delta\": true}",
+                 (int)strlen(job_text(COPY_JOB, 0)) - 1, job_text(COPY_JOB, 0));
+        few_changes = 1;
+        for (int k = 0; k < 2; k++)
+            lose_a_rank(text, 2 * k, (int)(rand_r(&seed) % 150), SIGKILL);
+        few_changes = 0;
         /* destinations wait out timeout_ms, then the step's timeout for
          * the stalled source to say it is done writing (the host's
          * fence): both short here */
