@@ -235,8 +235,8 @@ void wex_job_close(wex_job *job)
     wex__job_rendezvous_fini(job);
     wex__planner_close(&job->plan);
     wex__job_members_fini(job);
+    wex__transforms_free(job); /* its arena may be pinned */
     wex__device_close(job->device);
-    wex__transforms_free(job);
     wex__job_checkpoint_close(job);
     wex__job_ops_free(job);
     free(job->memory_kind); /* last: the parts above read them */

@@ -41,7 +41,10 @@ void wex__transforms_free(wex_job *job)
     free(q->order);
     free(q->made);
     free(q->made_gen);
-    free(q->arena);
+    if (q->arena_pinned)
+        wex__device_free_pinned(job->device, q->arena);
+    else
+        free(q->arena);
     free(q);
     job->src.quant = NULL;
 }
@@ -265,8 +268,23 @@ static wex_status arena_take(wex_job *job, uint64_t bytes, unsigned char **p)
     struct wex__quant_state *q = job->src.quant;
     wex_status st;
 
-    if (q->arena == NULL && (q->arena = malloc(WEX__STAGING_BYTES)) == NULL)
-        return wex__error(WEX_ERR_NOMEM, "job: out of memory for staging");
+    if (q->arena == NULL) {
+        /* what it makes is put from there: pinned where the transport
+         * moves device memory only */
+        q->arena_pinned =
+            job->device != NULL &&
+            !(job->transport.ops->caps & WEX_TRANSPORT_CAP_HOST_MEMORY);
+        st = q->arena_pinned
+                 ? wex__device_alloc_pinned(job->device, WEX__STAGING_BYTES,
+                                            (void **)&q->arena)
+             : (q->arena = malloc(WEX__STAGING_BYTES)) == NULL
+                 ? wex__error(WEX_ERR_NOMEM, "job: out of memory for staging")
+                 : WEX_OK;
+        if (st != WEX_OK) {
+            q->arena = NULL;
+            return st;
+        }
+    }
     if (q->arena_used + bytes > WEX__STAGING_BYTES) {
         st = job->transport.ops->flush(job->transport.ctx);
         if (st != WEX_OK)

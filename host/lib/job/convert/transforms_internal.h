@@ -33,6 +33,9 @@ struct wex__quant_state {
     size_t *leader, *order;
     unsigned char *arena;
     size_t arena_used;
+    /* pinned (the transport reads device memory only: nccl's kernels
+     * reach pinned host memory, never pageable) */
+    int arena_pinned;
     /* per leader: where its twins' bytes lie whole in the arena, valid
      * while made_gen matches gen (bumped each time the arena is reused) */
     unsigned char **made;
