@@ -408,6 +408,28 @@ int main(int argc, char **argv)
                (now_ms() - t) / 1e3);
     }
     few_changes = expect_deltas = 0;
+    { /* bf16 Megatron TP4 into FP8 vLLM TP2: quantized on the sources'
+       * device, the blocks' scales made on the host in pinned memory, a
+       * converting operation put and received a row at a time */
+        uint64_t host[2] = {1, 2}, cuda[2] = {3, 4};
+        char text[1024];
+        double t = now_ms();
+
+        job_transport = "\"shm\"";
+        snprintf(text, sizeof(text), "%s", job_text(FP8_JOB, 0));
+        run_job(text, 4, WEX_MEMORY_HOST, host);
+        job_transport = NCCL;
+        snprintf(text, sizeof(text), "%s", job_text(FP8_JOB, 0));
+        run_job(text, 4, WEX_MEMORY_CUDA, cuda);
+        for (int d = 0; d < 2; d++)
+            EXPECT(host[d] == cuda[d],
+                   "fp8: destination %d holds other bytes over nccl in CUDA "
+                   "memory than over shm in host memory",
+                   d);
+        printf("bf16 Megatron TP4 sources into fp8 vLLM TP2: %d steps over "
+               "nccl and over shm, %.1f s\n",
+               STEPS, (now_ms() - t) / 1e3);
+    }
     {
         unsigned seed = (unsigned)time(NULL);
         char text[1024];

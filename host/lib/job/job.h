@@ -424,5 +424,8 @@ void wex__pack_free(wex_job *job);
  * every run of every op, in plan order, and wait for them (a no-op for
  * one-sided transports and sources). */
 wex_status wex__post_receives(wex_job *job);
+/* A destination's receives of op i, as its source puts it: a copy's runs,
+ * a converting operation's rows. */
+wex_status wex__recv_op(wex_job *job, size_t i);
 
 #endif /* WEX_HOST_JOB_H */

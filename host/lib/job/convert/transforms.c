@@ -404,7 +404,7 @@ static wex_status put_block(wex_job *job, size_t i, const unsigned char *block,
         uint64_t off =
             wex__element_at(dt->shape, dt->ndim, o->dst_off, o->ndim, w.idx) *
             o->dtype_size;
-        if (len > 0 && off == start + len) {
+        if (len > 0 && off == start + len && wex__merge_rows(job)) {
             len += row_bytes;
             continue;
         }
@@ -502,6 +502,7 @@ wex_status wex__transforms_put(wex_job *job, size_t i, XXH3_state_t *h)
         /* consecutive rows that are consecutive in the destination go
          * out as one put */
         if (group != NULL && off == group_off + group_len &&
+            wex__merge_rows(job) &&
             job->src.quant->arena_used + row_bytes <= WEX__STAGING_BYTES) {
             st = arena_take(job, row_bytes, &out);
         } else {

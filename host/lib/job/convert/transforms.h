@@ -48,6 +48,11 @@ wex_status wex__transforms_made(wex_job *job, size_t i,
  * puts the bytes that twin made. */
 wex_status wex__transforms_put(wex_job *job, size_t i, XXH3_state_t *h);
 
+/* On a destination of matched receives (nccl): posts the receives of
+ * converting operation i, a row at a time, as its source puts them
+ * (wex__merge_rows). */
+wex_status wex__transforms_recv(wex_job *job, size_t i);
+
 /* Whether one of this source's operations dequantizes local tensor
  * `tensor`, or reads its block scales to dequantize another: work wex
  * does on host memory only, so such a tensor is refused as CUDA memory

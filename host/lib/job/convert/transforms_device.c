@@ -100,7 +100,8 @@ static wex_status put_quantized(wex_job *job, size_t i, uint64_t first,
             start_off = off;
             continue;
         }
-        if (k < n && off == start_off + (k - start) * width)
+        if (k < n && off == start_off + (k - start) * width &&
+            wex__merge_rows(job))
             continue;
         st = job->transport.ops->put(job->transport.ctx, job->src.op_peer[i],
                                      start_off, host + start * width,

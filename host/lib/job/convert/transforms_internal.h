@@ -71,6 +71,15 @@ static inline void wex__op_blocks(const wex__op *o, uint64_t *b0, uint64_t *b1)
     }
 }
 
+/* Whether a converting operation's rows that follow each other at the
+ * destination may leave as one put: not over matched sends and receives
+ * (nccl), whose destination receives such an operation a row at a time
+ * (wex__recv_op), so each row is a put. */
+static inline int wex__merge_rows(const wex_job *job)
+{
+    return !(job->transport.ops->caps & WEX_TRANSPORT_CAP_TWO_SIDED);
+}
+
 /* The element offset in a tensor of `shape` (`tn` dims) of box
  * coordinate `idx` placed at `off`. */
 static inline uint64_t wex__element_at(const uint64_t *shape, uint32_t tn,

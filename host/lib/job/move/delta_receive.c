@@ -94,13 +94,7 @@ static int receive_op(wex_job *job, size_t i, uint64_t *fill, char *why,
         if (r->offset + r->length > fill[slot])
             fill[slot] = r->offset + r->length;
     } else if (r->mode == WEX__DELTA_OP_FULL) {
-        wex__box_runs w;
-        uint64_t a, b;
-        /* the source's walk, so the runs pair up with its puts */
-        wex__op_runs(job, o, &w);
-        while (st == WEX_OK && wex__box_runs_next(&w, &a, &b))
-            st = t->recv(job->transport.ctx, o->src_rank,
-                         job->bind[o->dst_tensor].mem, b, w.run_bytes);
+        st = wex__recv_op(job, i);
     } else {
         snprintf(why, cap,
                  "source rank %llu would send an operation of an "

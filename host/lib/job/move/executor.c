@@ -344,6 +344,24 @@ wex_status wex__execute_ops(wex_job *job, uint64_t *digests,
     return st;
 }
 
+wex_status wex__recv_op(wex_job *job, size_t i)
+{
+    const wex__op *o = &job->ops[i];
+    wex_transport_mem *mem = job->bind[o->dst_tensor].mem;
+    wex_status st = WEX_OK;
+    wex__box_runs w;
+    uint64_t a, d;
+
+    if (o->transform != WEX__OP_COPY) /* made and put a row at a time */
+        return wex__transforms_recv(job, i);
+    /* The source's walk, so the runs pair up with its puts. */
+    op_runs(job, o, &w);
+    while (st == WEX_OK && wex__box_runs_next(&w, &a, &d))
+        st = job->transport.ops->recv(job->transport.ctx, o->src_rank, mem, d,
+                                      w.run_bytes);
+    return st;
+}
+
 wex_status wex__post_receives(wex_job *job)
 {
     wex_status st = WEX_OK;
@@ -355,18 +373,8 @@ wex_status wex__post_receives(wex_job *job)
         return wex__error(WEX_ERR_ABI, "the transport is two-sided but has "
                                        "no recv");
     wex__error_clear();
-    for (size_t i = 0; i < job->op_count && st == WEX_OK; i++) {
-        const wex__op *o = &job->ops[i];
-        wex_transport_mem *mem = job->bind[o->dst_tensor].mem;
-        wex__box_runs w;
-        uint64_t a, d;
-
-        /* The source's walk, so the runs pair up with its puts. */
-        op_runs(job, o, &w);
-        while (st == WEX_OK && wex__box_runs_next(&w, &a, &d))
-            st = job->transport.ops->recv(job->transport.ctx, o->src_rank, mem,
-                                          d, w.run_bytes);
-    }
+    for (size_t i = 0; i < job->op_count && st == WEX_OK; i++)
+        st = wex__recv_op(job, i);
     if (st == WEX_OK)
         st = job->transport.ops->flush(job->transport.ctx);
     if (st != WEX_OK && wex__last_error()[0] == '\0')
