@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <wex/wex.h>
@@ -137,6 +138,21 @@ static int open_rank(const char *text, uint32_t side, uint64_t rank,
     }
     *host = malloc(most ? most : 1);
     return *mem != NULL && *host != NULL ? 0 : -1;
+}
+
+/* Waits for the `ranks` forked ranks, the first `sources` of them
+ * sources: each must exit 0. */
+static inline void expect_clean_exits(const pid_t *pids, int sources, int ranks)
+{
+    for (int i = 0; i < ranks; i++) {
+        int source = i < sources, status = 0;
+        EXPECT(waitpid(pids[i], &status, 0) == pids[i] && WIFEXITED(status) &&
+                   WEXITSTATUS(status) == 0,
+               "%s %d: %s %d", source ? "source" : "destination",
+               source ? i : i - sources,
+               WIFSIGNALED(status) ? "killed by signal" : "exit status",
+               WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    }
 }
 
 /* Loads the fake runtime at `path` (its cudaMemcpy and call counts) and

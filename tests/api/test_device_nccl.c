@@ -191,7 +191,7 @@ static wex_store *start_ranks(const char *text, int sources, uint32_t kind,
 static void run_job(const char *text, int sources, uint32_t kind,
                     uint64_t held[2])
 {
-    int ranks = sources + 2, status, fds[MOST][2];
+    int ranks = sources + 2, fds[MOST][2];
     pid_t pids[MOST];
     wex_store *store;
 
@@ -206,15 +206,7 @@ static void run_job(const char *text, int sources, uint32_t kind,
     }
     for (int i = 0; i < sources; i++)
         close(fds[i][0]);
-    for (int i = 0; i < ranks; i++) {
-        int source = i < sources;
-        EXPECT(waitpid(pids[i], &status, 0) == pids[i] && WIFEXITED(status) &&
-                   WEXITSTATUS(status) == 0,
-               "%s %d: %s %d", source ? "source" : "destination",
-               source ? i : i - sources,
-               WIFSIGNALED(status) ? "killed by signal" : "exit status",
-               WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-    }
+    expect_clean_exits(pids, sources, ranks);
     wex_store_close(store);
 }
 

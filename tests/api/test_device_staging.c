@@ -122,7 +122,7 @@ static void run_job(const char *text, int sources, uint32_t source_kind,
 {
     enum { MOST = 8 };
     wex_store *store;
-    int ranks = sources + 2, status, fds[MOST][2], addr[MOST][2];
+    int ranks = sources + 2, fds[MOST][2], addr[MOST][2];
     pid_t pids[MOST];
 
     if (ranks > MOST)
@@ -154,15 +154,7 @@ static void run_job(const char *text, int sources, uint32_t source_kind,
     }
     for (int i = 0; i < sources; i++)
         close(fds[i][0]);
-    for (int i = 0; i < ranks; i++) {
-        int source = i < sources;
-        EXPECT(waitpid(pids[i], &status, 0) == pids[i] && WIFEXITED(status) &&
-                   WEXITSTATUS(status) == 0,
-               "%s %d: %s %d", source ? "source" : "destination",
-               source ? i : i - sources,
-               WIFSIGNALED(status) ? "killed by signal" : "exit status",
-               WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-    }
+    expect_clean_exits(pids, sources, ranks);
     wex_store_close(store);
 }
 

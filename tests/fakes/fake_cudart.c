@@ -134,32 +134,13 @@ int cudaGetDevice(int *device)
     return SUCCESS;
 }
 
-int cudaMalloc(void **ptr, size_t bytes)
+/* Puts `a` at the head of `list`. */
+static void link_allocation(allocation **list, allocation *a)
 {
-    allocation *a = calloc(1, sizeof(*a));
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    size_t size = (bytes + page - 1) / page * page;
-    int fd = memfd_create("fake-cuda", MFD_CLOEXEC);
-
-    if (a == NULL || fd < 0 || ftruncate(fd, (off_t)size) != 0)
-        goto fail;
-    a->device = mmap(NULL, size, PROT_NONE, MAP_SHARED, fd, 0);
-    a->alias = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (a->device == MAP_FAILED || a->alias == MAP_FAILED)
-        goto fail;
-    close(fd);
-    a->bytes = size;
     pthread_mutex_lock(&lock);
-    a->next = allocations;
-    allocations = a;
+    a->next = *list;
+    *list = a;
     pthread_mutex_unlock(&lock);
-    *ptr = a->device;
-    return SUCCESS;
-fail:
-    if (fd >= 0)
-        close(fd);
-    free(a);
-    return ERR_MEMORY_ALLOCATION;
 }
 
 /* Takes the allocation whose device pointer (by_device) or host alias
@@ -178,6 +159,31 @@ static allocation *unlink_allocation(allocation **list, const void *ptr,
         }
     pthread_mutex_unlock(&lock);
     return a;
+}
+
+int cudaMalloc(void **ptr, size_t bytes)
+{
+    allocation *a = calloc(1, sizeof(*a));
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t size = (bytes + page - 1) / page * page;
+    int fd = memfd_create("fake-cuda", MFD_CLOEXEC);
+
+    if (a == NULL || fd < 0 || ftruncate(fd, (off_t)size) != 0)
+        goto fail;
+    a->device = mmap(NULL, size, PROT_NONE, MAP_SHARED, fd, 0);
+    a->alias = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (a->device == MAP_FAILED || a->alias == MAP_FAILED)
+        goto fail;
+    close(fd);
+    a->bytes = size;
+    link_allocation(&allocations, a);
+    *ptr = a->device;
+    return SUCCESS;
+fail:
+    if (fd >= 0)
+        close(fd);
+    free(a);
+    return ERR_MEMORY_ALLOCATION;
 }
 
 int cudaFree(void *ptr)
@@ -234,10 +240,7 @@ int cudaMallocHost(void **ptr, size_t bytes)
         return ERR_MEMORY_ALLOCATION;
     }
     a->bytes = bytes;
-    pthread_mutex_lock(&lock);
-    a->next = pinned;
-    pinned = a;
-    pthread_mutex_unlock(&lock);
+    link_allocation(&pinned, a);
     *ptr = a->alias;
     return SUCCESS;
 }

@@ -170,9 +170,11 @@ wex_status wex__delta_inbox_open(wex_job *job)
     d->inbox_mem = calloc(peers + 1, sizeof(*d->inbox_mem));
     d->inbox_size = calloc(peers + 1, sizeof(*d->inbox_size));
     d->inbox_dev = calloc(peers + 1, sizeof(*d->inbox_dev));
-    d->layout = calloc(job->op_count + 1, sizeof(*d->layout));
+    if (wex__delta_matched(job)) /* the records before the sends */
+        d->layout = calloc(job->op_count + 1, sizeof(*d->layout));
     if (d->inbox_rank == NULL || d->inbox == NULL || d->inbox_mem == NULL ||
-        d->inbox_size == NULL || d->inbox_dev == NULL || d->layout == NULL)
+        d->inbox_size == NULL || d->inbox_dev == NULL ||
+        (wex__delta_matched(job) && d->layout == NULL))
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
     for (size_t p = 0; p < peers; p++) {
         uint64_t pair = 0, share;
@@ -312,8 +314,7 @@ wex__peer_outcome wex__delta_check(wex_job *job, uint64_t peer,
             continue;
         }
         r = &records[k++];
-        if (d->inbox_count > 0 && wex__delta_matched(job) &&
-            !same_place(r, &d->layout[i])) {
+        if (d->layout != NULL && !same_place(r, &d->layout[i])) {
             snprintf(why, cap,
                      "source rank %llu's records say other than the layout "
                      "it posted before sending",
