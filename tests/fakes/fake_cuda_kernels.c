@@ -13,6 +13,7 @@
 #include <wex/abi.h>
 
 #include "delta_chunks.h"
+#include "delta_scan_chunks.h"
 #include "numbers.h"
 #include "quantize_kernels.h"
 
@@ -139,5 +140,66 @@ int wex_cuda_delta_apply(const uint8_t *payload,
     }
     (void)pleft;
     (void)dleft;
+    return 0;
+}
+
+/* The delta encoder's passes (delta_scan_chunks.h), each group's threads
+ * one after the other, THREADS of them. */
+int wex_cuda_delta_count(const uint8_t *cur, const struct wex_delta_map *map,
+                         const uint8_t *snap, uint64_t elems, uint32_t *counts,
+                         void *stream)
+{
+    uint64_t chunks =
+        (elems + WEX_DELTA_CHUNK_ELEMS - 1) / WEX_DELTA_CHUNK_ELEMS;
+    size_t sleft, kleft, cleft;
+    const uint8_t *c = fake_cuda_reach(cur, &cleft);
+    const uint8_t *s = fake_cuda_reach(snap, &sleft);
+    uint32_t *k = (uint32_t *)fake_cuda_reach(counts, &kleft);
+
+    (void)stream;
+    if (fake_cuda_injected("wex_cuda_delta_count"))
+        return INJECTED;
+    if (c == NULL || s == NULL || k == NULL || sleft < elems * map->elem ||
+        kleft < chunks * sizeof(uint32_t) || map->elem == 0 ||
+        map->run_elems == 0 || map->outer > WEX_DELTA_MAP_DIMS ||
+        (elems > 0 && wex_delta_place(map, elems - 1) + map->elem > cleft))
+        return INVALID;
+    for (uint64_t x = 0; x < chunks; x++) {
+        uint64_t base = x * WEX_DELTA_CHUNK_ELEMS;
+        uint32_t u = (uint32_t)(elems - base < WEX_DELTA_CHUNK_ELEMS
+                                    ? elems - base
+                                    : WEX_DELTA_CHUNK_ELEMS);
+        k[x] = wex_delta_scan_count_serial(c, map, s, base, u, THREADS);
+    }
+    return 0;
+}
+
+int wex_cuda_delta_encode(const uint8_t *cur, const struct wex_delta_map *map,
+                          uint8_t *snap, const struct wex_delta_slot *slots,
+                          uint32_t count, uint8_t *payload, void *stream)
+{
+    size_t cleft, sleft, lleft, pleft = 0;
+    const uint8_t *c = fake_cuda_reach(cur, &cleft);
+    uint8_t *s = fake_cuda_reach(snap, &sleft);
+    const wex_delta_slot *l =
+        (const wex_delta_slot *)fake_cuda_reach(slots, &lleft);
+    uint8_t *p = payload != NULL ? fake_cuda_reach(payload, &pleft) : NULL;
+
+    (void)stream;
+    if (fake_cuda_injected("wex_cuda_delta_encode"))
+        return INJECTED;
+    if (c == NULL || s == NULL || l == NULL || (payload != NULL && p == NULL) ||
+        lleft < (size_t)count * sizeof(*l) || map->elem == 0 ||
+        map->run_elems == 0 || map->outer > WEX_DELTA_MAP_DIMS)
+        return INVALID;
+    for (uint32_t k = 0; k < count; k++) {
+        uint64_t end = l[k].base + l[k].u;
+        if ((l[k].u > 0 &&
+             (end * map->elem > sleft ||
+              wex_delta_place(map, end - 1) + map->elem > cleft)) ||
+            (p != NULL && l[k].head_at + l[k].head_len > pleft))
+            return INVALID;
+        wex_delta_scan_write_serial(&l[k], c, map, s, THREADS, p);
+    }
     return 0;
 }

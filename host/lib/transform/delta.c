@@ -10,19 +10,6 @@
 
 /* ---- writing ----------------------------------------------------------- */
 
-static size_t sparse_size(uint32_t n, uint32_t u, unsigned elem)
-{
-    unsigned l = ef_low_bits(n, u);
-
-    return 2 + varint_len(n) + ((uint64_t)n * l + 7) / 8 +
-           (ef_high_bits(n, u, l) + 7) / 8 + (size_t)n * elem;
-}
-
-static size_t bitmap_size(uint32_t n, uint32_t u, unsigned elem)
-{
-    return 1 + (u + 7) / 8 + (size_t)n * elem;
-}
-
 static void set_bit(uint8_t *bits, uint64_t i)
 {
     bits[i / 8] |= (uint8_t)(1u << (i % 8));
@@ -55,29 +42,27 @@ static void write_skip(wex__delta_enc *e)
  * (the snapshot holds them now), n of them changed at pos[]. */
 static void write_chunk(wex__delta_enc *e, const uint8_t *snap, uint32_t u)
 {
-    unsigned elem = e->elem;
+    unsigned elem = e->elem, form;
     uint32_t n = e->n;
-    size_t sparse, bitmap, dense = 1 + (size_t)u * elem;
+    size_t size;
     uint8_t *p;
 
     if (n == 0) {
         e->skip++;
         return;
     }
-    sparse = sparse_size(n, u, elem);
-    bitmap = bitmap_size(n, u, elem);
+    form = delta_chunk_form(n, u, elem, &size);
     write_skip(e);
-    /* the same choice as wex__delta_chunk_bytes */
-    if (dense <= sparse && dense <= bitmap) {
-        if ((p = room(e, dense)) == NULL)
+    if (form == WEX__DELTA_DENSE) {
+        if ((p = room(e, size)) == NULL)
             return;
         *p = WEX__DELTA_DENSE;
         memcpy(p + 1, snap, (size_t)u * elem);
-        e->used += dense;
+        e->used += size;
         return;
     }
-    if (bitmap < sparse) {
-        if ((p = room(e, bitmap)) == NULL)
+    if (form == WEX__DELTA_BITMAP) {
+        if ((p = room(e, size)) == NULL)
             return;
         *p++ = WEX__DELTA_BITMAP;
         memset(p, 0, (u + 7) / 8);
@@ -89,7 +74,7 @@ static void write_chunk(wex__delta_enc *e, const uint8_t *snap, uint32_t u)
         uint64_t low_bytes = ((uint64_t)n * l + 7) / 8;
         uint64_t high_bytes = (ef_high_bits(n, u, l) + 7) / 8;
 
-        if ((p = room(e, sparse)) == NULL)
+        if ((p = room(e, size)) == NULL)
             return;
         *p++ = WEX__DELTA_SPARSE;
         p = put_varint(p, n);
@@ -455,15 +440,11 @@ int64_t wex__delta_enc_end(wex__delta_enc *e)
 
 size_t wex__delta_chunk_bytes(uint32_t n, uint32_t u, unsigned elem)
 {
-    size_t sparse, bitmap, dense = 1 + (size_t)u * elem;
+    size_t size = 0;
 
-    if (n == 0)
-        return 0;
-    sparse = sparse_size(n, u, elem);
-    bitmap = bitmap_size(n, u, elem);
-    if (dense <= sparse && dense <= bitmap)
-        return dense;
-    return bitmap < sparse ? bitmap : sparse;
+    if (n > 0)
+        (void)delta_chunk_form(n, u, elem, &size);
+    return size;
 }
 
 uint64_t wex__delta_bound(uint64_t elems, unsigned elem)

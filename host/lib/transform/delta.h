@@ -140,6 +140,16 @@ int64_t wex__delta_chunks(const uint8_t *payload, size_t len, unsigned elem,
                           uint64_t elems, struct wex_delta_chunk *out,
                           size_t cap);
 
+/* The device's encoder laid out (delta_scan_chunks.h, delta_slots.c):
+ * from counts[c], the changed elements of chunk c of a stream of `elems`
+ * elements of `elem` bytes, a slot for every chunk that changed and one
+ * for a trailing SKIP, in out[] (room for a slot a chunk, and one); their
+ * number in *count_p. The payload's length, or -1 when a count is past
+ * its chunk. */
+struct wex_delta_slot;
+int64_t wex__delta_slots(const uint32_t *counts, uint64_t elems, unsigned elem,
+                         struct wex_delta_slot *out, size_t *count_p);
+
 /* Writes a piece's elements into the stream held contiguously at `to`
  * (the stream's element 0 there), decoding and writing in one pass: what
  * wex__delta_walk_piece with a sink that writes does, faster. */

@@ -49,6 +49,37 @@ static inline uint64_t ef_high_bits(uint32_t n, uint32_t u, unsigned l)
     return (uint64_t)n + (u >> l) + 1;
 }
 
+static inline size_t delta_sparse_size(uint32_t n, uint32_t u, unsigned elem)
+{
+    unsigned l = ef_low_bits(n, u);
+
+    return 2 + varint_len(n) + ((uint64_t)n * l + 7) / 8 +
+           (ef_high_bits(n, u, l) + 7) / 8 + (size_t)n * elem;
+}
+
+static inline size_t delta_bitmap_size(uint32_t n, uint32_t u, unsigned elem)
+{
+    return 1 + (u + 7) / 8 + (size_t)n * elem;
+}
+
+/* The form a chunk of u elements, n > 0 of them changed, is written in
+ * (the smallest; dense on a tie, then the bitmap), and its bytes: the
+ * one choice of the CPU's encoder and the device's (delta_slots.c). */
+static inline unsigned delta_chunk_form(uint32_t n, uint32_t u, unsigned elem,
+                                        size_t *bytes)
+{
+    size_t sparse = delta_sparse_size(n, u, elem);
+    size_t bitmap = delta_bitmap_size(n, u, elem);
+    size_t dense = 1 + (size_t)u * elem;
+
+    if (dense <= sparse && dense <= bitmap) {
+        *bytes = dense;
+        return WEX__DELTA_DENSE;
+    }
+    *bytes = bitmap < sparse ? bitmap : sparse;
+    return bitmap < sparse ? WEX__DELTA_BITMAP : WEX__DELTA_SPARSE;
+}
+
 /* A payload being read: where, its end, and where to say what is wrong. */
 typedef struct reader {
     const uint8_t *p, *end;

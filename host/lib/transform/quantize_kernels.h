@@ -1,7 +1,7 @@
 /*
  * The entry points of libwex_cuda.so: the fp8-block-128 quantization as
  * CUDA kernels (host/cuda/quantize_kernels.cu), and a delta payload
- * applied in device memory (host/cuda/delta_kernels.cu). libwex never
+ * applied in and encoded from device memory (host/cuda/delta_kernels.cu). libwex never
  * links CUDA: it dlopens this library the first time a job quantizes or
  * applies a delta in device memory (host/lib/job/device/device_kernels.c),
  * so this header is the contract between the two, versioned by
@@ -21,7 +21,7 @@
 
 #include <stdint.h>
 
-#define WEX_CUDA_KERNELS_ABI 2
+#define WEX_CUDA_KERNELS_ABI 3
 
 #ifdef __cplusplus
 extern "C" {
@@ -55,6 +55,24 @@ int wex_cuda_delta_apply(const uint8_t *payload,
                          const struct wex_delta_map *map, uint8_t *dst,
                          void *stream);
 
+/* A delta encoded on the device (delta_scan_chunks.h), the count pass:
+ * counts[c] = how many elements of chunk c of the `elems` elements at
+ * `cur` (device memory, placed as *map, host memory, says) differ from
+ * the snapshot `snap` (device memory, one contiguous stream); a CUDA
+ * block a chunk. */
+int wex_cuda_delta_count(const uint8_t *cur, const struct wex_delta_map *map,
+                         const uint8_t *snap, uint64_t elems, uint32_t *counts,
+                         void *stream);
+
+/* The write pass: the `count` slots at `slots` (device memory, laid out
+ * by wex__delta_slots) written into `payload` (device memory), and the
+ * snapshot brought up to date; a NULL payload (it outgrew its room) only
+ * brings the snapshot up to date. A CUDA block a slot. */
+struct wex_delta_slot;
+int wex_cuda_delta_encode(const uint8_t *cur, const struct wex_delta_map *map,
+                          uint8_t *snap, const struct wex_delta_slot *slots,
+                          uint32_t count, uint8_t *payload, void *stream);
+
 typedef int (*wex_cuda_kernels_abi_fn)(void);
 typedef int (*wex_cuda_box_amax_fn)(const void *, uint32_t, uint64_t, uint64_t,
                                     uint64_t, uint32_t, uint32_t, float *,
@@ -67,6 +85,14 @@ typedef int (*wex_cuda_delta_apply_fn)(const uint8_t *,
                                        const struct wex_delta_chunk *, uint32_t,
                                        const struct wex_delta_map *, uint8_t *,
                                        void *);
+typedef int (*wex_cuda_delta_count_fn)(const uint8_t *,
+                                       const struct wex_delta_map *,
+                                       const uint8_t *, uint64_t, uint32_t *,
+                                       void *);
+typedef int (*wex_cuda_delta_encode_fn)(const uint8_t *,
+                                        const struct wex_delta_map *, uint8_t *,
+                                        const struct wex_delta_slot *, uint32_t,
+                                        uint8_t *, void *);
 
 #ifdef __cplusplus
 }

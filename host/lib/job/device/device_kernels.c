@@ -1,4 +1,5 @@
-/* The kernels of libwex_cuda.so (fp8 quantization, delta apply), driven
+/* The kernels of libwex_cuda.so (fp8 quantization, delta apply and
+ * encoding), driven
  * for a job's device memory (device_memory.h). Like the CUDA runtime, the library is loaded
  * the first time it is needed, never linked. */
 #include <dlfcn.h>
@@ -12,6 +13,7 @@
 
 #include "delta.h"
 #include "delta_chunks.h"
+#include "delta_scan_chunks.h"
 #include "device_internal.h"
 #include "error.h"
 #include "quantize_kernels.h"
@@ -22,6 +24,8 @@ struct wex__device_kernels {
     wex_cuda_box_amax_fn box_amax;
     wex_cuda_box_quantize_fn box_quantize;
     wex_cuda_delta_apply_fn delta_apply;
+    wex_cuda_delta_count_fn delta_count;
+    wex_cuda_delta_encode_fn delta_encode;
     float *cells; /* device: a box's amaxes or multipliers */
     uint64_t cells_cap;
     uint8_t *quantized; /* device: the rows quantized, before staging */
@@ -30,6 +34,13 @@ struct wex__device_kernels {
     uint64_t payload_cap;
     wex_delta_chunk *index; /* host: the index, made here */
     uint64_t index_cap;
+    /* a source's encoding: device scratch for the counts, the slots and
+     * the payload; the counts and slots on the host */
+    uint8_t *encoding;
+    uint64_t encoding_cap;
+    uint32_t *counts;
+    wex_delta_slot *slots;
+    uint64_t slots_cap; /* chunks + 1 of both */
 };
 
 #define KERNELS_NAME "libwex_cuda.so"
@@ -88,7 +99,8 @@ static wex_status load(wex__device *dev)
     if (k->dl == NULL) {
         free(k);
         return wex__error(WEX_ERR_UNSUPPORTED,
-                          "quantizing or applying deltas in device memory "
+                          "quantizing, or encoding or applying deltas, in "
+                          "device memory "
                           "needs the CUDA kernels of " KERNELS_NAME ": %s",
                           tried);
     }
@@ -98,8 +110,13 @@ static wex_status load(wex__device *dev)
         (wex_cuda_box_quantize_fn)dlsym(k->dl, "wex_cuda_box_quantize");
     k->delta_apply =
         (wex_cuda_delta_apply_fn)dlsym(k->dl, "wex_cuda_delta_apply");
+    k->delta_count =
+        (wex_cuda_delta_count_fn)dlsym(k->dl, "wex_cuda_delta_count");
+    k->delta_encode =
+        (wex_cuda_delta_encode_fn)dlsym(k->dl, "wex_cuda_delta_encode");
     if (abi == NULL || k->box_amax == NULL || k->box_quantize == NULL ||
-        k->delta_apply == NULL || abi() != WEX_CUDA_KERNELS_ABI) {
+        k->delta_apply == NULL || k->delta_count == NULL ||
+        k->delta_encode == NULL || abi() != WEX_CUDA_KERNELS_ABI) {
         dlclose(k->dl);
         free(k);
         return wex__error(WEX_ERR_UNSUPPORTED,
@@ -124,7 +141,11 @@ void wex__device_kernels_free(wex__device *dev)
         dev->api.Free(k->quantized);
     if (k->payload != NULL)
         dev->api.Free(k->payload);
+    if (k->encoding != NULL)
+        dev->api.Free(k->encoding);
     free(k->index);
+    free(k->counts);
+    free(k->slots);
     /* the library stays loaded, as the runtime does */
     free(k);
     dev->kernels = NULL;
@@ -283,4 +304,88 @@ wex_status wex__device_delta_apply(wex__device *dev, void *dst,
                            (uint32_t)count, map, dst, dev->stream);
     return e == CUDA_SUCCESS ? WEX_OK
                              : wex__cuda_fail(dev, e, "the delta kernel");
+}
+
+/* Host room for a stream of `chunks` chunks' counts and slots. */
+static wex_status slot_room(wex__device_kernels *k, uint64_t chunks)
+{
+    uint32_t *counts;
+    wex_delta_slot *slots;
+
+    if (chunks + 1 <= k->slots_cap)
+        return WEX_OK;
+    counts = realloc(k->counts, (chunks + 1) * sizeof(*counts));
+    if (counts != NULL)
+        k->counts = counts;
+    slots = realloc(k->slots, (chunks + 1) * sizeof(*slots));
+    if (slots != NULL)
+        k->slots = slots;
+    if (counts == NULL || slots == NULL)
+        return wex__error(WEX_ERR_NOMEM, "out of memory");
+    k->slots_cap = chunks + 1;
+    return WEX_OK;
+}
+
+wex_status wex__device_delta_encode(wex__device *dev, const void *cur,
+                                    const wex_delta_map *map, void *snap,
+                                    uint64_t elems, uint8_t *out, uint64_t cap,
+                                    int64_t *len_p, uint64_t *changed_p)
+{
+    uint64_t chunks = (elems + WEX__DELTA_CHUNK - 1) / WEX__DELTA_CHUNK;
+    uint64_t slots_at = (chunks * sizeof(uint32_t) + 63) & ~(uint64_t)63;
+    uint64_t payload_at = slots_at + (chunks + 1) * sizeof(wex_delta_slot),
+             changed = 0;
+    wex_status st = load(dev);
+    wex__device_kernels *k = dev->kernels;
+    size_t count = 0;
+    int64_t len;
+    cuda_error e;
+
+    *len_p = -1;
+    *changed_p = 0;
+    if (st == WEX_OK)
+        st = slot_room(k, chunks);
+    if (st == WEX_OK)
+        st = scratch(dev, (void **)&k->encoding, &k->encoding_cap,
+                     payload_at + cap);
+    if (st != WEX_OK)
+        return st;
+    /* the count pass, and its counts back for the layout */
+    e = k->delta_count(cur, map, snap, elems, (uint32_t *)k->encoding,
+                       dev->stream);
+    if (e == CUDA_SUCCESS)
+        e = dev->api.MemcpyAsync(k->counts, k->encoding,
+                                 chunks * sizeof(uint32_t),
+                                 CUDA_MEMCPY_DEVICE_TO_HOST, dev->stream);
+    if (e == CUDA_SUCCESS)
+        e = dev->api.StreamSynchronize(dev->stream);
+    if (e != CUDA_SUCCESS)
+        return wex__cuda_fail(dev, e, "the delta count kernel");
+    len = wex__delta_slots(k->counts, elems, map->elem, k->slots, &count);
+    if (len < 0)
+        return wex__error(WEX_ERR_INTERNAL,
+                          "the delta count kernel counted past a chunk");
+    for (uint64_t c = 0; c < chunks; c++)
+        changed += k->counts[c];
+    /* the write pass: the payload where it fits its room, else the
+     * snapshot alone */
+    e = dev->api.MemcpyAsync(k->encoding + slots_at, k->slots,
+                             count * sizeof(wex_delta_slot),
+                             CUDA_MEMCPY_HOST_TO_DEVICE, dev->stream);
+    if (e == CUDA_SUCCESS)
+        e = k->delta_encode(
+            cur, map, snap, (const wex_delta_slot *)(k->encoding + slots_at),
+            (uint32_t)count,
+            (uint64_t)len <= cap ? k->encoding + payload_at : NULL,
+            dev->stream);
+    if (e == CUDA_SUCCESS && (uint64_t)len <= cap)
+        e = dev->api.MemcpyAsync(out, k->encoding + payload_at, (size_t)len,
+                                 CUDA_MEMCPY_DEVICE_TO_HOST, dev->stream);
+    if (e == CUDA_SUCCESS)
+        e = dev->api.StreamSynchronize(dev->stream);
+    if (e != CUDA_SUCCESS)
+        return wex__cuda_fail(dev, e, "the delta encoding kernel");
+    *len_p = (uint64_t)len <= cap ? len : -1;
+    *changed_p = changed;
+    return WEX_OK;
 }

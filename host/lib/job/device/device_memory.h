@@ -95,6 +95,9 @@ wex_status wex__device_box_quantize_rows(wex__device *dev, const void *src,
                                          uint64_t mult_ld, uint64_t first,
                                          uint64_t count, const void **host_p);
 
+/* Whether the kernels of libwex_cuda.so load (the reason, in the
+ * thread's error, when not). */
+int wex__device_kernels_ready(wex__device *dev);
 /* Applies a delta payload (host memory, delta.h) of a stream of `elems`
  * elements of `elem` bytes into device memory at `dst`, where the stream
  * lands as *map says (delta_chunks.h): the chunks' index read on the
@@ -102,12 +105,19 @@ wex_status wex__device_box_quantize_rows(wex__device *dev, const void *src,
  * libwex_cuda.so queued. Queued in order with the copies:
  * wex__device_copy_in_end waits for it too. */
 struct wex_delta_map;
-/* Whether the kernels of libwex_cuda.so load (the reason, in the
- * thread's error, when not). */
-int wex__device_kernels_ready(wex__device *dev);
 wex_status wex__device_delta_apply(wex__device *dev, void *dst,
                                    const struct wex_delta_map *map,
                                    const uint8_t *payload, uint64_t len,
                                    unsigned elem, uint64_t elems);
+/* Encodes the delta of the stream of `elems` elements at `cur` (device
+ * memory, placed as *map says) against the snapshot at `snap` (device
+ * memory, contiguous) on the device (delta_scan_chunks.h): the payload
+ * the CPU's encoder makes, copied to out[0..cap) with its length in
+ * *len_p (-1 when it outgrew cap), the changed elements in *changed_p,
+ * and the snapshot brought up to date either way. */
+wex_status wex__device_delta_encode(wex__device *dev, const void *cur,
+                                    const struct wex_delta_map *map, void *snap,
+                                    uint64_t elems, uint8_t *out, uint64_t cap,
+                                    int64_t *len_p, uint64_t *changed_p);
 
 #endif /* WEX_HOST_DEVICE_MEMORY_H */
