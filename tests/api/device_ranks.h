@@ -1,20 +1,23 @@
 /*
  * What the device-memory programs of tests/api share (test_device_staging,
- * test_device_faults, test_device_nccl): the job they run, ranks forked
- * before the rendezvous opens and told its address through a pipe,
- * filling a source's tensors for a step and hashing what a destination
- * holds, through the fake CUDA runtime's cudaMemcpy
- * (tests/fakes/fake_cudart.c).
+ * test_device_faults, test_device_nccl, test_device_ipc): the job they
+ * run, ranks forked before the rendezvous opens and told its address
+ * through a pipe, filling a source's tensors for a step and hashing what
+ * a destination holds, through the fake CUDA runtime's cudaMemcpy
+ * (tests/fakes/fake_cudart.c), waiting for ranks against a deadline, and
+ * running the program again with the fakes preloaded.
  * Define TOKEN before including.
  */
 #ifndef WEX_TEST_DEVICE_RANKS_H
 #define WEX_TEST_DEVICE_RANKS_H
 
 #include <dlfcn.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <wex/wex.h>
@@ -286,6 +289,66 @@ static int destination_holds(wex_job *job, uint32_t kind, unsigned char **mem,
         *small += t.bytes <= 65536 ? t.bytes : 0;
     }
     return 0;
+}
+
+static inline double now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Copies the file at `path` (where the ranks' stderr went) to stderr. */
+static inline void show(const char *path)
+{
+    char buf[4096];
+    FILE *f = fopen(path, "r");
+    size_t n;
+
+    fprintf(stderr, "what the ranks said (%s):\n", path);
+    while (f != NULL && (n = fread(buf, 1, sizeof(buf), f)) > 0)
+        fwrite(buf, 1, n, stderr);
+    if (f != NULL)
+        fclose(f);
+}
+
+/* Waits up to `ms` after `since` for child `pid`; 0 when it did not end
+ * (then killed). */
+static inline int reap(pid_t pid, int *status, double since, double ms)
+{
+    pid_t got;
+
+    while ((got = waitpid(pid, status, WNOHANG)) == 0 && now_ms() - since < ms)
+        usleep(5000);
+    if (got == pid)
+        return 1;
+    kill(pid, SIGKILL);
+    waitpid(pid, status, 0);
+    return 0;
+}
+
+/* Runs this program again with the fake runtime `cudart` preloaded, and
+ * `also` (NULL: nothing) after it, so that a plugin linked against the
+ * real libraries calls the fakes. An ASan build's runtime then does not
+ * come first in the library list, which is harmless here: the fakes
+ * define no function ASan intercepts. Returns once preloaded. */
+static inline void preload(char **argv, const char *cudart, const char *also)
+{
+    const char *have = getenv("LD_PRELOAD"), *asan = getenv("ASAN_OPTIONS");
+    char list[4096], options[1024];
+
+    if (have != NULL && strstr(have, also ? also : cudart) != NULL)
+        return;
+    snprintf(list, sizeof(list), "%s%s%s%s%s", cudart, also ? ":" : "",
+             also ? also : "", have ? ":" : "", have ? have : "");
+    snprintf(options, sizeof(options), "%s%sverify_asan_link_order=0",
+             asan ? asan : "", asan ? ":" : "");
+    setenv("LD_PRELOAD", list, 1);
+    setenv("ASAN_OPTIONS", options, 1);
+    execv("/proc/self/exe", argv);
+    fprintf(stderr, "running %s again with the fakes preloaded: %m\n", argv[0]);
+    exit(1);
 }
 
 #endif /* WEX_TEST_DEVICE_RANKS_H */

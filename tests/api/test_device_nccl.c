@@ -73,14 +73,6 @@ static int dying = -1, dying_signal;
 typedef void (*signal_after_fn)(uint64_t, int);
 typedef uint64_t (*moved_fn)(void);
 
-static double now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* One rank, its tensors in memory of `kind`; a destination writes an
  * FNV hash of everything it holds after the last step to `out`. */
 static int rank_main(const char *text, uint32_t side, uint64_t rank,
@@ -120,6 +112,14 @@ static int rank_main(const char *text, uint32_t side, uint64_t rank,
     if (side == WEX_SIDE_DESTINATION &&
         destination_holds(job, kind, mem, host, &held, &small) != 0)
         goto out;
+    /* over nccl the deltas are encoded on the sources' devices, and
+     * applied on the destinations', by the kernels */
+    if (expect_deltas && side == WEX_SIDE_SOURCE && kind == WEX_MEMORY_CUDA &&
+        cuda_calls("wex_cuda_delta_encode") == 0) {
+        fprintf(stderr, "source %llu: no call of wex_cuda_delta_encode\n",
+                (unsigned long long)rank);
+        goto out;
+    }
     /* over nccl the deltas are applied on the device, by the kernel */
     if (expect_deltas && side == WEX_SIDE_DESTINATION &&
         kind == WEX_MEMORY_CUDA && cuda_calls("wex_cuda_delta_apply") == 0) {
@@ -210,34 +210,6 @@ static void run_job(const char *text, int sources, uint32_t kind,
     wex_store_close(store);
 }
 
-/* Copies the file at `path` to stderr. */
-static void show(const char *path)
-{
-    char buf[4096];
-    FILE *f = fopen(path, "r");
-    size_t n;
-
-    fprintf(stderr, "what the ranks said (%s):\n", path);
-    while (f != NULL && (n = fread(buf, 1, sizeof(buf), f)) > 0)
-        fwrite(buf, 1, n, stderr);
-    if (f != NULL)
-        fclose(f);
-}
-
-/* Waits up to `ms` for child `pid`; 0 when it did not end (then killed). */
-static int reap(pid_t pid, int *status, double since, double ms)
-{
-    pid_t got;
-
-    while ((got = waitpid(pid, status, WNOHANG)) == 0 && now_ms() - since < ms)
-        usleep(5000);
-    if (got == pid)
-        return 1;
-    kill(pid, SIGKILL);
-    waitpid(pid, status, 0);
-    return 0;
-}
-
 /* Job `text` over nccl (one source, two destinations) for many steps,
  * and rank `victim` (0 the source, 2 destination 1) goes: killed by the
  * test `delay_ms` after the first step committed, or, with delay_ms < 0,
@@ -326,28 +298,6 @@ static void lose_a_rank(const char *text, int victim, int delay_ms, int sig)
     wex_store_close(store);
 }
 
-/* Runs this program again with the fakes preloaded, so the nccl
- * plugin's calls of libnccl.so.2 and libcudart.so.13 land in them. An
- * ASan build's runtime then does not come first in the library list,
- * which is harmless here: the fakes define no function ASan intercepts. */
-static void preload(char **argv, const char *cudart, const char *nccl)
-{
-    const char *have = getenv("LD_PRELOAD"), *asan = getenv("ASAN_OPTIONS");
-    char list[4096], options[1024];
-
-    if (have != NULL && strstr(have, nccl) != NULL)
-        return;
-    snprintf(list, sizeof(list), "%s:%s%s%s", cudart, nccl, have ? ":" : "",
-             have ? have : "");
-    snprintf(options, sizeof(options), "%s%sverify_asan_link_order=0",
-             asan ? asan : "", asan ? ":" : "");
-    setenv("LD_PRELOAD", list, 1);
-    setenv("ASAN_OPTIONS", options, 1);
-    execv("/proc/self/exe", argv);
-    fprintf(stderr, "running %s again with the fakes preloaded: %m\n", argv[0]);
-    exit(1);
-}
-
 int main(int argc, char **argv)
 {
     static const char *const jobs[][2] = {{COPY_JOB}, {VLLM_TP2_DP2, VLLM_TP2}};
@@ -365,6 +315,8 @@ int main(int argc, char **argv)
                "toolkit and NCCL's nccl.h, docs/gpu.md)\n");
         return 77;
     }
+    /* the nccl plugin's calls of libnccl.so.2 and libcudart.so.13 land
+     * in the fakes */
     preload(argv, argv[1], argv[2]);
     if (load_fake_runtime(argv[1]) != 0)
         return 1;

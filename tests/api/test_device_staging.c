@@ -99,6 +99,19 @@ static int rank_main(const char *text, uint32_t side, uint64_t rank,
                 (unsigned long long)rank);
         goto out;
     }
+    /* CUDA sources encode them on the device where the kernels are, and
+     * through staging on the CPU where they are not */
+    if (expect_deltas > 0 && side == WEX_SIDE_SOURCE &&
+        kind == WEX_MEMORY_CUDA &&
+        (cuda_calls("wex_cuda_delta_encode") > 0) != expect_kernel) {
+        fprintf(stderr,
+                "source %llu: %s wex_cuda_delta_encode while the kernels "
+                "library is %s\n",
+                (unsigned long long)rank,
+                expect_kernel ? "no call of" : "a call of",
+                expect_kernel ? "there" : "not");
+        goto out;
+    }
     if (side == WEX_SIDE_DESTINATION &&
         destination_holds(job, kind, mem, host, &held, &small) != 0)
         goto out;
@@ -336,19 +349,24 @@ int main(int argc, char **argv)
             }
             /* without libwex_cuda.so: one pass still takes deltas, the
              * tensors they touched copied whole from their pinned
-             * copies; in passes every step comes whole */
+             * copies; in passes every step comes whole; CUDA sources
+             * read theirs through staging and encode them on the CPU */
             setenv("WEX_CUDA_KERNELS", "/nonexistent/libwex_cuda.so", 1);
             expect_kernel = 0;
-            for (int k = 0; k < 2; k++) {
+            for (int k = 0; k < 3; k++) {
                 uint64_t dn[2] = {19, 20};
-                expect_deltas = k == 0 ? 1 : -1;
-                run_job(k == 0 ? delta_job : window_delta, 1, WEX_MEMORY_HOST,
-                        WEX_MEMORY_CUDA, dn);
+                expect_deltas = k == 1 ? -1 : 1;
+                run_job(k == 1 ? window_delta : delta_job, 1,
+                        k == 2 ? WEX_MEMORY_CUDA : WEX_MEMORY_HOST,
+                        k == 2 ? WEX_MEMORY_HOST : WEX_MEMORY_CUDA, dn);
                 for (int d = 0; d < 2; d++)
                     EXPECT(dh[d] == dn[d],
                            "delta job without the kernels library: "
                            "destination %d holds other bytes (%s)",
-                           d, k == 0 ? "one pass" : "in passes");
+                           d,
+                           k == 0   ? "one pass"
+                           : k == 1 ? "in passes"
+                                    : "CUDA sources encoded on the CPU");
             }
             setenv("WEX_CUDA_KERNELS", argv[1], 1);
             expect_kernel = 1;

@@ -55,9 +55,9 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The entries that can be made to fail, and how often each was called. */
 static const char *const failing[] = {
-    "cudaMallocHost",        "cudaMemcpyAsync",   "cudaMemcpy2DAsync",
-    "cudaStreamSynchronize", "wex_cuda_box_amax", "wex_cuda_box_quantize",
-    "wex_cuda_delta_apply"};
+    "cudaMallocHost",        "cudaMemcpyAsync",      "cudaMemcpy2DAsync",
+    "cudaStreamSynchronize", "wex_cuda_box_amax",    "wex_cuda_box_quantize",
+    "wex_cuda_delta_apply",  "wex_cuda_delta_count", "wex_cuda_delta_encode"};
 static unsigned long calls[sizeof(failing) / sizeof(failing[0])];
 
 /* How often `entry` (one of `failing`) was called in this process. */

@@ -166,6 +166,9 @@ typedef struct wex__job_source_delta {
     size_t group_count;
     uint8_t *snapshots; /* the bytes last sent, per group */
     uint64_t snapshot_bytes;
+    /* a CUDA source's, where it encodes on the device: device memory in
+     * the same layout (its host groups' parts unused) */
+    uint8_t *dev_snapshots;
     uint8_t *outbox; /* this step's payloads, per group */
     uint64_t outbox_bytes;
     wex_transport_mem *outbox_mem;

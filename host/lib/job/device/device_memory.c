@@ -182,6 +182,16 @@ wex_status wex__device_copy_in(wex__device *dev, void *ptr, const void *host,
                       "copying into device memory");
 }
 
+wex_status wex__device_copy_within(wex__device *dev, void *dst, const void *src,
+                                   uint64_t bytes)
+{
+    wex_status st =
+        queue_copy(dev, dst, src, bytes, CUDA_MEMCPY_DEVICE_TO_DEVICE,
+                   "copying within device memory");
+
+    return st == WEX_OK ? wex__device_copy_in_end(dev) : st;
+}
+
 wex_status wex__device_copy_in_rows(wex__device *dev, void *ptr,
                                     const void *host, uint64_t pitch,
                                     uint64_t width, uint64_t rows)

@@ -41,6 +41,9 @@ void wex__device_free_pinned(wex__device *dev, void *ptr);
 wex_status wex__device_copy_in(wex__device *dev, void *ptr, const void *host,
                                uint64_t bytes);
 wex_status wex__device_copy_in_end(wex__device *dev);
+/* Copies `bytes` from `src` to `dst`, both device memory, and waits. */
+wex_status wex__device_copy_within(wex__device *dev, void *dst, const void *src,
+                                   uint64_t bytes);
 /* The same for `rows` rows of `width` bytes lying `pitch` apart, from
  * host memory into device memory laid out alike: one strided copy. */
 wex_status wex__device_copy_in_rows(wex__device *dev, void *ptr,

@@ -255,20 +255,32 @@ wex_status wex__delta_copy_landed(wex_job *job)
                                 job->dst.passes > 0 ? job->dst.passes - 1 : 0);
 }
 
-int wex__delta_map_of(const wex__box_runs *w, wex_delta_map *m)
+/* The map of one side of the walk: its first element and strides. */
+static int map_of(const wex__box_runs *w, uint64_t base, const uint64_t *stride,
+                  wex_delta_map *m)
 {
     if (w->outer > WEX_DELTA_MAP_DIMS || w->elem == 0 || w->run_bytes == 0)
         return -1;
     memset(m, 0, sizeof(*m));
-    m->base = w->b_base;
+    m->base = base;
     m->elem = (uint32_t)w->elem;
     m->run_elems = w->run_bytes / w->elem;
     m->outer = w->outer;
     for (uint32_t d = 0; d < w->outer; d++) {
         m->extent[d] = w->extent[d];
-        m->stride[d] = w->b_stride[d];
+        m->stride[d] = stride[d];
     }
     return 0;
+}
+
+int wex__delta_map_of(const wex__box_runs *w, wex_delta_map *m)
+{
+    return map_of(w, w->b_base, w->b_stride, m);
+}
+
+int wex__delta_source_map_of(const wex__box_runs *w, wex_delta_map *m)
+{
+    return map_of(w, w->a_base, w->a_stride, m);
 }
 
 /* The deltas into CUDA tensors applied on the device: the payload and

@@ -117,6 +117,9 @@ wex_status wex__delta_apply(wex_job *job);
  * -1 when the box has more outer dims than a map holds. */
 struct wex_delta_map;
 int wex__delta_map_of(const wex__box_runs *w, struct wex_delta_map *m);
+/* The same for its source side: where a CUDA source's encoding on the
+ * device reads the stream (delta_scan_chunks.h). */
+int wex__delta_source_map_of(const wex__box_runs *w, struct wex_delta_map *m);
 
 /* The threads a rank encodes or applies with: the job's delta.threads,
  * or its CPUs, at most WEX__DELTA_THREADS. */

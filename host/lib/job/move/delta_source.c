@@ -18,6 +18,7 @@
 #include <xxhash.h>
 
 #include "box_runs.h"
+#include "delta_encode.h"
 #include "delta_groups.h"
 #include "delta_move.h"
 #include "device_memory.h"
@@ -83,6 +84,8 @@ static void free_state(wex_job *job, wex__job_source_delta *d)
         job->transport.ops->mem_deregister(job->transport.ctx, d->outbox_mem);
     if (d->dev_outbox != NULL)
         wex__device_free(job->device, d->dev_outbox);
+    if (d->dev_snapshots != NULL)
+        wex__device_free(job->device, d->dev_snapshots);
     free(d->group_of);
     free(d->groups);
     free(d->snapshots);
@@ -118,6 +121,7 @@ static wex_status carry_snapshots(wex_job *job, wex__job_source_delta *old)
 {
     wex__job_source_delta *d = &job->src.delta;
     size_t k = 0, same = 0;
+    wex_status st = WEX_OK;
 
     if (old->snapshots == NULL || old->snap_step == 0)
         return WEX_OK;
@@ -133,20 +137,32 @@ static wex_status carry_snapshots(wex_job *job, wex__job_source_delta *old)
     }
     if (same == d->group_count && old->snapshot_bytes == d->snapshot_bytes) {
         d->snapshots = old->snapshots; /* the same groups: taken whole */
-        old->snapshots = NULL;
+        d->dev_snapshots = old->dev_snapshots;
+        old->snapshots = old->dev_snapshots = NULL;
     } else if ((d->snapshots = calloc(d->snapshot_bytes + 1, 1)) == NULL) {
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
+    } else if (old->dev_snapshots != NULL &&
+               (st = wex__device_alloc(job->device, d->snapshot_bytes,
+                                       (void **)&d->dev_snapshots)) != WEX_OK) {
+        return st;
     }
-    for (size_t g = 0, o = 0; old->snapshots != NULL && g < d->group_count;
-         g++) {
+    for (size_t g = 0, o = 0;
+         st == WEX_OK && old->snapshots != NULL && g < d->group_count; g++) {
         const wex__delta_group *n = &d->groups[g];
         while (o < old->group_count &&
                wex__delta_read_cmp(&old->groups[o].read, &n->read) < 0)
             o++;
-        if (!n->fresh)
-            memcpy(d->snapshots + n->snap_off,
-                   old->snapshots + old->groups[o].snap_off, n->bytes);
+        if (n->fresh)
+            continue;
+        memcpy(d->snapshots + n->snap_off,
+               old->snapshots + old->groups[o].snap_off, n->bytes);
+        if (d->dev_snapshots != NULL)
+            st = wex__device_copy_within(
+                job->device, d->dev_snapshots + n->snap_off,
+                old->dev_snapshots + old->groups[o].snap_off, n->bytes);
     }
+    if (st != WEX_OK)
+        return st;
     d->snap_step = old->snap_step;
     return WEX_OK;
 }
@@ -232,6 +248,9 @@ static wex_status make_room(wex_job *job)
                           "snapshots and %llu of outbox: out of memory",
                           (unsigned long long)d->snapshot_bytes,
                           (unsigned long long)d->outbox_bytes);
+    if (d->dev_snapshots == NULL &&
+        (st = wex__delta_device_snapshots(job)) != WEX_OK)
+        return st;
     if (!(job->transport.ops->caps & WEX_TRANSPORT_CAP_REGISTER_SOURCE))
         return WEX_OK;
     wex__error_clear();
@@ -244,56 +263,6 @@ static wex_status make_room(wex_job *job)
 }
 
 /* ---- a try ------------------------------------------------------------- */
-
-/* A multiple of every element size, small enough to stay in L2. */
-#define SLICE_BYTES (64u << 10)
-
-/* Feeds `n` current bytes at `cur` against the snapshot at `snap` to the
- * encoder, a slice at a time, each digested right after its scan, from
- * cache. */
-static void feed(wex__delta_enc *e, const uint8_t *cur, uint8_t *snap,
-                 uint64_t n, XXH3_state_t *h)
-{
-    for (uint64_t at = 0; at < n; at += SLICE_BYTES) {
-        uint64_t k = n - at < SLICE_BYTES ? n - at : SLICE_BYTES;
-        wex__delta_enc_feed(e, cur + at, snap + at, k);
-        if (h != NULL)
-            wex__digest_update(h, cur + at, k);
-    }
-}
-
-static void encode_start(wex_job *job, wex__delta_enc *e,
-                         const wex__delta_group *g, XXH3_state_t *h)
-{
-    wex__job_source_delta *d = &job->src.delta;
-
-    if (h != NULL)
-        XXH3_64bits_reset(h);
-    wex__delta_enc_start(e, job->ops[g->first_op].dtype_size,
-                         d->outbox + g->out_off, g->out_cap);
-}
-
-/* The group's payload, changed elements and digests; the try's totals
- * are the callers' to add. */
-static void encode_end(wex_job *job, wex__delta_enc *e, wex__delta_group *g,
-                       XXH3_state_t *h)
-{
-    wex__job_source_delta *d = &job->src.delta;
-
-    g->payload_len = wex__delta_enc_end(e);
-    g->changed = e->changed;
-    g->elems = e->elems;
-    if (g->payload_len >= 0 &&
-        ((double)g->changed >
-             (double)g->elems * job->plan.job->delta_max_fraction ||
-         g->fresh))
-        g->payload_len = -1; /* goes whole */
-    g->digest = h != NULL ? XXH3_64bits_digest(h) : 0;
-    g->payload_digest =
-        h != NULL && g->payload_len >= 0
-            ? XXH3_64bits(d->outbox + g->out_off, (size_t)g->payload_len)
-            : 0;
-}
 
 /* A copying group: its op's runs against its snapshot, into its room in
  * the outbox; and the digest of its current bytes. */
@@ -308,12 +277,12 @@ static void encode(wex_job *job, wex__delta_enc *e, wex__delta_group *g,
     uint64_t a, b;
 
     wex__op_runs(job, o, &w);
-    encode_start(job, e, g, h);
+    wex__delta_encode_start(job, e, g, h);
     while (wex__box_runs_next(&w, &a, &b)) {
-        feed(e, base + a, snap, w.run_bytes, h);
+        wex__delta_feed(e, base + a, snap, w.run_bytes, h);
         snap += w.run_bytes;
     }
-    encode_end(job, e, g, h);
+    wex__delta_encode_end(job, e, g, h);
 }
 
 /* The host groups of a try, encoded on the source's threads, the
@@ -344,79 +313,6 @@ static int larger_first(const void *x, const void *y, void *groups)
     return a < b ? 1 : a > b ? -1 : 0;
 }
 
-/* Stages `rows` runs of `width` bytes lying `pitch` apart in device
- * memory at `src` into pinned host staging (one strided copy) and feeds
- * them; the staging is free again after (a try's encoding comes before
- * any of its puts use it). */
-static wex_status feed_device(wex_job *job, const uint8_t *src, uint64_t pitch,
-                              uint64_t width, uint64_t rows, uint8_t **snap,
-                              XXH3_state_t *h)
-{
-    const void *host = NULL;
-    wex_status st;
-
-    wex__device_stage_reset(job->device);
-    st = wex__device_stage_rows(job->device, src, pitch, width, rows, &host);
-    if (st == WEX_OK && host == NULL)
-        return wex__error(WEX_ERR_INTERNAL,
-                          "job: %llu bytes do not fit the empty staging",
-                          (unsigned long long)(width * rows));
-    if (st == WEX_OK) {
-        feed(&job->src.delta.encs[0], host, *snap, width * rows, h);
-        *snap += width * rows;
-    }
-    wex__device_stage_reset(job->device);
-    return st;
-}
-
-/* A copying group whose source tensor is CUDA memory: its runs read
- * through pinned staging, those a fixed pitch apart (the rows of a
- * row-parallel split) as many at a time as staging holds, a run longer
- * than staging a part at a time; the snapshot is host memory. */
-static wex_status encode_device(wex_job *job, wex__delta_group *g,
-                                XXH3_state_t *h)
-{
-    const wex__op *o = &job->ops[g->first_op];
-    const uint8_t *base = job->bind[o->src_tensor].address;
-    uint8_t *snap = job->src.delta.snapshots + g->snap_off;
-    uint64_t a, b, first = 0, rows = 0, pitch;
-    wex_status st = WEX_OK;
-    wex__box_runs w;
-    int more;
-
-    wex__op_runs(job, o, &w);
-    pitch = w.outer ? w.a_stride[w.outer - 1] : w.run_bytes;
-    encode_start(job, &job->src.delta.encs[0], g, h);
-    more = wex__box_runs_next(&w, &a, &b);
-    while (st == WEX_OK && w.run_bytes > WEX__STAGING_BYTES && more) {
-        for (uint64_t at = 0; st == WEX_OK && at < w.run_bytes;
-             at += WEX__STAGING_BYTES) {
-            uint64_t n = w.run_bytes - at < WEX__STAGING_BYTES
-                             ? w.run_bytes - at
-                             : WEX__STAGING_BYTES;
-            st = feed_device(job, base + a + at, n, n, 1, &snap, h);
-        }
-        more = wex__box_runs_next(&w, &a, &b);
-    }
-    while (st == WEX_OK && (more || rows > 0)) {
-        if (more &&
-            (rows == 0 || (a == first + rows * pitch &&
-                           (rows + 1) * w.run_bytes <= WEX__STAGING_BYTES))) {
-            if (rows == 0)
-                first = a;
-            rows++;
-            more = wex__box_runs_next(&w, &a, &b);
-            continue;
-        }
-        st = feed_device(job, base + first, pitch, w.run_bytes, rows, &snap, h);
-        rows = 0;
-    }
-    encode_end(job, &job->src.delta.encs[0], g, h);
-    if (st != WEX_OK)
-        g->payload_len = -1;
-    return st;
-}
-
 /* A quantizing group, when its first op runs (its blocks' amaxes are
  * known only then): its e4m3 bytes, made once for every twin, against
  * the snapshot of those it last sent. */
@@ -429,9 +325,10 @@ static wex_status encode_made(wex_job *job, size_t i, wex__delta_group *g)
 
     if (st != WEX_OK)
         return st;
-    encode_start(job, &d->encs[0], g, h);
-    feed(&d->encs[0], made, d->snapshots + g->snap_off, job->ops[i].bytes, h);
-    encode_end(job, &d->encs[0], g, h);
+    wex__delta_encode_start(job, &d->encs[0], g, h);
+    wex__delta_feed(&d->encs[0], made, d->snapshots + g->snap_off,
+                    job->ops[i].bytes, h);
+    wex__delta_encode_end(job, &d->encs[0], g, h);
     d->changed += g->changed;
     d->elems += g->elems;
     g->made = 0;
@@ -470,7 +367,9 @@ wex_status wex__delta_begin(wex_job *job, uint64_t number,
             /* read through staging where a destination can take it;
              * quantized on the device: whole (not yet encoded there) */
             if (o->transform == WEX__OP_COPY && carries)
-                st = encode_device(job, g, h);
+                st = d->dev_snapshots != NULL
+                         ? wex__delta_encode_on_device(job, g, h)
+                         : wex__delta_encode_staged(job, g, h);
             continue;
         }
         if (o->transform == WEX__OP_QUANTIZE)
