@@ -31,7 +31,7 @@ stage configure 120 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
     -DWEX_WERROR=ON -DCUDAToolkit_ROOT=/usr/local/cuda
 stage build 300 cmake --build "$build" -j"$(nproc)" --target wex_cli gpu_sync \
     test_nccl_transport test_gpu_transport_keys wex_cuda gpu_quantize \
-    test_device_quantize gpu_delta
+    test_device_quantize gpu_delta gpu_delta_encode
 if [ ! -x "$build/bin/gpu_sync" ] || [ ! -x "$build/bin/test_nccl_transport" ]; then
     echo "the GPU tests were not built: is CUDA under /usr/local/cuda, and NCCL there or its wheel installed?"
     exit 1
@@ -46,6 +46,8 @@ stage "libwex's device quantization (phases, chunks) against the CPU" 60 \
     "$build/bin/test_device_quantize"
 stage "the delta kernel against the CPU's apply, and its time beside a whole copy" 90 \
     "$build/bin/gpu_delta"
+stage "the delta encoder against the CPU's, and its time beside copies of the tensor" 90 \
+    "$build/bin/gpu_delta_encode"
 for p in cuda-ipc nccl; do
     stage "wex conformance $p" 60 "$build/bin/wex" conformance --models "$root/samples/models" \
         "$build/lib/wex/plugins/transport-$p.json"
@@ -60,7 +62,7 @@ cat <<'NOTE'
      refusals, a killed peer failing within
      its timeout (abort, no hang), and a pair of ranks on one GPU; the fp8
      kernels of libwex_cuda.so byte for byte against the CPU quantizer; the
-     delta kernel byte for byte against the CPU's apply.
+     delta kernels byte for byte against the CPU's apply and encoder.
 ==== not exercised: an nccl transfer between two GPUs or hosts (one GPU
      cannot hold a two-rank communicator), cuda-ipc across GPUs (peer access).
 NOTE

@@ -191,6 +191,9 @@ typedef struct wex__job_source_delta {
      * are decided before any send (matched), and the payloads sent from
      * device memory (delta_send.c) */
     int matched;
+    /* over a transport of device memory only (nccl, cuda-ipc): the
+     * records decided after the encoding, the payloads put from there */
+    int decided;
     uint8_t *dev_outbox;
     uint64_t dev_outbox_bytes;
 } wex__job_source_delta;

@@ -7,7 +7,10 @@
  * host memory, or a CUDA tensor landing in the staging window: with one
  * pass (or a copy of its own) that pinned copy mirrors the device between
  * steps; with passes the device alone holds it and the kernels of
- * libwex_cuda.so must be there (docs/gpu.md). Then it keeps one inbox per
+ * libwex_cuda.so must be there (docs/gpu.md). A transport of device
+ * memory only (nccl, cuda-ipc) writes the CUDA tensors themselves and
+ * the inboxes in device memory, registered, with a host copy each for
+ * the check; the kernels apply there. Then it keeps one inbox per
  * source peer, the job's inbox_bytes (5 % of what it holds, at least
  * 1 MiB, by default) shared out by the bytes each peer sends it. Its live
  * tensors are not touched by a delta until the step commits: the check
@@ -35,7 +38,16 @@ int wex__delta_transport_carries(const wex_job *job)
 
     return ((job->transport.ops->caps & need) == need &&
             !(job->transport.ops->caps & WEX_TRANSPORT_CAP_TWO_SIDED)) ||
-           wex__delta_matched(job);
+           wex__delta_device_inboxes(job);
+}
+
+int wex__delta_device_inboxes(const wex_job *job)
+{
+    uint64_t caps = job->transport.ops != NULL ? job->transport.ops->caps : 0;
+
+    return (caps & WEX_TRANSPORT_CAP_CUDA_MEMORY) &&
+           !(caps & WEX_TRANSPORT_CAP_HOST_MEMORY) &&
+           (caps & (WEX_TRANSPORT_CAP_ONE_SIDED | WEX_TRANSPORT_CAP_TWO_SIDED));
 }
 
 int wex__delta_matched(const wex_job *job)
@@ -68,9 +80,9 @@ static int can_take_deltas(wex_job *job)
         WEX__INFO("destination rank %llu: its CUDA tensors are on the device "
                   "only (%s) and %s: it takes every step whole",
                   (unsigned long long)job->rank,
-                  wex__delta_matched(job) ? "nccl writes them"
-                                          : "the staging window takes them "
-                                            "in passes",
+                  wex__delta_device_inboxes(job)
+                      ? "the transport writes them"
+                      : "the staging window takes them in passes",
                   job->device == NULL ? "no device is open"
                                       : wex__last_error());
         wex__error_clear();
@@ -129,8 +141,9 @@ wex_status wex__delta_dest_prepare(wex_job *job)
     return WEX_OK;
 }
 
-/* Over nccl: the inbox the transport receives in is device memory,
- * registered; the check reads its host copy, `*host_p`. */
+/* Over a transport of device memory only: the inbox it writes or
+ * receives into is device memory, registered; the check reads its host
+ * copy, `*host_p`. */
 static wex_status device_inbox(wex_job *job, uint64_t bytes, void **host_p)
 {
     wex__job_destination_delta *d = &job->dst.delta;
@@ -187,7 +200,7 @@ wex_status wex__delta_inbox_open(wex_job *job)
         share = wex__delta_inbox_share(job->plan.job->delta_inbox_bytes, pair,
                                        total);
         wex__error_clear();
-        st = wex__delta_matched(job)
+        st = wex__delta_device_inboxes(job)
                  ? device_inbox(job, share, &address)
                  : job->transport.ops->mem_alloc(job->transport.ctx, share,
                                                  &address,
@@ -264,6 +277,14 @@ static int check_payload(wex_job *job, size_t i, size_t slot,
                  (unsigned long long)o->src_rank, (unsigned long long)r->length,
                  (unsigned long long)r->offset,
                  (unsigned long long)d->inbox_size[slot]);
+        return -1;
+    }
+    /* a one-sided transport wrote it into the device's inbox: its bytes
+     * to the host copy (over nccl they came with the receives) */
+    if (d->inbox_dev[slot] != NULL && d->layout == NULL &&
+        wex__delta_inbox_fetch(job, slot, r->offset, r->length) != WEX_OK) {
+        snprintf(why, cap, "reading source rank %llu's delta: %s",
+                 (unsigned long long)o->src_rank, wex__last_error());
         return -1;
     }
     if (verify && XXH3_64bits(payload, (size_t)r->length) != r->payload_digest)

@@ -340,3 +340,27 @@ wex_status wex__delta_apply_device(wex_job *job)
         wex__error_prefix(st, "applying the deltas on the device");
     return st;
 }
+
+wex_status wex__delta_inbox_fetch(wex_job *job, size_t slot, uint64_t from,
+                                  uint64_t bytes)
+{
+    wex__job_destination_delta *d = &job->dst.delta;
+    wex_status st = WEX_OK;
+
+    for (uint64_t at = from; at < from + bytes && st == WEX_OK;
+         at += WEX__STAGING_BYTES) {
+        uint64_t n = from + bytes - at < WEX__STAGING_BYTES
+                         ? from + bytes - at
+                         : WEX__STAGING_BYTES;
+        const void *host = NULL;
+        wex__device_stage_reset(job->device);
+        st = wex__device_stage_out(job->device, d->inbox_dev[slot] + at, n,
+                                   &host);
+        if (st == WEX_OK && host == NULL)
+            st = wex__error(WEX_ERR_INTERNAL, "a slice does not fit staging");
+        if (st == WEX_OK)
+            memcpy(d->inbox[slot] + at, host, n);
+    }
+    wex__device_stage_reset(job->device);
+    return st;
+}

@@ -4,8 +4,8 @@
  * inbox its destination keeps for it; the destination checks them with
  * the step and writes them into its live tensors only at commit.
  *   delta_source.c  snapshots, encoding once per group, puts
- *   delta_send.c    which destinations take deltas, records, the layout
- *                   posted first over nccl
+ *   delta_send.c    which destinations take deltas, records, the payloads
+ *                   from device memory, the layout posted first over nccl
  *   delta_dest.c    inboxes, checking a source's records, applying
  *   delta_receive.c over nccl: the receives a destination posts
  */
@@ -48,9 +48,10 @@ wex_status wex__delta_read_bases(wex_job *job, uint64_t number,
 /* Op i's record this try (its group encoded): 1 and a payload with its
  * room taken in the peer's inbox, or 0 and whole. */
 int wex__delta_decide(wex_job *job, size_t i, wex__delta_record *r);
-/* Over nccl, after the encoding: every op's record decided, the payloads
- * copied to device memory, and each destination's records posted under
- * step/S/T/layout/DST/SRC for it to post its receives by. */
+/* Over a transport of device memory only, after the encoding: every
+ * op's record decided and the payloads copied to device memory; over
+ * nccl, each destination's records posted under step/S/T/layout/DST/SRC
+ * for it to post its receives by. */
 wex_status wex__delta_send_layout(wex_job *job, const char *try_prefix);
 /* A failed try: those keys say so (a no-op but over nccl). */
 void wex__delta_fail_layouts(wex_job *job, const char *try_prefix,
@@ -67,9 +68,13 @@ void wex__delta_end(wex_job *job, uint64_t step, int committed);
 
 wex_status wex__delta_dest_prepare(wex_job *job);
 /* Whether the job's transport can carry deltas: one-sided, into memory
- * it allocates (the inboxes: shm, ucx), or matched sends and receives
- * of device memory (nccl); not cuda-ipc. */
+ * it allocates (the inboxes: shm, ucx), or of device memory only, into
+ * inboxes in device memory: one-sided (cuda-ipc) or matched sends and
+ * receives (nccl). */
 int wex__delta_transport_carries(const wex_job *job);
+/* Whether it is the latter: the inboxes are device memory, and a source
+ * sends its payloads from device memory. */
+int wex__delta_device_inboxes(const wex_job *job);
 /* Whether it is the latter: a destination receives each payload with a
  * receive of its length, known before the source sends it. */
 int wex__delta_matched(const wex_job *job);
@@ -120,6 +125,10 @@ int wex__delta_map_of(const wex__box_runs *w, struct wex_delta_map *m);
 /* The same for its source side: where a CUDA source's encoding on the
  * device reads the stream (delta_scan_chunks.h). */
 int wex__delta_source_map_of(const wex__box_runs *w, struct wex_delta_map *m);
+/* (delta_device.c) Copies bytes [from, from + bytes) of the device inbox
+ * in slot `slot` to its host copy, through staging. */
+wex_status wex__delta_inbox_fetch(wex_job *job, size_t slot, uint64_t from,
+                                  uint64_t bytes);
 
 /* The threads a rank encodes or applies with: the job's delta.threads,
  * or its CPUs, at most WEX__DELTA_THREADS. */

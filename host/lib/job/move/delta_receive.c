@@ -111,25 +111,10 @@ static int receive_op(wex_job *job, size_t i, uint64_t *fill, char *why,
  * through staging. */
 static wex_status copy_out(wex_job *job, const uint64_t *fill)
 {
-    wex__job_destination_delta *d = &job->dst.delta;
     wex_status st = WEX_OK;
 
-    for (size_t k = 0; k < d->inbox_count && st == WEX_OK; k++)
-        for (uint64_t at = 0; at < fill[k] && st == WEX_OK;
-             at += WEX__STAGING_BYTES) {
-            uint64_t n = fill[k] - at < WEX__STAGING_BYTES ? fill[k] - at
-                                                           : WEX__STAGING_BYTES;
-            const void *host = NULL;
-            wex__device_stage_reset(job->device);
-            st = wex__device_stage_out(job->device, d->inbox_dev[k] + at, n,
-                                       &host);
-            if (st == WEX_OK && host == NULL)
-                st = wex__error(WEX_ERR_INTERNAL, "a slice does not fit "
-                                                  "staging");
-            if (st == WEX_OK)
-                memcpy(d->inbox[k] + at, host, n);
-        }
-    wex__device_stage_reset(job->device);
+    for (size_t k = 0; k < job->dst.delta.inbox_count && st == WEX_OK; k++)
+        st = wex__delta_inbox_fetch(job, k, 0, fill[k]);
     return st;
 }
 

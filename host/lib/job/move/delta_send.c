@@ -3,14 +3,16 @@
  * take deltas, each operation's record (whole, or a payload and its place
  * in the destination's inbox), and how the step ends for the snapshots.
  *
- * Over a transport of matched sends and receives (nccl) a destination
- * must post a receive of the right length for every send, in order, so
- * the records are decided before the first send (every group is encoded
- * by then: such a transport carries CUDA memory only, and nothing is
- * quantized on the host) and posted, per destination, under
- * step/S/T/layout/DST/SRC; the payloads go from device memory (the
- * transport reads nothing else), copied there from the host outbox the
- * encoder wrote. The records posted with "done" must say the same.
+ * Over a transport of device memory only (nccl, cuda-ipc) the records
+ * are decided before the first put (every group is encoded by then: such
+ * a transport carries CUDA memory only, and nothing is quantized on the
+ * host) and the payloads go from device memory (the transport reads
+ * nothing else), copied there from the host outbox the encoder wrote.
+ * Over one of matched sends and receives (nccl) a destination must post
+ * a receive of the right length for every send, in order, so the
+ * records are also posted, per destination, under
+ * step/S/T/layout/DST/SRC before the first send; the records posted with
+ * "done" must say the same.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,7 +140,7 @@ wex_status wex__delta_send_layout(wex_job *job, const char *try_prefix)
     for (size_t i = 0; i < job->op_count; i++)
         (void)wex__delta_decide(job, i, &d->records[i]);
     st = payloads_to_device(job);
-    for (size_t p = 0; p < job->peer_count && st == WEX_OK; p++) {
+    for (size_t p = 0; d->matched && p < job->peer_count && st == WEX_OK; p++) {
         char key[160];
         size_t n = 0;
         for (size_t i = 0; i < job->op_count; i++)
@@ -168,7 +170,7 @@ const uint8_t *wex__delta_payload_of(const wex_job *job, size_t group)
     const wex__job_source_delta *d = &job->src.delta;
     const wex__delta_group *g = &d->groups[group];
 
-    return d->matched ? d->dev_outbox + g->dev_off : d->outbox + g->out_off;
+    return d->decided ? d->dev_outbox + g->dev_off : d->outbox + g->out_off;
 }
 
 void wex__delta_full_done(wex_job *job, size_t i, uint64_t digest)

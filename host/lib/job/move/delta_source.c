@@ -355,6 +355,7 @@ wex_status wex__delta_begin(wex_job *job, uint64_t number,
     d->verify = h != NULL;
     carries = wex__delta_transport_carries(job);
     d->matched = wex__delta_matched(job);
+    d->decided = wex__delta_device_inboxes(job);
     if ((work.order = malloc((d->group_count + 1) * sizeof(size_t))) == NULL)
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
     for (size_t k = 0; k < d->group_count && st == WEX_OK; k++) {
@@ -388,8 +389,9 @@ wex_status wex__delta_begin(wex_job *job, uint64_t number,
         d->changed += d->groups[k].changed;
         d->elems += d->groups[k].elems;
     }
-    /* over nccl, decided now: a destination receives by them */
-    if (st == WEX_OK && d->matched)
+    /* over a transport of device memory, decided now (over nccl a
+     * destination receives by them) */
+    if (st == WEX_OK && d->decided)
         st = wex__delta_send_layout(job, try_prefix);
     return st;
 }
@@ -407,8 +409,8 @@ int wex__delta_put(wex_job *job, size_t i, wex_status *st_p)
     if (gi != UINT32_MAX && d->groups[gi].made &&
         (*st_p = encode_made(job, i, &d->groups[gi])) != WEX_OK)
         return 1;
-    /* over nccl the record was decided before any send */
-    if (d->matched ? r->mode != WEX__DELTA_OP_PAYLOAD
+    /* over nccl and cuda-ipc the record was decided before any put */
+    if (d->decided ? r->mode != WEX__DELTA_OP_PAYLOAD
                    : !wex__delta_decide(job, i, r))
         return 0;
     *st_p = r->length == 0 ? WEX_OK
