@@ -109,9 +109,8 @@ static int one_case(unsigned elem, uint64_t rows, uint64_t cols, uint64_t c0,
                width * elem);
     CUDA_OK(cudaMalloc((void **)&dev, bytes));
     CUDA_OK(cudaMalloc((void **)&dev_snap, n * elem));
-    CUDA_OK(cudaMalloc((void **)&scratch, chunks * 4 + 64 +
-                                              (chunks + 1) * sizeof(*slots) +
-                                              cap));
+    CUDA_OK(cudaMalloc((void **)&scratch,
+                       chunks * 4 + 64 + (chunks + 1) * sizeof(*slots) + cap));
     CUDA_OK(cudaMemcpy(dev_snap, snap, n * elem, cudaMemcpyHostToDevice));
     for (uint64_t r = 0; r < rows; r++)
         for (uint64_t c = c0; c < c0 + width; c++)
