@@ -203,11 +203,14 @@ static void check(const scenario *sc, const outcome *clean)
            sc->what, FAILING_STEP);
 }
 
-/* The delta kernel fails on destination 0 as it applies step 2 at
- * commit, after every rank passed the step's verdict. */
-static void delta_kernel_fails_at_commit(void)
+/* A delta job (about 1 % of the words change a step) whose rank
+ * `failing` fails `entry` in step 2: with `alone`, after every rank
+ * passed the step's verdict (that rank alone fails the step), else
+ * before (every rank fails it). */
+static void delta_job_fails(const char *what, const uint32_t kind[2],
+                            int failing, const char *entry, const char *says,
+                            int alone)
 {
-    static const uint32_t kind[2] = {WEX_MEMORY_HOST, WEX_MEMORY_CUDA};
     char text[1100], logs[RANKS][40];
     outcome clean[RANKS], o[RANKS];
     const char *base = job_text(COPY_JOB, 0);
@@ -217,30 +220,30 @@ static void delta_kernel_fails_at_commit(void)
     few_changes = 1;
     clean_run(text, 1, kind, clean);
     memset(o, 0, sizeof(o));
-    run_job(text, 1, kind, 1, "wex_cuda_delta_apply", o, logs);
+    run_job(text, 1, kind, failing, entry, o, logs);
     few_changes = 0;
     for (int i = 0; i < 3; i++) {
         for (int step = 1; step <= STEPS; step++)
-            EXPECT(o[i].committed[step] == (i != 1 || step != FAILING_STEP),
-                   "delta kernel failing at commit: rank %d %s step %d (%s)", i,
+            EXPECT(o[i].committed[step] ==
+                       (step != FAILING_STEP || (alone && i != failing)),
+                   "%s: rank %d %s step %d (%s)", what, i,
                    o[i].committed[step] ? "committed" : "failed", step,
                    logs[i]);
         if (i >= 1)
             EXPECT(o[i].held == clean[i].held,
-                   "delta kernel failing at commit: destination %d holds "
-                   "other bytes than without the failure",
-                   i - 1);
+                   "%s: destination %d holds other bytes than without the "
+                   "failure",
+                   what, i - 1);
     }
-    EXPECT(log_says(logs[1], "injected failure") &&
-               log_says(logs[1], "the delta kernel"),
-           "delta kernel failing at commit: the destination's error does "
-           "not say what failed (%s)",
-           logs[1]);
+    EXPECT(log_says(logs[failing], "injected failure") &&
+               log_says(logs[failing], says),
+           "%s: the failing rank's error does not say \"%s\" (%s)", what, says,
+           logs[failing]);
     for (int i = 0; i < 3 && failures == 0; i++)
         unlink(logs[i]);
-    printf("a destination's delta kernel failing at commit: it alone failed "
-           "step %d, committed the steps after it, every byte right\n",
-           FAILING_STEP);
+    printf("%s: %s step %d, the steps after it committed, every byte "
+           "right\n",
+           what, alone ? "it alone failed" : "every rank failed", FAILING_STEP);
 }
 
 /* One destination of the copy job alone, its window `window` bytes:
@@ -376,8 +379,18 @@ int main(int argc, char **argv)
                                  : scenarios[k].kind[0] == WEX_MEMORY_CUDA
                                      ? window_clean[1]
                                      : window_clean[0]);
-    if (only == NULL)
-        delta_kernel_fails_at_commit();
+    if (only == NULL) {
+        delta_job_fails("a destination's delta kernel failing at commit",
+                        host_to_cuda, 1, "wex_cuda_delta_apply",
+                        "the delta kernel", 1);
+        /* the snapshot after a failed step holds no step: step 3 goes
+         * whole, step 4 as a delta again */
+        delta_job_fails("a CUDA source's delta count kernel", cuda_to_cuda, 0,
+                        "wex_cuda_delta_count", "the delta count kernel", 0);
+        delta_job_fails("a CUDA source's delta encoding kernel", cuda_to_host,
+                        0, "wex_cuda_delta_encode", "the delta encoding kernel",
+                        0);
+    }
     /* the device's staging; the window, too small for the first tensor,
      * then large enough */
     failed_pinned_allocation(1, 65536, "pinned staging memory");
