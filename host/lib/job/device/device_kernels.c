@@ -257,7 +257,8 @@ int wex__device_kernels_ready(wex__device *dev)
 
 wex_status wex__device_delta_apply(wex__device *dev, void *dst,
                                    const wex_delta_map *map,
-                                   const uint8_t *payload, uint64_t len,
+                                   const uint8_t *payload,
+                                   const uint8_t *on_device, uint64_t len,
                                    unsigned elem, uint64_t elems)
 {
     uint64_t chunks = (elems + WEX__DELTA_CHUNK - 1) / WEX__DELTA_CHUNK;
@@ -291,15 +292,17 @@ wex_status wex__device_delta_apply(wex__device *dev, void *dst,
                  index_at + index_bytes);
     if (st != WEX_OK)
         return st;
-    e = dev->api.MemcpyAsync(k->payload, payload, len,
-                             CUDA_MEMCPY_HOST_TO_DEVICE, dev->stream);
+    e = on_device != NULL
+            ? CUDA_SUCCESS
+            : dev->api.MemcpyAsync(k->payload, payload, len,
+                                   CUDA_MEMCPY_HOST_TO_DEVICE, dev->stream);
     if (e == CUDA_SUCCESS)
         e = dev->api.MemcpyAsync(k->payload + index_at, k->index, index_bytes,
                                  CUDA_MEMCPY_HOST_TO_DEVICE, dev->stream);
     /* k->index is written again by the next call: being pageable (not
      * pinned), the copy has read it when MemcpyAsync returns */
     if (e == CUDA_SUCCESS)
-        e = k->delta_apply(k->payload,
+        e = k->delta_apply(on_device != NULL ? on_device : k->payload,
                            (const wex_delta_chunk *)(k->payload + index_at),
                            (uint32_t)count, map, dst, dev->stream);
     return e == CUDA_SUCCESS ? WEX_OK

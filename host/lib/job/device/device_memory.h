@@ -104,13 +104,15 @@ int wex__device_kernels_ready(wex__device *dev);
 /* Applies a delta payload (host memory, delta.h) of a stream of `elems`
  * elements of `elem` bytes into device memory at `dst`, where the stream
  * lands as *map says (delta_chunks.h): the chunks' index read on the
- * host, index and payload copied to the device, the kernel of
- * libwex_cuda.so queued. Queued in order with the copies:
- * wex__device_copy_in_end waits for it too. */
+ * host, index and payload copied to the device (the payload not when
+ * `on_device` holds it there already), the kernel of libwex_cuda.so
+ * queued. Queued in order with the copies: wex__device_copy_in_end waits
+ * for it too. */
 struct wex_delta_map;
 wex_status wex__device_delta_apply(wex__device *dev, void *dst,
                                    const struct wex_delta_map *map,
-                                   const uint8_t *payload, uint64_t len,
+                                   const uint8_t *payload,
+                                   const uint8_t *on_device, uint64_t len,
                                    unsigned elem, uint64_t elems);
 /* Encodes the delta of the stream of `elems` elements at `cur` (device
  * memory, placed as *map says) against the snapshot at `snap` (device

@@ -303,6 +303,7 @@ wex_status wex__delta_apply_device(wex_job *job)
         wex_delta_map map;
         wex__box_runs w;
         int mirror = wex__delta_mirrored(job, o->dst_tensor);
+        uint64_t slot;
         if (job->memory_kind[o->dst_tensor] != WEX_MEMORY_CUDA)
             continue;
         wex__op_runs(job, o, &w);
@@ -316,10 +317,16 @@ wex_status wex__delta_apply_device(wex_job *job)
                             WEX_DELTA_MAP_DIMS);
             break;
         }
+        /* a device inbox (nccl, cuda-ipc) holds the payload already: the
+         * kernel reads it there, the host copy gives its index */
+        slot = d->apply_at[e][0];
         st = wex__device_delta_apply(
             job->device, job->bind[o->dst_tensor].address, &map,
-            d->inbox[d->apply_at[e][0]] + d->apply_at[e][1], d->apply_at[e][2],
-            o->dtype_size, o->bytes / o->dtype_size);
+            d->inbox[slot] + d->apply_at[e][1],
+            d->inbox_dev != NULL && d->inbox_dev[slot] != NULL
+                ? d->inbox_dev[slot] + d->apply_at[e][1]
+                : NULL,
+            d->apply_at[e][2], o->dtype_size, o->bytes / o->dtype_size);
         if (st == WEX_ERR_UNSUPPORTED && mirror) { /* no libwex_cuda.so */
             WEX__INFO("destination rank %llu: %s; CUDA tensors a delta "
                       "touches are copied whole at commit",
