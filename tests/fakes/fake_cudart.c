@@ -12,15 +12,21 @@
  * the work another fake queues on it (fake_nccl.c: a group of sends and
  * receives that completes later, on its progress thread), because a
  * caller that records an event after it, or synchronizes the stream,
- * must wait for that work as it would on a GPU.
+ * must wait for that work as it would on a GPU. An allocation keeps its
+ * memfd open, so that another process can map it through CUDA IPC
+ * (fake_cuda_ipc.c, which adds it there as "imported" device memory).
  *
  * Failures on demand: WEX_FAKE_CUDA_FAIL="ENTRY@N[,ENTRY@N...]" makes the
  * Nth call of ENTRY in this process (counted from 1) fail with
- * ERR_INJECTED, e.g. "cudaMemcpyAsync@40,wex_cuda_box_quantize@3". The
- * variable is read at every call, so a forked rank that sets it before
- * its first call fails alone.
+ * ERR_INJECTED, e.g. "cudaMemcpyAsync@40,wex_cuda_box_quantize@3". With
+ * a "!" after N ("cudaMemcpyAsync@40!") that call kills the process
+ * instead, as a rank that dies halfway through a step. "ipc_copy" counts
+ * the copies (a 2-D copy's rows each) into imported memory: a source's
+ * puts over cuda-ipc. The variable is read at every call, so a forked
+ * rank that sets it fails alone.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +45,8 @@ typedef struct allocation {
     unsigned char *device; /* PROT_NONE */
     unsigned char *alias;  /* read-write */
     size_t bytes;
+    int fd;       /* cudaMalloc's memfd, else -1 */
+    int imported; /* another process's (fake_cuda_import) */
     struct allocation *next;
 } allocation;
 
@@ -55,9 +63,11 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The entries that can be made to fail, and how often each was called. */
 static const char *const failing[] = {
-    "cudaMallocHost",        "cudaMemcpyAsync",      "cudaMemcpy2DAsync",
-    "cudaStreamSynchronize", "wex_cuda_box_amax",    "wex_cuda_box_quantize",
-    "wex_cuda_delta_apply",  "wex_cuda_delta_count", "wex_cuda_delta_encode"};
+    "cudaMallocHost",        "cudaMemcpyAsync",
+    "cudaMemcpy2DAsync",     "cudaStreamSynchronize",
+    "wex_cuda_box_amax",     "wex_cuda_box_quantize",
+    "wex_cuda_delta_apply",  "wex_cuda_delta_count",
+    "wex_cuda_delta_encode", "ipc_copy"};
 static unsigned long calls[sizeof(failing) / sizeof(failing[0])];
 
 /* How often `entry` (one of `failing`) was called in this process. */
@@ -90,10 +100,16 @@ int fake_cuda_injected(const char *entry)
     pthread_mutex_lock(&lock);
     call = ++calls[e];
     pthread_mutex_unlock(&lock);
-    for (const char *at = spec; at != NULL && (at = strstr(at, entry)); at += n)
+    for (const char *at = spec; at != NULL && (at = strstr(at, entry));
+         at += n) {
+        char *end;
         if ((at == spec || at[-1] == ',') && at[n] == '@' &&
-            strtoul(at + n + 1, NULL, 10) == call)
+            strtoul(at + n + 1, &end, 10) == call) {
+            if (*end == '!')
+                raise(SIGKILL);
             return 1;
+        }
+    }
     return 0;
 }
 
@@ -115,6 +131,26 @@ unsigned char *fake_cuda_reach(const void *ptr, size_t *left)
         }
     pthread_mutex_unlock(&lock);
     return out;
+}
+
+/* The device allocation holding `ptr`: where it starts, its size and its
+ * memfd (-1: imported). 0, or -1 when `ptr` is not device memory. */
+int fake_cuda_allocation(const void *ptr, void **base, size_t *bytes, int *fd);
+int fake_cuda_allocation(const void *ptr, void **base, size_t *bytes, int *fd)
+{
+    const unsigned char *p = ptr;
+    int found = -1;
+
+    pthread_mutex_lock(&lock);
+    for (allocation *a = allocations; a != NULL && found != 0; a = a->next)
+        if (p >= a->device && p < a->device + a->bytes) {
+            *base = a->device;
+            *bytes = a->bytes;
+            *fd = a->fd;
+            found = 0;
+        }
+    pthread_mutex_unlock(&lock);
+    return found;
 }
 
 int cudaGetDeviceCount(int *count)
@@ -161,41 +197,92 @@ static allocation *unlink_allocation(allocation **list, const void *ptr,
     return a;
 }
 
-int cudaMalloc(void **ptr, size_t bytes)
+/* Lists `size` bytes of memfd `fd` as device memory, mapped twice: our
+ * own (keeping `fd` for cudaIpcGetMemHandle until cudaFree) or another
+ * process's, `imported`. NULL when that fails. */
+static allocation *map_device(int fd, size_t size, int imported)
 {
     allocation *a = calloc(1, sizeof(*a));
+
+    if (a == NULL)
+        return NULL;
+    a->device = mmap(NULL, size, PROT_NONE, MAP_SHARED, fd, 0);
+    a->alias = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (a->device == MAP_FAILED || a->alias == MAP_FAILED) {
+        if (a->device != MAP_FAILED)
+            munmap(a->device, size);
+        if (a->alias != MAP_FAILED)
+            munmap(a->alias, size);
+        free(a);
+        return NULL;
+    }
+    a->bytes = size;
+    a->fd = imported ? -1 : fd;
+    a->imported = imported;
+    link_allocation(&allocations, a);
+    return a;
+}
+
+/* Takes the allocation at `ptr` off the list and unmaps it, if it is
+ * `imported` or not as asked: cudaFree and cudaIpcCloseMemHandle each
+ * refuse the other's memory, as CUDA does. */
+static int unmap_device(void *ptr, int imported)
+{
+    allocation *a = unlink_allocation(&allocations, ptr, 1);
+
+    if (a != NULL && a->imported != imported) {
+        link_allocation(&allocations, a);
+        a = NULL;
+    }
+    if (a == NULL)
+        return -1;
+    munmap(a->device, a->bytes);
+    munmap(a->alias, a->bytes);
+    if (a->fd >= 0)
+        close(a->fd);
+    free(a);
+    return 0;
+}
+
+int cudaMalloc(void **ptr, size_t bytes)
+{
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t size = (bytes + page - 1) / page * page;
     int fd = memfd_create("fake-cuda", MFD_CLOEXEC);
+    allocation *a = NULL;
 
-    if (a == NULL || fd < 0 || ftruncate(fd, (off_t)size) != 0)
-        goto fail;
-    a->device = mmap(NULL, size, PROT_NONE, MAP_SHARED, fd, 0);
-    a->alias = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (a->device == MAP_FAILED || a->alias == MAP_FAILED)
-        goto fail;
-    close(fd);
-    a->bytes = size;
-    link_allocation(&allocations, a);
+    if (fd >= 0 && ftruncate(fd, (off_t)size) == 0)
+        a = map_device(fd, size, 0);
+    if (a == NULL) {
+        if (fd >= 0)
+            close(fd);
+        return ERR_MEMORY_ALLOCATION;
+    }
     *ptr = a->device;
     return SUCCESS;
-fail:
-    if (fd >= 0)
-        close(fd);
-    free(a);
-    return ERR_MEMORY_ALLOCATION;
 }
 
 int cudaFree(void *ptr)
 {
-    allocation *a = unlink_allocation(&allocations, ptr, 1);
+    if (ptr == NULL)
+        return SUCCESS;
+    return unmap_device(ptr, 0) == 0 ? SUCCESS : ERR_INVALID_VALUE;
+}
 
-    if (a == NULL)
-        return ptr == NULL ? SUCCESS : ERR_INVALID_VALUE;
-    munmap(a->device, a->bytes);
-    munmap(a->alias, a->bytes);
-    free(a);
-    return SUCCESS;
+/* Maps `bytes` of another process's allocation, open here as `fd`, as
+ * device memory of this one; NULL when that fails. */
+void *fake_cuda_import(int fd, size_t bytes);
+void *fake_cuda_import(int fd, size_t bytes)
+{
+    allocation *a = map_device(fd, bytes, 1);
+
+    return a != NULL ? a->device : NULL;
+}
+
+int fake_cuda_unimport(void *ptr);
+int fake_cuda_unimport(void *ptr)
+{
+    return unmap_device(ptr, 1);
 }
 
 int cudaMemset(void *ptr, int value, size_t bytes)
@@ -240,6 +327,7 @@ int cudaMallocHost(void **ptr, size_t bytes)
         return ERR_MEMORY_ALLOCATION;
     }
     a->bytes = bytes;
+    a->fd = -1;
     link_allocation(&pinned, a);
     *ptr = a->alias;
     return SUCCESS;
@@ -258,13 +346,18 @@ int cudaFreeHost(void *ptr)
 
 int cudaMemcpy(void *dst, const void *src, size_t bytes, int kind)
 {
-    size_t dst_left, src_left;
+    size_t dst_left, src_left, size;
     unsigned char *d = fake_cuda_reach(dst, &dst_left);
     const unsigned char *s = fake_cuda_reach(src, &src_left);
+    void *base;
+    int fd;
 
     (void)kind; /* the pointers say where they are, as with UVA */
     if (bytes > dst_left || bytes > src_left)
         return ERR_INVALID_VALUE;
+    if (fake_cuda_allocation(dst, &base, &size, &fd) == 0 && fd < 0 &&
+        fake_cuda_injected("ipc_copy"))
+        return ERR_INJECTED;
     memmove(d, s, bytes);
     return SUCCESS;
 }
