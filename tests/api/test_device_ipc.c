@@ -40,10 +40,9 @@
 
 #define TOKEN "device-ipc-test"
 #include "api_check.h"
-#include "device_ranks.h"
+#include "device_forks.h"
 
 #define STEPS 3
-#define MOST 8
 #define IPC                                                                    \
     "{\"name\": \"cuda-ipc\", \"options\": {\"flush_timeout_ms\": 5000}}"
 /* Survivors of a lost rank fail within a step's budget (job_step_seconds:
@@ -59,13 +58,6 @@ static uint64_t steps = STEPS;
 static int expect_deltas;
 /* Set: every source must have copied strided rows as 2-D copies. */
 static int expect_2d;
-/* Where a rank writes a byte once its first step committed (-1: not). */
-static int started_fd = -1;
-/* Where the ranks' stderr goes (-1: the test's). */
-static int log_fd = -1;
-/* The rank (its index in start_ranks) that kills itself halfway through
- * step 2's copies (-1: none). */
-static int dying = -1;
 
 /* Makes this source kill itself in the middle of step 2's copies into
  * the destinations, given how many it had made before step 1
@@ -150,64 +142,6 @@ out:
     return rc;
 }
 
-/* Forks `sources` sources and two destinations of job `text`, their
- * tensors in memory of `kind`; rank i writes to fds[i][1]. Returns the
- * rendezvous, serving once every rank is forked. */
-static wex_store *start_ranks(const char *text, int sources, uint32_t kind,
-                              pid_t *pids, int (*fds)[2])
-{
-    int ranks = sources + 2, addr[MOST][2];
-
-    for (int i = 0; i < ranks; i++) {
-        int source = i < sources;
-        if (pipe(fds[i]) != 0 || pipe(addr[i]) != 0)
-            return NULL;
-        pids[i] = fork();
-        if (pids[i] == 0) {
-            close(fds[i][0]);
-            close(addr[i][1]);
-            if (started_fd >= 0 && i != 0) {
-                close(started_fd);
-                started_fd = -1; /* only the source tells */
-            }
-            if (log_fd >= 0)
-                dup2(log_fd, 2);
-            if (dying != i)
-                dying = -1;
-            _exit(rank_main(text,
-                            source ? WEX_SIDE_SOURCE : WEX_SIDE_DESTINATION,
-                            (uint64_t)(source ? i : i - sources),
-                            await_address(addr[i][0]), kind, fds[i][1]));
-        }
-        close(fds[i][1]);
-        close(addr[i][0]);
-    }
-    return serve(ranks, addr);
-}
-
-/* Runs job `text` to its end; held[d]: what destination d holds. */
-static void run_job(const char *text, int sources, uint32_t kind,
-                    uint64_t held[2])
-{
-    int ranks = sources + 2, fds[MOST][2];
-    pid_t pids[MOST];
-    wex_store *store;
-
-    if (ranks > MOST)
-        return;
-    store = start_ranks(text, sources, kind, pids, fds);
-    for (int i = sources; i < ranks; i++) {
-        EXPECT(read(fds[i][0], &held[i - sources], sizeof(held[0])) ==
-                   sizeof(held[0]),
-               "destination %d reported nothing", i - sources);
-        close(fds[i][0]);
-    }
-    for (int i = 0; i < sources; i++)
-        close(fds[i][0]);
-    expect_clean_exits(pids, sources, ranks);
-    wex_store_close(store);
-}
-
 /* The job text of `source` into `destination` over `transport`, a delta
  * job when `delta`. */
 static const char *job_over(const char *transport, const char *source,
@@ -236,10 +170,10 @@ static void compare(const char *what, const char *source,
 
     few_changes = delta;
     expect_deltas = delta;
-    run_job(job_over("\"shm\"", source, destination, delta), sources,
+    run_job(rank_main, job_over("\"shm\"", source, destination, delta), sources,
             WEX_MEMORY_HOST, host);
-    run_job(job_over(IPC, source, destination, delta), sources, WEX_MEMORY_CUDA,
-            cuda);
+    run_job(rank_main, job_over(IPC, source, destination, delta), sources,
+            WEX_MEMORY_CUDA, cuda);
     few_changes = expect_deltas = 0;
     for (int d = 0; d < 2; d++)
         EXPECT(host[d] == cuda[d],
@@ -274,7 +208,7 @@ static void lose_a_rank(const char *text, int victim, int delay_ms)
     steps = 100000;
     started_fd = started[1];
     dying = delay_ms < 0 ? victim : -1;
-    store = start_ranks(text, 1, WEX_MEMORY_CUDA, pids, fds);
+    store = start_ranks(rank_main, text, 1, WEX_MEMORY_CUDA, pids, fds);
     steps = STEPS;
     started_fd = log_fd = dying = -1;
     close(started[1]);

@@ -42,10 +42,9 @@
 
 #define TOKEN "device-nccl-test"
 #include "api_check.h"
-#include "device_ranks.h"
+#include "device_forks.h"
 
 #define STEPS 4
-#define MOST 8
 /* The transport, with a 5 s timeout_ms (1.5 s where a rank stalls);
  * survivors of a lost rank must fail within that and a step's budget
  * (job_step_seconds: 20 s, 4 s where a rank stalls). */
@@ -62,13 +61,9 @@ static uint64_t steps = STEPS;
 /* Set: a delta job, whose destinations must take deltas after step 1,
  * and, over nccl, apply them on the device. */
 static int expect_deltas;
-/* Where a rank writes a byte once its first step committed (-1: not). */
-static int started_fd = -1;
-/* Where the ranks' stderr goes (-1: the test's). */
-static int log_fd = -1;
-/* The rank (its index in start_ranks) that sends itself `dying_signal`
- * halfway through step 2's transfers (-1: none). */
-static int dying = -1, dying_signal;
+/* What the rank that is to die (`dying`, device_forks.h) sends itself
+ * halfway through step 2's transfers. */
+static int dying_signal;
 /* The fake NCCL's own (fake_nccl.h), found in the preloaded library. */
 typedef void (*signal_after_fn)(uint64_t, int);
 typedef uint64_t (*moved_fn)(void);
@@ -152,64 +147,6 @@ out:
     return rc;
 }
 
-/* Forks `sources` sources and two destinations of job `text`, their
- * tensors in memory of `kind`; rank i writes to fds[i][1]. Returns the
- * rendezvous, serving once every rank is forked. */
-static wex_store *start_ranks(const char *text, int sources, uint32_t kind,
-                              pid_t *pids, int (*fds)[2])
-{
-    int ranks = sources + 2, addr[MOST][2];
-
-    for (int i = 0; i < ranks; i++) {
-        int source = i < sources;
-        if (pipe(fds[i]) != 0 || pipe(addr[i]) != 0)
-            return NULL;
-        pids[i] = fork();
-        if (pids[i] == 0) {
-            close(fds[i][0]);
-            close(addr[i][1]);
-            if (started_fd >= 0 && i != 0) {
-                close(started_fd);
-                started_fd = -1; /* only the source tells */
-            }
-            if (log_fd >= 0)
-                dup2(log_fd, 2);
-            if (dying != i)
-                dying = -1;
-            _exit(rank_main(text,
-                            source ? WEX_SIDE_SOURCE : WEX_SIDE_DESTINATION,
-                            (uint64_t)(source ? i : i - sources),
-                            await_address(addr[i][0]), kind, fds[i][1]));
-        }
-        close(fds[i][1]);
-        close(addr[i][0]);
-    }
-    return serve(ranks, addr);
-}
-
-/* Runs job `text` to its end; held[d]: what destination d holds. */
-static void run_job(const char *text, int sources, uint32_t kind,
-                    uint64_t held[2])
-{
-    int ranks = sources + 2, fds[MOST][2];
-    pid_t pids[MOST];
-    wex_store *store;
-
-    if (ranks > MOST)
-        return;
-    store = start_ranks(text, sources, kind, pids, fds);
-    for (int i = sources; i < ranks; i++) {
-        EXPECT(read(fds[i][0], &held[i - sources], sizeof(held[0])) ==
-                   sizeof(held[0]),
-               "destination %d reported nothing", i - sources);
-        close(fds[i][0]);
-    }
-    for (int i = 0; i < sources; i++)
-        close(fds[i][0]);
-    expect_clean_exits(pids, sources, ranks);
-    wex_store_close(store);
-}
-
 /* Job `text` over nccl (one source, two destinations) for many steps,
  * and rank `victim` (0 the source, 2 destination 1) goes: killed by the
  * test `delay_ms` after the first step committed, or, with delay_ms < 0,
@@ -238,7 +175,7 @@ static void lose_a_rank(const char *text, int victim, int delay_ms, int sig)
     started_fd = started[1];
     dying = delay_ms < 0 ? victim : -1;
     dying_signal = sig;
-    store = start_ranks(text, 1, WEX_MEMORY_CUDA, pids, fds);
+    store = start_ranks(rank_main, text, 1, WEX_MEMORY_CUDA, pids, fds);
     steps = STEPS;
     started_fd = log_fd = dying = -1;
     close(started[1]);
@@ -337,7 +274,7 @@ int main(int argc, char **argv)
             base = job_text(jobs[j][0], jobs[j][1], 0);
             snprintf(text, sizeof(text), "%.*s%s}", (int)strlen(base) - 1, base,
                      expect_deltas ? ", \"delta\": true" : "");
-            run_job(text, sources[j],
+            run_job(rank_main, text, sources[j],
                     over_nccl ? WEX_MEMORY_CUDA : WEX_MEMORY_HOST,
                     over_nccl ? cuda : host);
         }
@@ -361,10 +298,10 @@ int main(int argc, char **argv)
 
         job_transport = "\"shm\"";
         snprintf(text, sizeof(text), "%s", job_text(FP8_JOB, 0));
-        run_job(text, 4, WEX_MEMORY_HOST, host);
+        run_job(rank_main, text, 4, WEX_MEMORY_HOST, host);
         job_transport = NCCL;
         snprintf(text, sizeof(text), "%s", job_text(FP8_JOB, 0));
-        run_job(text, 4, WEX_MEMORY_CUDA, cuda);
+        run_job(rank_main, text, 4, WEX_MEMORY_CUDA, cuda);
         for (int d = 0; d < 2; d++)
             EXPECT(host[d] == cuda[d],
                    "fp8: destination %d holds other bytes over nccl in CUDA "
