@@ -54,6 +54,9 @@ static int expect_deltas;
 /* Whether CUDA destinations apply them with the kernels library (not
  * when WEX_CUDA_KERNELS names none). */
 static int expect_kernel = 1;
+/* Whether CUDA sources keep their snapshots in host memory (delta.snapshots
+ * "host"): they encode on the CPU, kernels or not. */
+static int host_snapshots;
 /* Where a rank writes a byte once its first step committed (-1: not). */
 static int started_fd = -1;
 
@@ -103,13 +106,15 @@ static int rank_main(const char *text, uint32_t side, uint64_t rank,
      * through staging on the CPU where they are not */
     if (expect_deltas > 0 && side == WEX_SIDE_SOURCE &&
         kind == WEX_MEMORY_CUDA &&
-        (cuda_calls("wex_cuda_delta_encode") > 0) != expect_kernel) {
+        (cuda_calls("wex_cuda_delta_encode") > 0) !=
+            (expect_kernel && !host_snapshots)) {
         fprintf(stderr,
                 "source %llu: %s wex_cuda_delta_encode while the kernels "
-                "library is %s\n",
+                "library is %s and the snapshots are %s memory\n",
                 (unsigned long long)rank,
-                expect_kernel ? "no call of" : "a call of",
-                expect_kernel ? "there" : "not");
+                expect_kernel && !host_snapshots ? "no call of" : "a call of",
+                expect_kernel ? "there" : "not",
+                host_snapshots ? "host" : "device");
         goto out;
     }
     if (side == WEX_SIDE_DESTINATION &&
@@ -321,6 +326,24 @@ int main(int argc, char **argv)
                            "delta job: destination %d holds other bytes "
                            "when %s memory is CUDA",
                            d, what[k]);
+            }
+            /* the CUDA source's snapshots in host memory: encoded on the
+             * CPU through staging though the kernels are there */
+            {
+                char host_job[1150];
+                uint64_t dc[2] = {17, 18};
+                n = strlen(copy_job);
+                snprintf(host_job, sizeof(host_job),
+                         "%.*s, \"delta\": {\"snapshots\": \"host\"}}",
+                         (int)(n - 1), copy_job);
+                host_snapshots = 1;
+                run_job(host_job, 1, WEX_MEMORY_CUDA, WEX_MEMORY_CUDA, dc);
+                host_snapshots = 0;
+                for (int d = 0; d < 2; d++)
+                    EXPECT(dh[d] == dc[d],
+                           "delta job, the CUDA source's snapshots in host "
+                           "memory: destination %d holds other bytes",
+                           d);
             }
             /* in passes, a CUDA tensor's place in the window holds other
              * tensors between steps: its deltas are checked against the

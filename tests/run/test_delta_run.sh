@@ -146,12 +146,24 @@ assert all(s["mode"] == "delta" and abs(s["changed_fraction"] - 0.3) < 0.01
 PY
 shm_clean "apply on 8 threads"
 
+# An object of some options takes the others' defaults.
+for opts in '{"threads": 2}' '{"snapshots": "host"}' '{}'; do
+    sed "s/\"delta\": true/\"delta\": $opts/" "$TMP/shm.json" >"$TMP/some.json"
+    if "$WEX" plan "$TMP/some.json" --changed 0.01 --json >"$TMP/out" 2>"$TMP/err" &&
+        /usr/bin/python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))["delta"]; assert d["max_fraction"] == 0.25, d' "$TMP/out"; then
+        pass "delta $opts: the other options' defaults"
+    else
+        fail "delta $opts: $(cat "$TMP/err")"
+    fi
+done
+
 # Bad delta options: one line naming the JSON path and what was expected.
 for bad in '{"max_fraction": 0}|/delta/max_fraction: expected number > 0' \
            '{"max_fraction": 1.5}|/delta/max_fraction: expected number <= 1' \
            '{"inbox_bytes": 1000}|/delta/inbox_bytes: expected integer >= 1048576' \
            '{"threads": 0}|/delta/threads: expected integer >= 1' \
-           '{"thread": 2}|unknown property "thread", did you mean "threads"'; do
+           '{"thread": 2}|unknown property "thread", did you mean "threads"' \
+           '{"snapshots": "gpu"}|/delta/snapshots: expected one of "device", "host", got "gpu"'; do
     value=${bad%%|*} want=${bad#*|}
     sed "s/\"delta\": true/\"delta\": $value/" "$TMP/shm.json" >"$TMP/bad.json"
     "$WEX" plan "$TMP/bad.json" >"$TMP/out" 2>"$TMP/err"

@@ -227,17 +227,22 @@ static wex_status bind_fields(wex__job_config *c, const char *base_dir,
     first = first ? first : status;
     {
         const cJSON *delta = cJSON_GetObjectItemCaseSensitive(doc, "delta");
-        const cJSON *inbox, *threads;
+        const cJSON *fraction, *inbox, *threads, *snapshots;
         c->delta = cJSON_IsTrue(delta) || cJSON_IsObject(delta);
-        c->delta_max_fraction = cJSON_IsObject(delta)
-                                    ? number_at(doc, "delta", "max_fraction")
-                                    : 0.25;
+        /* the schema's defaults are not filled into an alternative of its
+         * oneOf: an object without max_fraction takes it here */
+        fraction = cJSON_GetObjectItemCaseSensitive(delta, "max_fraction");
+        c->delta_max_fraction =
+            cJSON_IsNumber(fraction) ? fraction->valuedouble : 0.25;
         inbox = cJSON_GetObjectItemCaseSensitive(delta, "inbox_bytes");
         c->delta_inbox_bytes =
             cJSON_IsNumber(inbox) ? (uint64_t)inbox->valuedouble : 0;
         threads = cJSON_GetObjectItemCaseSensitive(delta, "threads");
         c->delta_threads =
             cJSON_IsNumber(threads) ? (unsigned)threads->valuedouble : 0;
+        snapshots = cJSON_GetObjectItemCaseSensitive(delta, "snapshots");
+        c->delta_host_snapshots = cJSON_IsString(snapshots) &&
+                                  strcmp(snapshots->valuestring, "host") == 0;
     }
 
     status = resolve(c, registry, &c->source, WEX_KIND_ENGINE, "/source/engine",

@@ -52,6 +52,7 @@ typedef struct wex__job_config {
     double delta_max_fraction;
     uint64_t delta_inbox_bytes;
     unsigned delta_threads;
+    int delta_host_snapshots; /* delta.snapshots "host" */
 } wex__job_config;
 
 /* Flags: a job read only to plan need not name an installed transport. */

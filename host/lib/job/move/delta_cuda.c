@@ -145,15 +145,17 @@ wex_status wex__delta_device_snapshots(wex_job *job)
         cuda = job->memory_kind[o->src_tensor] != WEX_MEMORY_HOST &&
                o->transform == WEX__OP_COPY;
     }
-    if (!cuda)
+    if (!cuda || job->plan.job->delta_host_snapshots)
         return WEX_OK;
-    if (!wex__device_kernels_ready(job->device)) {
+    if (!wex__device_kernels_ready(job->device) ||
+        wex__device_alloc(job->device, d->snapshot_bytes,
+                          (void **)&d->dev_snapshots) != WEX_OK) {
         WEX__INFO("source rank %llu: the deltas of its CUDA tensors are "
-                  "encoded on the CPU, read through staging: %s",
+                  "encoded on the CPU, read through staging, their snapshots "
+                  "in host memory: %s",
                   (unsigned long long)job->rank, wex__last_error());
         wex__error_clear();
-        return WEX_OK;
+        d->dev_snapshots = NULL;
     }
-    return wex__device_alloc(job->device, d->snapshot_bytes,
-                             (void **)&d->dev_snapshots);
+    return WEX_OK;
 }

@@ -39,9 +39,10 @@ wex_status wex__delta_encode_on_device(wex_job *job, wex__delta_group *g,
                                        XXH3_state_t *h);
 
 /* Where the job encodes its CUDA sources' groups on the device (the
- * kernels load, the transport carries deltas), their snapshots made in
- * device memory, in the host snapshots' layout; else nothing, and they
- * are read through staging. */
+ * transport carries deltas, delta.snapshots is "device", the kernels
+ * load and the GPU has the room), their snapshots made in device memory,
+ * in the host snapshots' layout; else nothing, and they are read through
+ * staging. */
 wex_status wex__delta_device_snapshots(wex_job *job);
 
 #endif /* WEX_HOST_DELTA_ENCODE_H */

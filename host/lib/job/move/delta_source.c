@@ -25,6 +25,7 @@
 #include "digest_update.h"
 #include "error.h"
 #include "job.h"
+#include "log.h"
 #include "parallel.h"
 #include "transforms.h"
 
@@ -142,9 +143,19 @@ static wex_status carry_snapshots(wex_job *job, wex__job_source_delta *old)
     } else if ((d->snapshots = calloc(d->snapshot_bytes + 1, 1)) == NULL) {
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
     } else if (old->dev_snapshots != NULL &&
-               (st = wex__device_alloc(job->device, d->snapshot_bytes,
-                                       (void **)&d->dev_snapshots)) != WEX_OK) {
-        return st;
+               wex__device_alloc(job->device, d->snapshot_bytes,
+                                 (void **)&d->dev_snapshots) != WEX_OK) {
+        /* no room on the GPU: the snapshots start again where make_room
+         * can make them, every group whole once (none holds a step) */
+        WEX__INFO("source rank %llu: no GPU memory for the new plan's delta "
+                  "snapshots (%s): its CUDA tensors are encoded on the CPU, "
+                  "after a step that sends them whole",
+                  (unsigned long long)job->rank, wex__last_error());
+        wex__error_clear();
+        d->dev_snapshots = NULL;
+        for (size_t g = 0; g < d->group_count; g++)
+            d->groups[g].fresh = 1;
+        return WEX_OK;
     }
     for (size_t g = 0, o = 0;
          st == WEX_OK && old->snapshots != NULL && g < d->group_count; g++) {
