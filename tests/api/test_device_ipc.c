@@ -125,6 +125,17 @@ static int rank_main(const char *text, uint32_t side, uint64_t rank,
                                         : "wex_cuda_delta_apply");
         goto out;
     }
+    /* digests of device memory: the operations that are one run taken
+     * on the device (the blocks' digests, digest_blocks.h); the hf
+     * source's rows of a column split are one run too */
+    if (kind == WEX_MEMORY_CUDA &&
+        (side == WEX_SIDE_DESTINATION || expect_2d) &&
+        cuda_calls("wex_cuda_digest_blocks") == 0) {
+        fprintf(stderr, "%s %llu: nothing digested on the device\n",
+                side == WEX_SIDE_SOURCE ? "source" : "destination",
+                (unsigned long long)rank);
+        goto out;
+    }
     if (expect_2d && side == WEX_SIDE_SOURCE && kind == WEX_MEMORY_CUDA &&
         cuda_calls("cudaMemcpy2DAsync") == 0) {
         fprintf(stderr, "source %llu: no strided rows went as a 2-D copy\n",

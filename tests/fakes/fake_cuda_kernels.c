@@ -14,6 +14,7 @@
 
 #include "delta_chunks.h"
 #include "delta_scan_chunks.h"
+#include "digest_blocks.h"
 #include "numbers.h"
 #include "quantize_kernels.h"
 
@@ -201,5 +202,27 @@ int wex_cuda_delta_encode(const uint8_t *cur, const struct wex_delta_map *map,
             return INVALID;
         wex_delta_scan_write_serial(&l[k], c, map, s, THREADS, p);
     }
+    return 0;
+}
+
+/* The digest kernel: each block by digest_blocks.h's program. */
+int wex_cuda_digest_blocks(const uint8_t *stream, uint64_t len,
+                           uint64_t *digests, uint8_t *tail,
+                           void *stream_handle)
+{
+    uint64_t count = wex_digest_block_count(len);
+    size_t sleft, dleft, tleft;
+    const uint8_t *s = fake_cuda_reach(stream, &sleft);
+    uint64_t *d = (uint64_t *)fake_cuda_reach(digests, &dleft);
+    uint8_t *t = fake_cuda_reach(tail, &tleft);
+
+    (void)stream_handle;
+    if (fake_cuda_injected("wex_cuda_digest_blocks"))
+        return INJECTED;
+    if (s == NULL || d == NULL || t == NULL || sleft < len ||
+        dleft < count * sizeof(*d) || tleft < WEX_XXH3_MIDSIZE_MAX)
+        return INVALID;
+    for (uint64_t b = 0; b < count; b++)
+        wex_digest_one_block(s, len, b, d, t);
     return 0;
 }

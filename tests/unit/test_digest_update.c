@@ -1,5 +1,10 @@
 /*
- * wex__digest_update (host/lib/job/device/digest_update.c): whichever build of
+ * An operation's digest (wex__digest, host/lib/job/device/digest_update.c)
+ * is XXH3-64 of its blocks' XXH3-64 digests, however its bytes are cut
+ * into additions, for every length around the blocks' edges; the same
+ * from the blocks' digests (what a GPU hands the host).
+ *
+ * wex__digest_update: whichever build of
  * xxHash's update it picks on this CPU, the digest is the library's
  * one-shot XXH3 of the same bytes, however the bytes are cut into
  * updates, and mixing it with the library's own update on one state
@@ -84,6 +89,65 @@ START_TEST(pieces_and_mixed_updates_give_the_same_digest)
 }
 END_TEST
 
+/* The definition, the library's way: XXH3-64 of the blocks' XXH3-64s. */
+static uint64_t by_definition(const unsigned char *p, size_t n)
+{
+    size_t count = (n + WEX__DIGEST_BLOCK - 1) / WEX__DIGEST_BLOCK;
+    uint64_t *blocks = malloc((count + 1) * sizeof(*blocks)), d;
+
+    ck_assert_ptr_nonnull(blocks);
+    for (size_t b = 0; b < count; b++) {
+        size_t at = b * WEX__DIGEST_BLOCK;
+        blocks[b] = XXH3_64bits(
+            p + at, n - at < WEX__DIGEST_BLOCK ? n - at : WEX__DIGEST_BLOCK);
+    }
+    d = XXH3_64bits(blocks, count * sizeof(*blocks));
+    ck_assert(d == wex__digest_of_blocks(blocks, count));
+    free(blocks);
+    return d;
+}
+
+START_TEST(an_operations_digest_is_its_blocks_digest)
+{
+    static const size_t lengths[] = {0,
+                                     1,
+                                     240,
+                                     241,
+                                     WEX__DIGEST_BLOCK - 1,
+                                     WEX__DIGEST_BLOCK,
+                                     WEX__DIGEST_BLOCK + 1,
+                                     2 * WEX__DIGEST_BLOCK + 240,
+                                     2 * WEX__DIGEST_BLOCK + 241,
+                                     BIG};
+    unsigned char *p = random_bytes(BIG + 8, 4);
+    wex__digest *d = wex__digest_create();
+    unsigned seed = 13;
+
+    ck_assert_ptr_nonnull(d);
+    for (size_t i = 0; i < sizeof(lengths) / sizeof(lengths[0]); i++) {
+        size_t n = lengths[i];
+        uint64_t want = by_definition(p + 3, n);
+        for (int round = 0; round < 6; round++) {
+            size_t at = 0;
+            wex__digest_reset(d);
+            while (at < n) { /* whole, or cut at random places */
+                size_t k = round == 0 ? n
+                                      : 1 + (size_t)rand_r(&seed) %
+                                                (round < 3 ? 300 : 40000);
+                if (k > n - at)
+                    k = n - at;
+                wex__digest_add(d, p + 3 + at, k);
+                at += k;
+            }
+            ck_assert_msg(wex__digest_final(d) == want, "%zu bytes, round %d",
+                          n, round);
+        }
+    }
+    wex__digest_free(d);
+    free(p);
+}
+END_TEST
+
 #if defined(__x86_64__)
 /* Each vector build this CPU runs, mixed piece by piece with the others
  * on one state: the library's digest. */
@@ -124,6 +188,7 @@ int main(void)
 
     tcase_add_test(tc, one_update_is_the_librarys_digest);
     tcase_add_test(tc, pieces_and_mixed_updates_give_the_same_digest);
+    tcase_add_test(tc, an_operations_digest_is_its_blocks_digest);
 #if defined(__x86_64__)
     tcase_add_test(tc, every_vector_build_gives_the_same_digest);
 #endif

@@ -15,7 +15,7 @@
 #include <pthread.h>
 
 #include <wex/wex.h>
-#include <xxhash.h>
+#include "digest_update.h"
 
 #include "delta.h"
 #include "planner.h"
@@ -124,7 +124,7 @@ typedef struct wex__job_lock {
 typedef struct wex__job_scratch {
     uint64_t *digests;      /* per op */
     uint64_t *pair_digests; /* one peer's ops, as posted */
-    XXH3_state_t *hash;
+    wex__digest *hash;
     /* the landing board's view of the ops by peer (move/landing.c) */
     size_t *peer_first, *peer_ops; /* ops of peers[p]: peer_ops[
                                       peer_first[p] .. peer_first[p+1]) */
@@ -175,7 +175,7 @@ typedef struct wex__job_source_delta {
     /* per worker of a step's encoding (worker 0's serve the device and
      * quantized groups too), and the digest states of workers 1, 2, ... */
     wex__delta_enc *encs;
-    struct XXH3_state_s **hashes;
+    struct wex__digest **hashes;
     unsigned workers;
     int verify;                        /* this try digests what it sends */
     uint64_t snap_step;                /* the committed step the snapshots hold

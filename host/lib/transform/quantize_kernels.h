@@ -1,7 +1,8 @@
 /*
  * The entry points of libwex_cuda.so: the fp8-block-128 quantization as
  * CUDA kernels (host/cuda/quantize_kernels.cu), and a delta payload
- * applied in and encoded from device memory (host/cuda/delta_kernels.cu). libwex never
+ * applied in and encoded from device memory (host/cuda/delta_kernels.cu),
+ * and an operation's digest taken there (host/cuda/digest_kernels.cu). libwex never
  * links CUDA: it dlopens this library the first time a job quantizes or
  * applies a delta in device memory (host/lib/job/device/device_kernels.c),
  * so this header is the contract between the two, versioned by
@@ -21,7 +22,7 @@
 
 #include <stdint.h>
 
-#define WEX_CUDA_KERNELS_ABI 3
+#define WEX_CUDA_KERNELS_ABI 4
 
 #ifdef __cplusplus
 extern "C" {
@@ -73,6 +74,14 @@ int wex_cuda_delta_encode(const uint8_t *cur, const struct wex_delta_map *map,
                           uint8_t *snap, const struct wex_delta_slot *slots,
                           uint32_t count, uint8_t *payload, void *stream);
 
+/* The digests of the blocks of the `len` bytes at `stream` (device
+ * memory, digest_blocks.h) into digests[] (device memory, a block
+ * each); a last block of 240 bytes or fewer copied to tail[] (device
+ * memory, 240 bytes) for the host to digest instead. A thread a block. */
+int wex_cuda_digest_blocks(const uint8_t *stream, uint64_t len,
+                           uint64_t *digests, uint8_t *tail,
+                           void *stream_handle);
+
 typedef int (*wex_cuda_kernels_abi_fn)(void);
 typedef int (*wex_cuda_box_amax_fn)(const void *, uint32_t, uint64_t, uint64_t,
                                     uint64_t, uint32_t, uint32_t, float *,
@@ -93,6 +102,9 @@ typedef int (*wex_cuda_delta_encode_fn)(const uint8_t *,
                                         const struct wex_delta_map *, uint8_t *,
                                         const struct wex_delta_slot *, uint32_t,
                                         uint8_t *, void *);
+
+typedef int (*wex_cuda_digest_blocks_fn)(const uint8_t *, uint64_t, uint64_t *,
+                                         uint8_t *, void *);
 
 #ifdef __cplusplus
 }

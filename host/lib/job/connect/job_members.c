@@ -67,7 +67,7 @@ void wex__job_ops_free(wex_job *job)
     free(job->op_peer_index);
     free(job->scratch.digests);
     free(job->scratch.pair_digests);
-    XXH3_freeState(job->scratch.hash);
+    wex__digest_free(job->scratch.hash);
     free(job->src.op_peer);
     free(job->src.op_pass);
     free(job->src.peer_passes);
@@ -115,7 +115,7 @@ wex_status wex__job_take_ops(wex_job *job, wex_plan_builder *b,
     job->src.peer_passes = calloc(n, sizeof(*job->src.peer_passes));
     job->peer_count = 0;
     if (job->scratch.hash == NULL)
-        job->scratch.hash = XXH3_createState();
+        job->scratch.hash = wex__digest_create();
     if (job->peers == NULL || job->scratch.digests == NULL ||
         job->scratch.hash == NULL || job->scratch.pair_digests == NULL ||
         job->src.op_peer == NULL || job->op_peer_index == NULL ||

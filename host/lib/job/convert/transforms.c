@@ -375,21 +375,21 @@ static void make_row(wex_job *job, size_t i, const wex__rows *w,
 /* Puts `len` bytes made for operation i to destination offset `at`. */
 static wex_status put_span(wex_job *job, size_t i, uint64_t at,
                            const unsigned char *bytes, uint64_t len,
-                           XXH3_state_t *h)
+                           wex__digest *h)
 {
     wex_status st = job->transport.ops->put(
         job->transport.ctx, job->src.op_peer[i], at, bytes, len);
 
     job->src.puts++;
     if (st == WEX_OK && h != NULL)
-        wex__digest_update(h, bytes, len);
+        wex__digest_add(h, bytes, len);
     return st;
 }
 
 /* Puts operation i's rows, made one after the other at `block`: rows
  * that follow each other at the destination as one put. */
 static wex_status put_block(wex_job *job, size_t i, const unsigned char *block,
-                            XXH3_state_t *h)
+                            wex__digest *h)
 {
     const wex__op *o = &job->ops[i];
     const wex__local_tensor *dt =
@@ -455,7 +455,7 @@ wex_status wex__transforms_made(wex_job *job, size_t i,
 
 /* A QUANTIZE operation on host memory that fits the arena: made whole
  * there once for it and its twins, and put from there. */
-static wex_status put_quantized(wex_job *job, size_t i, XXH3_state_t *h)
+static wex_status put_quantized(wex_job *job, size_t i, wex__digest *h)
 {
     const unsigned char *made = NULL;
     wex_status st = wex__transforms_made(job, i, &made);
@@ -463,7 +463,7 @@ static wex_status put_quantized(wex_job *job, size_t i, XXH3_state_t *h)
     return st == WEX_OK ? put_block(job, i, made, h) : st;
 }
 
-wex_status wex__transforms_put(wex_job *job, size_t i, XXH3_state_t *h)
+wex_status wex__transforms_put(wex_job *job, size_t i, wex__digest *h)
 {
     const wex__op *o = &job->ops[i];
     const wex__local_tensor *dt =
@@ -512,7 +512,7 @@ wex_status wex__transforms_put(wex_job *job, size_t i, XXH3_state_t *h)
                                              group, group_len);
                 job->src.puts++;
                 if (st == WEX_OK && h != NULL)
-                    wex__digest_update(h, group, group_len);
+                    wex__digest_add(h, group, group_len);
                 group = NULL;
             }
             if (st == WEX_OK)
@@ -534,7 +534,7 @@ wex_status wex__transforms_put(wex_job *job, size_t i, XXH3_state_t *h)
                                      group_off, group, group_len);
         job->src.puts++;
         if (st == WEX_OK && h != NULL)
-            wex__digest_update(h, group, group_len);
+            wex__digest_add(h, group, group_len);
     }
     return st;
 }

@@ -46,7 +46,7 @@ wex_status wex__transforms_made(wex_job *job, size_t i,
 /* Makes and puts operation i (not a copy), digesting what it puts into
  * `h` (may be NULL). A QUANTIZE operation whose twin ran just before it
  * puts the bytes that twin made. */
-wex_status wex__transforms_put(wex_job *job, size_t i, XXH3_state_t *h);
+wex_status wex__transforms_put(wex_job *job, size_t i, wex__digest *h);
 
 /* On a destination of matched receives (nccl): posts the receives of
  * converting operation i, a row at a time, as its source puts them

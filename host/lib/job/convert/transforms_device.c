@@ -83,7 +83,7 @@ wex_status wex__transforms_amax_device(wex_job *job, size_t i)
  * put. */
 static wex_status put_quantized(wex_job *job, size_t i, uint64_t first,
                                 uint64_t n, uint64_t width,
-                                const unsigned char *host, XXH3_state_t *h)
+                                const unsigned char *host, wex__digest *h)
 {
     const wex__op *o = &job->ops[i];
     const wex__local_tensor *dt =
@@ -111,11 +111,11 @@ static wex_status put_quantized(wex_job *job, size_t i, uint64_t first,
         start_off = off;
     }
     if (st == WEX_OK && h != NULL)
-        wex__digest_update(h, host, n * width);
+        wex__digest_add(h, host, n * width);
     return st;
 }
 
-wex_status wex__transforms_put_device(wex_job *job, size_t i, XXH3_state_t *h)
+wex_status wex__transforms_put_device(wex_job *job, size_t i, wex__digest *h)
 {
     const wex__op *o = &job->ops[i];
     uint32_t dtype = job->layout->tensors[o->src_tensor].dtype, phase[2];

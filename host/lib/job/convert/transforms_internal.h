@@ -117,7 +117,7 @@ static inline int wex__on_device(const wex_job *job, uint64_t tensor)
 wex_status wex__transforms_amax_device(wex_job *job, size_t i);
 /* Operation i (QUANTIZE) from a CUDA source: quantized on the device,
  * staged, put (and digested into `h`, may be NULL). */
-wex_status wex__transforms_put_device(wex_job *job, size_t i, XXH3_state_t *h);
+wex_status wex__transforms_put_device(wex_job *job, size_t i, wex__digest *h);
 
 /* Converting a CUDA source between float dtypes: the `width` source
  * elements of operation i's row at box coordinate `idx` copied into

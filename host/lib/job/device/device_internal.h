@@ -56,6 +56,8 @@ struct wex__device {
     unsigned char *staging; /* pinned, WEX__STAGING_BYTES */
     uint64_t used;
     wex__device_kernels *kernels; /* device_kernels.c, on first use */
+    /* why they did not load, once they did not: not tried again */
+    char kernels_missing[512];
 };
 
 void wex__device_kernels_free(wex__device *dev);

@@ -14,6 +14,8 @@
 #include "delta.h"
 #include "delta_chunks.h"
 #include "delta_scan_chunks.h"
+#include "digest_blocks.h"
+#include "digest_update.h"
 #include "device_internal.h"
 #include "error.h"
 #include "quantize_kernels.h"
@@ -26,6 +28,7 @@ struct wex__device_kernels {
     wex_cuda_delta_apply_fn delta_apply;
     wex_cuda_delta_count_fn delta_count;
     wex_cuda_delta_encode_fn delta_encode;
+    wex_cuda_digest_blocks_fn digest_blocks;
     float *cells; /* device: a box's amaxes or multipliers */
     uint64_t cells_cap;
     uint8_t *quantized; /* device: the rows quantized, before staging */
@@ -41,6 +44,12 @@ struct wex__device_kernels {
     uint32_t *counts;
     wex_delta_slot *slots;
     uint64_t slots_cap; /* chunks + 1 of both */
+    /* an operation's digest: the blocks' digests and a short last
+     * block, on the device and on the host */
+    uint8_t *digests;
+    uint64_t digests_cap;
+    uint64_t *block_digests;
+    uint64_t block_digests_cap;
 };
 
 #define KERNELS_NAME "libwex_cuda.so"
@@ -114,9 +123,12 @@ static wex_status load(wex__device *dev)
         (wex_cuda_delta_count_fn)dlsym(k->dl, "wex_cuda_delta_count");
     k->delta_encode =
         (wex_cuda_delta_encode_fn)dlsym(k->dl, "wex_cuda_delta_encode");
+    k->digest_blocks =
+        (wex_cuda_digest_blocks_fn)dlsym(k->dl, "wex_cuda_digest_blocks");
     if (abi == NULL || k->box_amax == NULL || k->box_quantize == NULL ||
         k->delta_apply == NULL || k->delta_count == NULL ||
-        k->delta_encode == NULL || abi() != WEX_CUDA_KERNELS_ABI) {
+        k->delta_encode == NULL || k->digest_blocks == NULL ||
+        abi() != WEX_CUDA_KERNELS_ABI) {
         dlclose(k->dl);
         free(k);
         return wex__error(WEX_ERR_UNSUPPORTED,
@@ -143,6 +155,9 @@ void wex__device_kernels_free(wex__device *dev)
         dev->api.Free(k->payload);
     if (k->encoding != NULL)
         dev->api.Free(k->encoding);
+    if (k->digests != NULL)
+        dev->api.Free(k->digests);
+    free(k->block_digests);
     free(k->index);
     free(k->counts);
     free(k->slots);
@@ -252,7 +267,17 @@ wex_status wex__device_box_quantize_rows(wex__device *dev, const void *src,
 
 int wex__device_kernels_ready(wex__device *dev)
 {
-    return dev != NULL && load(dev) == WEX_OK;
+    if (dev == NULL)
+        return 0;
+    if (dev->kernels_missing[0] != '\0') { /* a dlopen a call is dear */
+        wex__error(WEX_ERR_UNSUPPORTED, "%s", dev->kernels_missing);
+        return 0;
+    }
+    if (load(dev) == WEX_OK)
+        return 1;
+    snprintf(dev->kernels_missing, sizeof(dev->kernels_missing), "%s",
+             wex__last_error());
+    return 0;
 }
 
 wex_status wex__device_delta_apply(wex__device *dev, void *dst,
@@ -390,5 +415,52 @@ wex_status wex__device_delta_encode(wex__device *dev, const void *cur,
         return wex__cuda_fail(dev, e, "the delta encoding kernel");
     *len_p = (uint64_t)len <= cap ? len : -1;
     *changed_p = changed;
+    return WEX_OK;
+}
+
+wex_status wex__device_digest(wex__device *dev, const void *stream,
+                              uint64_t len, uint64_t *digest_p)
+{
+    uint64_t count = wex_digest_block_count(len), last;
+    uint8_t tail[WEX_XXH3_MIDSIZE_MAX];
+    wex_status st = load(dev);
+    wex__device_kernels *k = dev->kernels;
+    cuda_error e;
+
+    if (st == WEX_OK)
+        st = scratch(dev, (void **)&k->digests, &k->digests_cap,
+                     count * sizeof(uint64_t) + sizeof(tail));
+    if (st == WEX_OK && count > k->block_digests_cap) {
+        uint64_t *grown = realloc(k->block_digests, count * sizeof(*grown));
+        if (grown == NULL)
+            return wex__error(WEX_ERR_NOMEM, "out of memory");
+        k->block_digests = grown;
+        k->block_digests_cap = count;
+    }
+    if (st != WEX_OK)
+        return st;
+    if (count == 0) {
+        *digest_p = wex__digest_of_blocks(NULL, 0);
+        return WEX_OK;
+    }
+    e = k->digest_blocks(stream, len, (uint64_t *)k->digests,
+                         k->digests + count * sizeof(uint64_t), dev->stream);
+    if (e == CUDA_SUCCESS)
+        e = dev->api.MemcpyAsync(k->block_digests, k->digests,
+                                 count * sizeof(uint64_t),
+                                 CUDA_MEMCPY_DEVICE_TO_HOST, dev->stream);
+    if (e == CUDA_SUCCESS)
+        e = dev->api.MemcpyAsync(tail, k->digests + count * sizeof(uint64_t),
+                                 sizeof(tail), CUDA_MEMCPY_DEVICE_TO_HOST,
+                                 dev->stream);
+    if (e == CUDA_SUCCESS)
+        e = dev->api.StreamSynchronize(dev->stream);
+    if (e != CUDA_SUCCESS)
+        return wex__cuda_fail(dev, e, "the digest kernel");
+    /* a short last block: the library's, here */
+    last = wex_digest_block_len(len, count - 1);
+    if (last <= WEX_XXH3_MIDSIZE_MAX)
+        k->block_digests[count - 1] = XXH3_64bits(tail, (size_t)last);
+    *digest_p = wex__digest_of_blocks(k->block_digests, count);
     return WEX_OK;
 }

@@ -248,7 +248,7 @@ static wex_status copy_out(wex__device *dev, void *host, const void *ptr,
                       "copying device memory out");
 }
 
-wex_status wex__device_hash_end(wex__device *dev, XXH3_state_t *h)
+wex_status wex__device_hash_end(wex__device *dev, wex__digest *h)
 {
     cuda_error e = dev->api.StreamSynchronize(dev->stream);
 
@@ -256,12 +256,12 @@ wex_status wex__device_hash_end(wex__device *dev, XXH3_state_t *h)
         dev->used = 0;
         return wex__cuda_fail(dev, e, "copying device memory out");
     }
-    wex__digest_update(h, dev->staging, dev->used);
+    wex__digest_add(h, dev->staging, dev->used);
     dev->used = 0;
     return WEX_OK;
 }
 
-wex_status wex__device_hash_run(wex__device *dev, XXH3_state_t *h,
+wex_status wex__device_hash_run(wex__device *dev, wex__digest *h,
                                 const void *ptr, uint64_t bytes)
 {
     const unsigned char *p = ptr;

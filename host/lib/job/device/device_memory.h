@@ -14,7 +14,7 @@
 #define WEX_HOST_DEVICE_MEMORY_H
 
 #include <stdint.h>
-#include <xxhash.h>
+#include "digest_update.h"
 
 #include <wex/host.h>
 
@@ -56,9 +56,9 @@ wex_status wex__device_check(wex__device *dev, const void *ptr, uint64_t bytes);
  * asynchronously, in order) and hash_end hashes whatever is queued, so
  * many small runs cost one synchronisation. Same digest as hashing the
  * bytes in place on the host. */
-wex_status wex__device_hash_run(wex__device *dev, XXH3_state_t *h,
+wex_status wex__device_hash_run(wex__device *dev, wex__digest *h,
                                 const void *ptr, uint64_t bytes);
-wex_status wex__device_hash_end(wex__device *dev, XXH3_state_t *h);
+wex_status wex__device_hash_end(wex__device *dev, wex__digest *h);
 
 /* Copies device bytes into staging and returns where they landed, or
  * NULL when staging has no room left for `bytes` (at most
@@ -114,6 +114,11 @@ wex_status wex__device_delta_apply(wex__device *dev, void *dst,
                                    const uint8_t *payload,
                                    const uint8_t *on_device, uint64_t len,
                                    unsigned elem, uint64_t elems);
+/* The digest (digest_update.h) of the `len` bytes at `stream` (device
+ * memory) taken on the device, its blocks at once (digest_blocks.h):
+ * only their digests cross the bus. */
+wex_status wex__device_digest(wex__device *dev, const void *stream,
+                              uint64_t len, uint64_t *digest_p);
 /* Encodes the delta of the stream of `elems` elements at `cur` (device
  * memory, placed as *map says) against the snapshot at `snap` (device
  * memory, contiguous) on the device (delta_scan_chunks.h): the payload

@@ -12,15 +12,23 @@
 /* Without -mavx2 (tools/fuzz.sh builds every host source with one set of
  * flags, and does not define WEX_DIGEST_AVX2, so nothing calls this) the
  * same file builds xxHash's best baseline code. */
+#include <stdint.h>
 #include <xxhash.h>
 
 #ifndef WEX_DIGEST_UPDATE_WIDE
 #define WEX_DIGEST_UPDATE_WIDE wex__digest_update_avx2
+#define WEX_DIGEST_BLOCK_WIDE wex__digest_block_avx2
 #endif
 
 void WEX_DIGEST_UPDATE_WIDE(void *h, const void *bytes, size_t n);
+uint64_t WEX_DIGEST_BLOCK_WIDE(const void *bytes, size_t n);
 
 void WEX_DIGEST_UPDATE_WIDE(void *h, const void *bytes, size_t n)
 {
     XXH3_64bits_update((XXH3_state_t *)h, bytes, n);
+}
+
+uint64_t WEX_DIGEST_BLOCK_WIDE(const void *bytes, size_t n)
+{
+    return XXH3_64bits(bytes, n);
 }

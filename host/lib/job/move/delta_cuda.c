@@ -20,7 +20,7 @@
 static wex_status feed_device(wex_job *job, wex__delta_enc *e,
                               const uint8_t *src, uint64_t pitch,
                               uint64_t width, uint64_t rows, uint8_t **snap,
-                              XXH3_state_t *h)
+                              wex__digest *h)
 {
     const void *host = NULL;
     wex_status st;
@@ -43,9 +43,9 @@ static wex_status feed_device(wex_job *job, wex__delta_enc *e,
  * through pinned staging, those a fixed pitch apart (the rows of a
  * row-parallel split) as many at a time as staging holds, a run longer
  * than staging a part at a time, and fed to the encoder `e` against the
- * host snapshot (none: digested only). */
+ * host snapshot. */
 static wex_status stage_runs(wex_job *job, wex__delta_group *g,
-                             wex__delta_enc *e, XXH3_state_t *h)
+                             wex__delta_enc *e, wex__digest *h)
 {
     const wex__op *o = &job->ops[g->first_op];
     const uint8_t *base = job->bind[o->src_tensor].address;
@@ -88,7 +88,7 @@ static wex_status stage_runs(wex_job *job, wex__delta_group *g,
 /* ... encoded on the CPU, the snapshot in host memory: where the kernels
  * of libwex_cuda.so are not. */
 wex_status wex__delta_encode_staged(wex_job *job, wex__delta_group *g,
-                                    XXH3_state_t *h)
+                                    wex__digest *h)
 {
     wex__delta_enc *e = &job->src.delta.encs[0];
     wex_status st;
@@ -101,15 +101,16 @@ wex_status wex__delta_encode_staged(wex_job *job, wex__delta_group *g,
     return st;
 }
 
-/* ... encoded on the device against its snapshot there (delta_scan_chunks.h):
- * only the payload crosses the bus; with digests, the current bytes too,
- * through staging, for the CPU to digest (XXH3 runs in one stream). */
+/* ... encoded on the device against its snapshot there
+ * (delta_scan_chunks.h), which then holds the current bytes' stream, and
+ * with digests, that digested there too (digest_blocks.h): only the
+ * payload and the blocks' digests cross the bus. */
 wex_status wex__delta_encode_on_device(wex_job *job, wex__delta_group *g,
-                                       XXH3_state_t *h)
+                                       wex__digest *h)
 {
     wex__job_source_delta *d = &job->src.delta;
     const wex__op *o = &job->ops[g->first_op];
-    uint64_t changed = 0, elems = o->bytes / o->dtype_size;
+    uint64_t changed = 0, elems = o->bytes / o->dtype_size, digest = 0;
     int64_t len = -1;
     wex_delta_map map;
     wex__box_runs w;
@@ -125,11 +126,11 @@ wex_status wex__delta_encode_on_device(wex_job *job, wex__delta_group *g,
             job->device, job->bind[o->src_tensor].address, &map,
             d->dev_snapshots + g->snap_off, elems, d->outbox + g->out_off,
             g->out_cap, &len, &changed);
-    if (h != NULL)
-        XXH3_64bits_reset(h);
     if (st == WEX_OK && h != NULL)
-        st = stage_runs(job, g, NULL, h);
-    wex__delta_settle(job, g, h, st == WEX_OK ? len : -1, changed, elems);
+        st = wex__device_digest(job->device, d->dev_snapshots + g->snap_off,
+                                o->bytes, &digest);
+    wex__delta_settle(job, g, h != NULL, digest, st == WEX_OK ? len : -1,
+                      changed, elems);
     return st;
 }
 

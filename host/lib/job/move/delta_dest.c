@@ -266,7 +266,7 @@ static int check_payload(wex_job *job, size_t i, size_t slot,
     wex__job_destination_delta *d = &job->dst.delta;
     const wex__op *o = &job->ops[i];
     const uint8_t *payload = d->inbox[slot] + r->offset;
-    XXH3_state_t *h = verify ? job->scratch.hash : NULL;
+    wex__digest *h = verify ? job->scratch.hash : NULL;
     uint64_t digest = 0, changed = 0;
 
     if (r->offset > d->inbox_size[slot] ||

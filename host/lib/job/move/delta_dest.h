@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <xxhash.h>
+#include "digest_update.h"
 
 #include "delta.h"
 #include "job.h"
@@ -33,12 +33,12 @@ int wex__delta_on_device(const wex_job *job, size_t t);
  * host memory (or a CUDA tensor's pinned copy), `chunk` a scratch of a
  * chunk's bytes; on the device, read through staging (delta_device.c). */
 int wex__delta_digest_host(wex_job *job, const wex__op *o,
-                           const uint8_t *payload, uint64_t len,
-                           XXH3_state_t *h, uint8_t *chunk, uint64_t *digest,
-                           uint64_t *changed, char *why, size_t cap);
+                           const uint8_t *payload, uint64_t len, wex__digest *h,
+                           uint8_t *chunk, uint64_t *digest, uint64_t *changed,
+                           char *why, size_t cap);
 int wex__delta_digest_device(wex_job *job, const wex__op *o,
                              const uint8_t *payload, uint64_t len,
-                             XXH3_state_t *h, uint64_t *digest,
+                             wex__digest *h, uint64_t *digest,
                              uint64_t *changed, char *why, size_t cap);
 
 /* Writes a piece of a checked payload into operation o's live bytes in

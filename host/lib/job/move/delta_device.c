@@ -31,7 +31,7 @@ typedef struct device_view {
     uint64_t s0, s1;
     uint64_t cap; /* the most bytes a slice: staging's */
     uint64_t elem, changed;
-    XXH3_state_t *h;
+    wex__digest *h;
     wex_status st;
 } device_view;
 
@@ -52,7 +52,7 @@ static int view_next(device_view *v)
     uint64_t a, n;
 
     if (v->slice != NULL)
-        wex__digest_update(v->h, v->slice, v->s1 - v->s0);
+        wex__digest_add(v->h, v->slice, v->s1 - v->s0);
     wex__device_stage_reset(dev);
     v->slice = NULL;
     v->s0 = v->s1;
@@ -126,7 +126,7 @@ static int view_sink(void *arg, uint64_t base, const uint32_t *pos, uint32_t n,
 
 int wex__delta_digest_device(wex_job *job, const wex__op *o,
                              const uint8_t *payload, uint64_t len,
-                             XXH3_state_t *h, uint64_t *digest,
+                             wex__digest *h, uint64_t *digest,
                              uint64_t *changed, char *why, size_t cap)
 {
     device_view v;
@@ -143,7 +143,7 @@ int wex__delta_digest_device(wex_job *job, const wex__op *o,
     wex__op_runs(job, o, &v.w);
     v.more = wex__box_runs_next(&v.w, &a, &v.b);
     if (h != NULL)
-        XXH3_64bits_reset(h);
+        wex__digest_reset(h);
     rc = wex__delta_walk(payload, (size_t)len, o->dtype_size,
                          o->bytes / o->dtype_size, view_sink, &v, reason,
                          sizeof(reason));
@@ -162,7 +162,7 @@ int wex__delta_digest_device(wex_job *job, const wex__op *o,
                  (unsigned long long)o->src_rank, reason);
         return -1;
     }
-    *digest = h != NULL ? XXH3_64bits_digest(h) : 0;
+    *digest = h != NULL ? wex__digest_final(h) : 0;
     *changed = v.changed;
     return 0;
 }

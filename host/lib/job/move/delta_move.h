@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <xxhash.h>
+#include "digest_update.h"
 
 #include "box_runs.h"
 #include "peer_outcome.h"
@@ -26,6 +26,10 @@
 
 /* op_runs.c: op o's box as runs (source offsets a, destination b). */
 void wex__op_runs(const wex_job *job, const wex__op *o, wex__box_runs *w);
+/* Whether op o's box is one run in its destination tensor (else its
+ * source tensor), and where it starts there. */
+int wex__op_one_run(const wex_job *job, const wex__op *o, int destination,
+                    uint64_t *offset);
 
 /* Sized from the ops whenever they change (no-ops without deltas). */
 wex_status wex__delta_prepare(wex_job *job);
@@ -37,7 +41,7 @@ void wex__delta_free(wex_job *job);
  * keys), every group encoded and digested (`h`: with digests). */
 wex_status wex__delta_begin(wex_job *job, uint64_t number,
                             const char *try_prefix, double timeout,
-                            XXH3_state_t *h);
+                            wex__digest *h);
 /* Op i as a delta, when its destination takes one and it fits: 1 (the
  * put's status in *st_p, the op's record made), else 0. */
 int wex__delta_put(wex_job *job, size_t i, wex_status *st_p);

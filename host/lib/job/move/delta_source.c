@@ -101,7 +101,7 @@ static void free_state(wex_job *job, wex__job_source_delta *d)
         wex__delta_enc_free(&d->encs[w]);
     for (unsigned w = 0; d->hashes != NULL && w < d->workers; w++)
         if (d->hashes[w] != NULL)
-            XXH3_freeState(d->hashes[w]);
+            wex__digest_free(d->hashes[w]);
     free(d->encs);
     free(d->hashes);
     memset(d, 0, sizeof(*d));
@@ -199,7 +199,7 @@ static wex_status make_workers(wex_job *job, wex__job_source_delta *d)
     for (; d->workers < n; d->workers++)
         if (wex__delta_enc_alloc(&d->encs[d->workers]) != 0 ||
             (d->workers > 0 &&
-             (d->hashes[d->workers] = XXH3_createState()) == NULL)) {
+             (d->hashes[d->workers] = wex__digest_create()) == NULL)) {
             wex__delta_enc_free(&d->encs[d->workers]);
             return wex__error(WEX_ERR_NOMEM, "job: out of memory");
         }
@@ -278,7 +278,7 @@ static wex_status make_room(wex_job *job)
 /* A copying group: its op's runs against its snapshot, into its room in
  * the outbox; and the digest of its current bytes. */
 static void encode(wex_job *job, wex__delta_enc *e, wex__delta_group *g,
-                   XXH3_state_t *h)
+                   wex__digest *h)
 {
     wex__job_source_delta *d = &job->src.delta;
     const wex__op *o = &job->ops[g->first_op];
@@ -300,17 +300,17 @@ static void encode(wex_job *job, wex__delta_enc *e, wex__delta_group *g,
  * largest first (a group is one digest, so it is one task). */
 typedef struct encode_work {
     wex_job *job;
-    size_t *order;   /* group indices */
-    XXH3_state_t *h; /* worker 0's, when digesting */
+    size_t *order;  /* group indices */
+    wex__digest *h; /* worker 0's, when digesting */
 } encode_work;
 
 static int encode_task(void *arg, size_t k, unsigned worker)
 {
     encode_work *a = arg;
     wex__job_source_delta *d = &a->job->src.delta;
-    XXH3_state_t *h = a->h == NULL  ? NULL
-                      : worker == 0 ? a->h
-                                    : d->hashes[worker];
+    wex__digest *h = a->h == NULL  ? NULL
+                     : worker == 0 ? a->h
+                                   : d->hashes[worker];
 
     encode(a->job, &d->encs[worker], &d->groups[a->order[k]], h);
     return 0;
@@ -330,7 +330,7 @@ static int larger_first(const void *x, const void *y, void *groups)
 static wex_status encode_made(wex_job *job, size_t i, wex__delta_group *g)
 {
     wex__job_source_delta *d = &job->src.delta;
-    XXH3_state_t *h = d->verify ? job->scratch.hash : NULL;
+    wex__digest *h = d->verify ? job->scratch.hash : NULL;
     const unsigned char *made = NULL;
     wex_status st = wex__transforms_made(job, i, &made);
 
@@ -348,7 +348,7 @@ static wex_status encode_made(wex_job *job, size_t i, wex__delta_group *g)
 
 wex_status wex__delta_begin(wex_job *job, uint64_t number,
                             const char *try_prefix, double timeout,
-                            XXH3_state_t *h)
+                            wex__digest *h)
 {
     wex__job_source_delta *d = &job->src.delta;
     encode_work work = {0};

@@ -72,14 +72,14 @@ static void cursor_visit(cursor *c, uint64_t from, uint64_t to,
  * pieces between changed elements would be an update for every few. */
 typedef struct virtual_digest {
     cursor c;
-    XXH3_state_t *h;
+    wex__digest *h;
     uint8_t *chunk; /* WEX__DELTA_CHUNK elements */
     uint64_t pos, elem, elems, changed;
 } virtual_digest;
 
 static void hash_piece(void *arg, uint8_t *at, uint64_t n)
 {
-    wex__digest_update(arg, at, n);
+    wex__digest_add(arg, at, n);
 }
 
 static void copy_piece(void *arg, uint8_t *at, uint64_t n)
@@ -104,14 +104,14 @@ static int hash_sink(void *arg, uint64_t base, const uint32_t *pos, uint32_t n,
     /* the unchanged chunks before this one, as they are */
     cursor_visit(&v->c, v->pos, from, hash_piece, v->h);
     if (pos == NULL) { /* dense: every element of the chunk */
-        wex__digest_update(v->h, values, n * v->elem);
+        wex__digest_add(v->h, values, n * v->elem);
         v->pos = from + n * v->elem;
         return 0;
     }
     u = v->elems - base < WEX__DELTA_CHUNK ? v->elems - base : WEX__DELTA_CHUNK;
     cursor_visit(&v->c, from, from + u * v->elem, copy_piece, &to);
     wex__delta_scatter(v->chunk, pos, n, values, (unsigned)v->elem);
-    wex__digest_update(v->h, v->chunk, u * v->elem);
+    wex__digest_add(v->h, v->chunk, u * v->elem);
     v->pos = from + u * v->elem;
     return 0;
 }
@@ -161,9 +161,9 @@ static int write_sink(void *arg, uint64_t base, const uint32_t *pos, uint32_t n,
 }
 
 int wex__delta_digest_host(wex_job *job, const wex__op *o,
-                           const uint8_t *payload, uint64_t len,
-                           XXH3_state_t *h, uint8_t *chunk, uint64_t *digest,
-                           uint64_t *changed, char *why, size_t cap)
+                           const uint8_t *payload, uint64_t len, wex__digest *h,
+                           uint8_t *chunk, uint64_t *digest, uint64_t *changed,
+                           char *why, size_t cap)
 {
     virtual_digest v;
     char reason[256];
@@ -175,7 +175,7 @@ int wex__delta_digest_host(wex_job *job, const wex__op *o,
     v.elem = o->dtype_size;
     v.elems = o->bytes / o->dtype_size;
     if (v.h != NULL)
-        XXH3_64bits_reset(v.h);
+        wex__digest_reset(v.h);
     if (wex__delta_walk(payload, (size_t)len, o->dtype_size,
                         o->bytes / o->dtype_size, hash_sink, &v, reason,
                         sizeof(reason)) != 0) {
@@ -187,7 +187,7 @@ int wex__delta_digest_host(wex_job *job, const wex__op *o,
     }
     if (v.h != NULL)
         cursor_visit(&v.c, v.pos, o->bytes, hash_piece, v.h);
-    *digest = v.h != NULL ? XXH3_64bits_digest(v.h) : 0;
+    *digest = v.h != NULL ? wex__digest_final(v.h) : 0;
     *changed = v.changed;
     return 0;
 }

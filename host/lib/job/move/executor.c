@@ -30,7 +30,7 @@ static int is_cuda(const wex_job *job, uint64_t tensor)
  * when staging is full, what was put from it must land before reuse. */
 static wex_status put_staged(wex_job *job, size_t i, uint64_t offset,
                              const unsigned char *src, uint64_t bytes,
-                             XXH3_state_t *h)
+                             wex__digest *h)
 {
     wex_status st = WEX_OK;
 
@@ -47,7 +47,7 @@ static wex_status put_staged(wex_job *job, size_t i, uint64_t offset,
             st = job->transport.ops->put(job->transport.ctx,
                                          job->src.op_peer[i], offset, host, n);
         if (st == WEX_OK && h != NULL)
-            wex__digest_update(h, host, n);
+            wex__digest_add(h, host, n);
         offset += n;
         src += n;
         bytes -= n;
@@ -63,7 +63,7 @@ static wex_status put_staged(wex_job *job, size_t i, uint64_t offset,
  * the destination as one put. */
 static wex_status put_rows(wex_job *job, size_t i, const uint64_t *b,
                            uint64_t rows, uint64_t width,
-                           const unsigned char *host, XXH3_state_t *h)
+                           const unsigned char *host, wex__digest *h)
 {
     wex_status st = WEX_OK;
 
@@ -75,7 +75,7 @@ static wex_status put_rows(wex_job *job, size_t i, const uint64_t *b,
         job->src.puts++;
     }
     if (st == WEX_OK && h != NULL)
-        wex__digest_update(h, host, rows * width);
+        wex__digest_add(h, host, rows * width);
     return st;
 }
 
@@ -86,7 +86,7 @@ static wex_status put_rows(wex_job *job, size_t i, const uint64_t *b,
  * that follow each other at the destination leave as one put. */
 static wex_status put_device_box(wex_job *job, size_t i,
                                  const unsigned char *base, wex__box_runs *w,
-                                 XXH3_state_t *h)
+                                 wex__digest *h)
 {
     uint64_t pitch = w->outer ? w->a_stride[w->outer - 1] : w->run_bytes;
     uint64_t b[STAGE_ROWS_MAX], first = 0, rows = 0, a, d;
@@ -194,7 +194,7 @@ wex_status wex__pack_prepare(wex_job *job)
  * full staging waits for what was put from it. Hashed from staging, in
  * run order, so the digest is the one the runs themselves would give. */
 static wex_status put_packed(wex_job *job, size_t i, const unsigned char *base,
-                             wex__box_runs *w, XXH3_state_t *h)
+                             wex__box_runs *w, wex__digest *h)
 {
     uint64_t a, b, start = 0, len = 0;
     unsigned char *pack = NULL;
@@ -208,7 +208,7 @@ static wex_status put_packed(wex_job *job, size_t i, const unsigned char *base,
             st = job->transport.ops->put(job->transport.ctx,
                                          job->src.op_peer[i], start, pack, len);
             if (st == WEX_OK && h != NULL)
-                wex__digest_update(h, pack, len);
+                wex__digest_add(h, pack, len);
             job->src.puts++;
             job->src.pack_used += len;
             len = 0;
@@ -237,7 +237,7 @@ static wex_status put_packed(wex_job *job, size_t i, const unsigned char *base,
 
 static wex_status put_run(wex_job *job, size_t i, int cuda, int staged,
                           uint64_t offset, const unsigned char *src,
-                          uint64_t bytes, XXH3_state_t *h)
+                          uint64_t bytes, wex__digest *h)
 {
     wex_status st;
 
@@ -254,7 +254,7 @@ static wex_status put_run(wex_job *job, size_t i, int cuda, int staged,
             job->src.puts++;
             if (st != WEX_OK)
                 return st;
-            wex__digest_update(h, src, n);
+            wex__digest_add(h, src, n);
             offset += n;
             src += n;
             bytes -= n;
@@ -270,8 +270,12 @@ static wex_status put_run(wex_job *job, size_t i, int cuda, int staged,
 }
 
 /* One copying op: its box as runs, packed, staged from the device or
- * put as they are, digested on the way when `h`. */
-static wex_status put_copy(wex_job *job, size_t i, XXH3_state_t *h)
+ * put as they are, digested on the way when `h` (*digest_p: the
+ * digest): one run of device memory that a device transport moves is
+ * digested on the device where the kernels are, the others through
+ * staging or as they are put. */
+static wex_status put_copy(wex_job *job, size_t i, wex__digest *h,
+                           uint64_t *digest_p)
 {
     const wex__op *o = &job->ops[i];
     const unsigned char *base = job->bind[o->src_tensor].address;
@@ -280,9 +284,20 @@ static wex_status put_copy(wex_job *job, size_t i, XXH3_state_t *h)
         (job->transport.ops->caps & WEX_TRANSPORT_CAP_CUDA_MEMORY) != 0;
     wex_status st = WEX_OK;
     wex__box_runs w;
-    uint64_t a, b;
+    uint64_t a, b, first;
 
     op_runs(job, o, &w);
+    if (h != NULL && cuda && device_transport &&
+        wex__op_one_run(job, o, 0, &first)) {
+        if (wex__device_kernels_ready(job->device)) {
+            while (st == WEX_OK && wex__box_runs_next(&w, &a, &b))
+                st = put_run(job, i, 1, 0, b, base + a, w.run_bytes, NULL);
+            return st == WEX_OK ? wex__device_digest(job->device, base + first,
+                                                     o->bytes, digest_p)
+                                : st;
+        }
+        wex__error_clear(); /* through staging then */
+    }
     if (job->src.pack != NULL && packs(job, o, &w))
         st = put_packed(job, i, base, &w, h);
     else if (cuda && !device_transport && w.run_bytes <= WEX__STAGING_BYTES)
@@ -292,6 +307,8 @@ static wex_status put_copy(wex_job *job, size_t i, XXH3_state_t *h)
                      w.run_bytes, h);
     if (st == WEX_OK && h != NULL && cuda && device_transport)
         st = wex__device_hash_end(job->device, h);
+    if (h != NULL)
+        *digest_p = wex__digest_final(h);
     return st;
 }
 
@@ -299,7 +316,7 @@ wex_status wex__execute_ops(wex_job *job, uint64_t *digests,
                             uint32_t landing_tag, const char *try_prefix,
                             double timeout)
 {
-    XXH3_state_t *h = digests ? job->scratch.hash : NULL;
+    wex__digest *h = digests ? job->scratch.hash : NULL;
     uint32_t passes = wex__window_source_passes(job);
     char amax_prefix[128];
     wex_status st = WEX_OK;
@@ -322,12 +339,17 @@ wex_status wex__execute_ops(wex_job *job, uint64_t *digests,
                 continue;
             }
             if (h != NULL)
-                XXH3_64bits_reset(h);
-            st = job->ops[i].transform != WEX__OP_COPY
-                     ? wex__transforms_put(job, i, h)
-                     : put_copy(job, i, h);
-            if (h != NULL)
-                digests[i] = XXH3_64bits_digest(h);
+                wex__digest_reset(h);
+            if (job->ops[i].transform != WEX__OP_COPY) {
+                st = wex__transforms_put(job, i, h);
+                if (h != NULL)
+                    digests[i] = wex__digest_final(h);
+            } else {
+                uint64_t digest = 0;
+                st = put_copy(job, i, h, &digest);
+                if (h != NULL)
+                    digests[i] = digest;
+            }
             wex__delta_full_done(job, i, h != NULL ? digests[i] : 0);
             /* only a checking destination watches its board */
             if (st == WEX_OK && h != NULL)
