@@ -4,7 +4,9 @@
  * bf16 at 0 %, 0.1 %, 1 % and 10 % changed, and fp8 bytes at 1 %, read in
  * place from a contiguous tensor and from the rows of a column split (a
  * 2-D box), the payload is byte for byte the CPU encoder's and the
- * device snapshot ends equal to the current bytes; then, at 1 %, the
+ * device snapshot ends equal to the current bytes, and its digest taken
+ * on the device (wex_cuda_digest_blocks) is the host's digest of them;
+ * then, at 1 %, the
  * time of a group's encoding (both kernels, the counts and slots across
  * the bus, the payload back) against what a CUDA source did before the
  * kernel (the whole tensor copied to the host to be scanned there) and
@@ -12,10 +14,11 @@
  * traffic: the encoder reads current and snapshot), in the same run:
  *
  *   delta encode on the device, 1 %: X ms (payload Y MB)
+ *   digest on the device:             D ms
  *   whole tensor device to host:      Z ms
  *   tensor copied on the device:      W ms
  *   ratio to the bus copy:            Z/X
- *   ratio to the device copy:         W/X
+ *   ratio to the device copy:         W/X (digest: W/D)
  *
  * Exit 77 without a CUDA device.
  */
@@ -28,6 +31,8 @@
 #include "delta.h"
 #include "delta_chunks.h"
 #include "delta_scan_chunks.h"
+#include "digest_blocks.h"
+#include "digest_update.h"
 #include "quantize_kernels.h"
 
 #include "cuda_ok.h"
@@ -83,6 +88,34 @@ static int64_t device_encode(const uint8_t *cur, const wex_delta_map *m,
     return len;
 }
 
+/* The digest of the `len` bytes at `dev` taken on the device, as libwex
+ * takes it (device_kernels.c, wex__device_digest). */
+static uint64_t device_digest(const uint8_t *dev, uint64_t len, double *seconds)
+{
+    uint64_t count = wex_digest_block_count(len), *blocks, last, d;
+    uint8_t tail[WEX_XXH3_MIDSIZE_MAX], *scratch;
+    double t0;
+
+    blocks = malloc(count * sizeof(*blocks));
+    CUDA_OK(cudaMalloc((void **)&scratch, count * 8 + sizeof(tail)));
+    t0 = now();
+    CUDA_OK((cudaError_t)wex_cuda_digest_blocks(dev, len, (uint64_t *)scratch,
+                                                scratch + count * 8, 0));
+    CUDA_OK(cudaMemcpy(blocks, scratch, count * 8, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(tail, scratch + count * 8, sizeof(tail),
+                       cudaMemcpyDeviceToHost));
+    last = wex_digest_block_len(len, count - 1);
+    if (last <= WEX_XXH3_MIDSIZE_MAX)
+        blocks[count - 1] = XXH3_64bits(tail, last);
+    d = wex__digest_of_blocks(blocks, count);
+    *seconds = now() - t0;
+    cudaFree(scratch);
+    free(blocks);
+    return d;
+}
+
+static double digest_best = 1e30;
+
 static int one_case(unsigned elem, uint64_t rows, uint64_t cols, uint64_t c0,
                     uint64_t width, double fraction, double *seconds,
                     int64_t *payload_len)
@@ -132,6 +165,23 @@ static int one_case(unsigned elem, uint64_t rows, uint64_t cols, uint64_t c0,
     m.stride[0] = cols * elem;
     got_len = device_encode(dev, &m, dev_snap, n, scratch, counts, slots, got,
                             seconds);
+    {
+        wex__digest *h = wex__digest_create();
+        double t = 0;
+        uint64_t want;
+        wex__digest_add(h, cur, n * elem);
+        want = wex__digest_final(h);
+        wex__digest_free(h);
+        if (device_digest(dev_snap, n * elem, &t) != want) {
+            fprintf(stderr,
+                    "elem %u, %.3f changed: the device's digest of "
+                    "the snapshot is not the host's\n",
+                    elem, fraction);
+            return 1;
+        }
+        if (t < digest_best)
+            digest_best = t;
+    }
     CUDA_OK(cudaMemcpy(snap, dev_snap, n * elem, cudaMemcpyDeviceToHost));
     if (len < 0 || got_len != len || memcmp(got, want, (size_t)len) != 0 ||
         memcmp(snap, cur, n * elem) != 0) {
@@ -203,7 +253,7 @@ int main(void)
                      &len) != 0)
             return 1;
         printf("bf16, %.1f %% changed: contiguous and column split, the "
-               "CPU encoder's payload byte for byte\n",
+               "CPU encoder's payload byte for byte, the host's digest\n",
                fractions[f] * 100);
     }
     if (one_case(1, rows, cols, cols / 4, cols / 2, 0.01, &s, &len) != 0)
@@ -223,10 +273,12 @@ int main(void)
     device = copy_seconds(dev2, dev, bytes, cudaMemcpyDeviceToDevice);
     printf("delta encode on the device, 1 %%: %.3f ms (payload %.1f MB)\n",
            best * 1e3, (double)len / 1e6);
+    printf("digest on the device:             %.3f ms\n", digest_best * 1e3);
     printf("whole tensor device to host:      %.3f ms (%u MiB, pinned)\n",
            bus * 1e3, MIB);
     printf("tensor copied on the device:      %.3f ms\n", device * 1e3);
     printf("ratio to the bus copy:            %.1f x\n", bus / best);
-    printf("ratio to the device copy:         %.2f x\n", device / best);
+    printf("ratio to the device copy:         %.2f x (digest: %.2f x)\n",
+           device / best, device / digest_best);
     return 0;
 }
