@@ -15,7 +15,9 @@
 #   bash tools/bench-delta.sh [MIB [PERCENT...]]
 #   WEX_DELTA_SYNC=0 skips the whole syncs, =local runs only those on one
 #   host, =veth only the one across namespaces, =none-codec skips the
-#   codec's figures; WEX_DELTA_STEPS=N (default 4) steps each.
+#   codec's figures; WEX_DELTA_STEPS=N (default 4) steps each;
+#   WEX_DELTA_ISA=avx2 or scalar holds the codec's scan and decoders to
+#   those instructions (bench_delta), to compare them on one CPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release >/dev/null

@@ -10,6 +10,10 @@
  * several passes each. Not a test: tools/bench-delta.sh runs it.
  *
  *   bench_delta [MIB [PERCENT...]]   (default 256 MiB; 0 1 10 50)
+ *
+ * WEX_DELTA_ISA=avx2 or scalar holds the encoder's scan to those
+ * instructions (the payload is the same; test_delta checks it), to compare
+ * the scans on one CPU.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +90,19 @@ int main(int argc, char **argv)
     wex__delta_enc e;
     unsigned threads = wex__parallel_default(WEX__DELTA_THREADS);
 
+    const char *isa = getenv("WEX_DELTA_ISA");
+
+    if (isa != NULL && strcmp(isa, "avx2") == 0)
+        wex__delta_limit_isa(WEX__DELTA_ISA_AVX2);
+    else if (isa != NULL && strcmp(isa, "scalar") == 0)
+        wex__delta_limit_isa(WEX__DELTA_ISA_SCALAR);
+    else if (isa != NULL && isa[0] != '\0' && strcmp(isa, "avx512") != 0) {
+        fprintf(stderr,
+                "bench_delta: WEX_DELTA_ISA=%s: expected avx512, avx2 "
+                "or scalar\n",
+                isa);
+        return 2;
+    }
     if (count > 8)
         count = 8;
     for (int k = 0; k < count && argc > 2; k++)
