@@ -15,7 +15,10 @@
  * CUDA destination's kernel fails applying step 2 at commit: that
  * destination alone fails step 2 (the others have committed it), is
  * sent step 3 whole (it is dirty) and holds, after the last, what a run
- * without the failure leaves. Then, in one process:
+ * without the failure leaves; and delta jobs whose CUDA source's
+ * encoding kernels (the count, the write) or its digest kernel fail in
+ * step 2: every rank fails it, step 3 goes whole, and the destinations
+ * end as without the failure. Then, in one process:
  * a failed pinned allocation (the device's staging, the window, a
  * tensor's own staging) fails the binding with its reason and leaves
  * nothing behind; and a CUDA source the job would dequantize is refused
@@ -390,6 +393,8 @@ int main(int argc, char **argv)
         delta_job_fails("a CUDA source's delta encoding kernel", cuda_to_host,
                         0, "wex_cuda_delta_encode", "the delta encoding kernel",
                         0);
+        delta_job_fails("a CUDA source's digest kernel", cuda_to_host, 0,
+                        "wex_cuda_digest_blocks", "the digest kernel", 0);
     }
     /* the device's staging; the window, too small for the first tensor,
      * then large enough */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "box_runs.h"
+#include "check_run.h"
 #include "delta.h"
 #include "delta_box.h"
 #include "delta_chunks.h"
@@ -168,16 +169,10 @@ int main(void)
 {
     Suite *s = suite_create("delta_scan");
     TCase *tc = tcase_create("scan");
-    SRunner *sr;
-    int failed;
 
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, the_device_encodes_what_the_cpu_encodes);
     tcase_add_test(tc, the_layout_refuses_counts_past_a_chunk);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return wex_test_run(s);
 }

@@ -44,12 +44,12 @@ struct wex__device_kernels {
     uint32_t *counts;
     wex_delta_slot *slots;
     uint64_t slots_cap; /* chunks + 1 of both */
-    /* an operation's digest: the blocks' digests and a short last
-     * block, on the device and on the host */
+    /* an operation's digest: the blocks' digests, then a short last
+     * block, on the device and (one copy) on the host */
     uint8_t *digests;
     uint64_t digests_cap;
     uint64_t *block_digests;
-    uint64_t block_digests_cap;
+    uint64_t block_digests_cap; /* words */
 };
 
 #define KERNELS_NAME "libwex_cuda.so"
@@ -422,20 +422,21 @@ wex_status wex__device_digest(wex__device *dev, const void *stream,
                               uint64_t len, uint64_t *digest_p)
 {
     uint64_t count = wex_digest_block_count(len), last;
-    uint8_t tail[WEX_XXH3_MIDSIZE_MAX];
+    /* the blocks' digests, then room for a short last block */
+    uint64_t words = count + WEX_XXH3_MIDSIZE_MAX / sizeof(uint64_t);
     wex_status st = load(dev);
     wex__device_kernels *k = dev->kernels;
     cuda_error e;
 
     if (st == WEX_OK)
         st = scratch(dev, (void **)&k->digests, &k->digests_cap,
-                     count * sizeof(uint64_t) + sizeof(tail));
-    if (st == WEX_OK && count > k->block_digests_cap) {
-        uint64_t *grown = realloc(k->block_digests, count * sizeof(*grown));
+                     words * sizeof(uint64_t));
+    if (st == WEX_OK && words > k->block_digests_cap) {
+        uint64_t *grown = realloc(k->block_digests, words * sizeof(*grown));
         if (grown == NULL)
             return wex__error(WEX_ERR_NOMEM, "out of memory");
         k->block_digests = grown;
-        k->block_digests_cap = count;
+        k->block_digests_cap = words;
     }
     if (st != WEX_OK)
         return st;
@@ -447,12 +448,8 @@ wex_status wex__device_digest(wex__device *dev, const void *stream,
                          k->digests + count * sizeof(uint64_t), dev->stream);
     if (e == CUDA_SUCCESS)
         e = dev->api.MemcpyAsync(k->block_digests, k->digests,
-                                 count * sizeof(uint64_t),
+                                 words * sizeof(uint64_t),
                                  CUDA_MEMCPY_DEVICE_TO_HOST, dev->stream);
-    if (e == CUDA_SUCCESS)
-        e = dev->api.MemcpyAsync(tail, k->digests + count * sizeof(uint64_t),
-                                 sizeof(tail), CUDA_MEMCPY_DEVICE_TO_HOST,
-                                 dev->stream);
     if (e == CUDA_SUCCESS)
         e = dev->api.StreamSynchronize(dev->stream);
     if (e != CUDA_SUCCESS)
@@ -460,7 +457,8 @@ wex_status wex__device_digest(wex__device *dev, const void *stream,
     /* a short last block: the library's, here */
     last = wex_digest_block_len(len, count - 1);
     if (last <= WEX_XXH3_MIDSIZE_MAX)
-        k->block_digests[count - 1] = XXH3_64bits(tail, (size_t)last);
+        k->block_digests[count - 1] =
+            XXH3_64bits(k->block_digests + count, (size_t)last);
     *digest_p = wex__digest_of_blocks(k->block_digests, count);
     return WEX_OK;
 }

@@ -2,7 +2,6 @@
  * encoded on the device against snapshots there where libwex_cuda.so's
  * kernels are, else read through pinned staging and encoded on the CPU. */
 #include <stdint.h>
-#include <xxhash.h>
 
 #include "box_runs.h"
 #include "delta_chunks.h"

@@ -26,10 +26,12 @@
 
 /* op_runs.c: op o's box as runs (source offsets a, destination b). */
 void wex__op_runs(const wex_job *job, const wex__op *o, wex__box_runs *w);
-/* Whether op o's box is one run in its destination tensor (else its
- * source tensor), and where it starts there. */
-int wex__op_one_run(const wex_job *job, const wex__op *o, int destination,
-                    uint64_t *offset);
+/* Whether op o's digest is taken on the device (digest_blocks.h): its
+ * box is one run in its destination tensor (else its source tensor),
+ * starting at *offset there, and the kernels of libwex_cuda.so are there;
+ * else it is read through staging. */
+int wex__op_digest_on_device(wex_job *job, const wex__op *o, int destination,
+                             uint64_t *offset);
 
 /* Sized from the ops whenever they change (no-ops without deltas). */
 wex_status wex__delta_prepare(wex_job *job);

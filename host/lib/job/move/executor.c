@@ -288,15 +288,12 @@ static wex_status put_copy(wex_job *job, size_t i, wex__digest *h,
 
     op_runs(job, o, &w);
     if (h != NULL && cuda && device_transport &&
-        wex__op_one_run(job, o, 0, &first)) {
-        if (wex__device_kernels_ready(job->device)) {
-            while (st == WEX_OK && wex__box_runs_next(&w, &a, &b))
-                st = put_run(job, i, 1, 0, b, base + a, w.run_bytes, NULL);
-            return st == WEX_OK ? wex__device_digest(job->device, base + first,
-                                                     o->bytes, digest_p)
-                                : st;
-        }
-        wex__error_clear(); /* through staging then */
+        wex__op_digest_on_device(job, o, 0, &first)) {
+        while (st == WEX_OK && wex__box_runs_next(&w, &a, &b))
+            st = put_run(job, i, 1, 0, b, base + a, w.run_bytes, NULL);
+        return st == WEX_OK ? wex__device_digest(job->device, base + first,
+                                                 o->bytes, digest_p)
+                            : st;
     }
     if (job->src.pack != NULL && packs(job, o, &w))
         st = put_packed(job, i, base, &w, h);

@@ -26,8 +26,10 @@ void wex__op_runs(const wex_job *job, const wex__op *o, wex__box_runs *w)
     wex__box_runs_init(w, o->ndim, o->extent, o->dtype_size, &src, &dst);
 }
 
-int wex__op_one_run(const wex_job *job, const wex__op *o, int destination,
-                    uint64_t *offset)
+/* Whether op o's box is one run in its destination tensor (else its
+ * source tensor), and where it starts there. */
+static int one_run(const wex_job *job, const wex__op *o, int destination,
+                   uint64_t *offset)
 {
     const wex__local_tensor *t =
         destination
@@ -40,6 +42,17 @@ int wex__op_one_run(const wex_job *job, const wex__op *o, int destination,
     wex__box_runs_init1(&w, o->ndim, o->extent, o->dtype_size, &side);
     *offset = w.a_base;
     return w.outer == 0;
+}
+
+int wex__op_digest_on_device(wex_job *job, const wex__op *o, int destination,
+                             uint64_t *offset)
+{
+    if (!one_run(job, o, destination, offset))
+        return 0;
+    if (wex__device_kernels_ready(job->device))
+        return 1;
+    wex__error_clear(); /* through staging then */
+    return 0;
 }
 
 uint64_t wex__digest_landed(wex_job *job, const wex__op *o)
@@ -60,12 +73,9 @@ uint64_t wex__digest_landed(wex_job *job, const wex__op *o)
     wex__op_runs(job, o, &w);
     /* one run of device memory: digested on the device, where the kernels
      * are (only the blocks' digests cross the bus) */
-    if (cuda && wex__op_one_run(job, o, 1, &a)) {
-        if (wex__device_kernels_ready(job->device)) {
-            st = wex__device_digest(job->device, base + a, o->bytes, &d);
-            return st == WEX_OK ? d : ~(uint64_t)0x9e3779b97f4a7c15ull;
-        }
-        wex__error_clear(); /* through staging then */
+    if (cuda && wex__op_digest_on_device(job, o, 1, &a)) {
+        st = wex__device_digest(job->device, base + a, o->bytes, &d);
+        return st == WEX_OK ? d : ~(uint64_t)0x9e3779b97f4a7c15ull;
     }
     wex__digest_reset(h);
     while (st == WEX_OK && wex__box_runs_next(&w, &a, &d)) {
