@@ -279,6 +279,15 @@ pack_positions(uint16_t *pos, uint32_t n, uint32_t first, uint64_t mask,
     return n;
 }
 
+/* How far ahead the scan asks for both streams. The hardware
+ * prefetchers follow two read streams from one core less far than they
+ * follow memcpy's one; asking 1 KiB ahead took the scan at 1 % of bf16
+ * changed from 0.58 to 0.69 x memcpy on an Intel Xeon (Emerald Rapids),
+ * where reading the two streams and doing nothing else gives 0.72-0.79 x.
+ * Only inside the stream: rows of a 2-D box are often a few KiB, and a
+ * line fetched past a row's end is bandwidth spent for nothing. */
+#define PREFETCH_AHEAD 1024
+
 /* One loop per element size, so that the size is a constant in it. The
  * mask is read into a general register once, by the instruction made
  * for it (to_int): GCC 12 has spilled a 16-bit mask register and
@@ -295,6 +304,12 @@ pack_positions(uint16_t *pos, uint32_t n, uint32_t first, uint64_t mask,
         uint64_t i = 0;                                                        \
                                                                                \
         for (; i + 64 <= bytes; i += 64) {                                     \
+            if (i + PREFETCH_AHEAD < bytes) {                                  \
+                _mm_prefetch((const char *)cur + i + PREFETCH_AHEAD,           \
+                             _MM_HINT_T0);                                     \
+                _mm_prefetch((const char *)snap + i + PREFETCH_AHEAD,          \
+                             _MM_HINT_T0);                                     \
+            }                                                                  \
             __m512i a = _mm512_loadu_si512(cur + i);                           \
             __m512i b = _mm512_loadu_si512(snap + i);                          \
             k_bits k = _mm512_cmpneq_epi##bits##_mask(a, b);                   \

@@ -116,6 +116,32 @@ decode_sparse_avx512(const uint8_t *low, uint64_t avail, const uint8_t *high,
 }
 #endif
 
+/* Writes value i to element pos[i] of `to`, asking for the line of the
+ * write SCATTER_AHEAD positions on before each. The lines a sparse delta
+ * writes are scattered (a quarter of them at 1 % of bf16 changed), so the
+ * hardware prefetchers do not see them coming and each store waits on
+ * memory; asked for ahead, they overlap. On an Intel Xeon (Emerald
+ * Rapids) this took the writes of a 1 % delta from 1.5 to 3.0 x copying
+ * the region on one thread; on an AMD EPYC it changed nothing. Inlined
+ * with elem a constant, so that a write is one store. */
+#define SCATTER_AHEAD 32
+
+static inline __attribute__((always_inline)) void
+scatter(uint8_t *to, const uint32_t *pos, uint32_t n, const uint8_t *values,
+        unsigned elem)
+{
+    uint32_t i = 0;
+
+    for (uint32_t k = 0; k < n && k < SCATTER_AHEAD; k++)
+        __builtin_prefetch(to + (size_t)pos[k] * elem);
+    for (; i + SCATTER_AHEAD < n; i++) {
+        __builtin_prefetch(to + (size_t)pos[i + SCATTER_AHEAD] * elem);
+        memcpy(to + (size_t)pos[i] * elem, values + (size_t)i * elem, elem);
+    }
+    for (; i < n; i++)
+        memcpy(to + (size_t)pos[i] * elem, values + (size_t)i * elem, elem);
+}
+
 /* A sparse chunk's positions into pos[], or, when `to` is not NULL, its
  * values straight to those elements of `to` as each position is decoded
  * (the decoding then runs while the scattered writes wait on memory).
@@ -150,8 +176,7 @@ read_sparse(reader *r, uint32_t u, unsigned elem, uint32_t *pos, uint8_t *to,
             0)
             return fail(r, "sparse positions out of order or range", chunk);
         if (to != NULL)
-            for (uint64_t i = 0; i < n; i++)
-                memcpy(to + (size_t)pos[i] * elem, values + i * elem, elem);
+            scatter(to, pos, (uint32_t)n, values, elem);
         r->p += low_bytes + high_bytes;
         *n_p = (uint32_t)n;
         return 0;
@@ -287,24 +312,12 @@ static uint64_t put_bitmap(uint8_t *to, const uint8_t *bits, uint32_t u,
 void wex__delta_scatter(uint8_t *to, const uint32_t *pos, uint32_t n,
                         const uint8_t *values, unsigned elem)
 {
-    /* fixed sizes, so each write is one store (prefetching the lines
-     * ahead, tried, gained nothing: the writes are bound by memory) */
+    /* fixed sizes, so each write is one store */
     switch (elem) {
-    case 1:
-        for (uint32_t i = 0; i < n; i++)
-            to[pos[i]] = values[i];
-        return;
-    case 2:
-        for (uint32_t i = 0; i < n; i++)
-            memcpy(to + (size_t)pos[i] * 2, values + (size_t)i * 2, 2);
-        return;
-    case 4:
-        for (uint32_t i = 0; i < n; i++)
-            memcpy(to + (size_t)pos[i] * 4, values + (size_t)i * 4, 4);
-        return;
-    default:
-        for (uint32_t i = 0; i < n; i++)
-            memcpy(to + (size_t)pos[i] * elem, values + (size_t)i * elem, elem);
+    case 1: scatter(to, pos, n, values, 1); return;
+    case 2: scatter(to, pos, n, values, 2); return;
+    case 4: scatter(to, pos, n, values, 4); return;
+    default: scatter(to, pos, n, values, 8);
     }
 }
 
