@@ -18,6 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #include "clock.h"
 #include "delta.h"
@@ -74,13 +77,37 @@ static double apply_on(unsigned threads, const uint8_t *payload, size_t len,
 
 /* Reads a and b as the encoder's scan does (prefetching as it does) and
  * does nothing else: the most a pass over the current bytes and the
- * snapshot can go at on one core. */
+ * snapshot can go at on one core. With 64-byte loads where the CPU has
+ * them: on an Intel Xeon, reading 8 or 16 bytes at a time went a fifth
+ * slower than 64. */
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx512f"))) static uint64_t
+read_both_avx512(const uint8_t *a, const uint8_t *b, size_t bytes)
+{
+    __m512i acc = _mm512_setzero_si512();
+
+    for (size_t i = 0; i + 64 <= bytes; i += 64) {
+        if (i + 1024 < bytes) {
+            _mm_prefetch((const char *)a + i + 1024, _MM_HINT_T0);
+            _mm_prefetch((const char *)b + i + 1024, _MM_HINT_T0);
+        }
+        acc = _mm512_or_si512(acc, _mm512_xor_si512(_mm512_loadu_si512(a + i),
+                                                    _mm512_loadu_si512(b + i)));
+    }
+    return (uint64_t)_mm512_reduce_or_epi64(acc);
+}
+#endif
+
 static uint64_t read_both(const uint8_t *a, const uint8_t *b, size_t bytes)
 {
     uint64_t acc[4] = {0, 0, 0, 0};
 
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("avx512f"))
+        return read_both_avx512(a, b, bytes);
+#endif
     for (size_t i = 0; i + 32 <= bytes; i += 32) {
-        if (i % 64 == 0 && i + 1024 < bytes) { /* as the scan asks */
+        if (i % 64 == 0 && i + 1024 < bytes) {
             __builtin_prefetch(a + i + 1024);
             __builtin_prefetch(b + i + 1024);
         }
@@ -209,14 +236,15 @@ int main(int argc, char **argv)
         }
         printf("%5.1f %% changed: payload %.3f %% of the bytes (int32 "
                "index + value: %.3f %%); encode %.2f GB/s, %.2f x memcpy "
-               "(target >= 0.8), %.2f x as %d regions on %u threads; apply "
+               "(target >= 0.8; %.2f x the ceiling), %.2f x as %d regions "
+               "on %u threads; apply "
                "%.2f x copying the region on one thread, %.2f x on %u "
                "(target >= 3 at 1 %%)\n",
                percents[k], 100.0 * (double)len / (double)bytes,
                100.0 * (double)changed * 6 / (double)bytes,
                bytes / best_enc / 1e9, best_copy / best_enc,
-               best_copy / best_enc_n, REGIONS, threads, best_copy / best_apply,
-               best_copy / best_apply_n, threads);
+               best_read / best_enc, best_copy / best_enc_n, REGIONS, threads,
+               best_copy / best_apply, best_copy / best_apply_n, threads);
     }
     free(old);
     free(cur);
