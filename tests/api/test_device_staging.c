@@ -57,6 +57,10 @@ static int expect_kernel = 1;
 /* Whether CUDA sources keep their snapshots in host memory (delta.snapshots
  * "host"): they encode on the CPU, kernels or not. */
 static int host_snapshots;
+/* Whether a CUDA source's device is full once its tensors are there: the
+ * next cudaMalloc (its snapshots') fails, and it must fall back to
+ * snapshots in host memory. */
+static int device_full;
 /* Where a rank writes a byte once its first step committed (-1: not). */
 static int started_fd = -1;
 
@@ -76,6 +80,12 @@ static int rank_main(const char *text, uint32_t side, uint64_t rank,
 
     if (open_rank(text, side, rank, address, kind, &job, &mem, &host) != 0)
         goto out;
+    if (device_full && side == WEX_SIDE_SOURCE && kind == WEX_MEMORY_CUDA) {
+        char next[48];
+        snprintf(next, sizeof(next), "cudaMalloc@%lu",
+                 cuda_calls("cudaMalloc") + 1);
+        setenv("WEX_FAKE_CUDA_FAIL", next, 1);
+    }
     for (uint64_t step = 1; step <= steps; step++) {
         wex_sync_report report;
 
@@ -338,11 +348,21 @@ int main(int argc, char **argv)
                          (int)(n - 1), copy_job);
                 host_snapshots = 1;
                 run_job(host_job, 1, WEX_MEMORY_CUDA, WEX_MEMORY_CUDA, dc);
-                host_snapshots = 0;
                 for (int d = 0; d < 2; d++)
                     EXPECT(dh[d] == dc[d],
                            "delta job, the CUDA source's snapshots in host "
                            "memory: destination %d holds other bytes",
+                           d);
+                /* asked on the device, where there is no room for them:
+                 * in host memory all the same, the job unharmed */
+                device_full = 1;
+                run_job(delta_job, 1, WEX_MEMORY_CUDA, WEX_MEMORY_CUDA, dc);
+                device_full = host_snapshots = 0;
+                for (int d = 0; d < 2; d++)
+                    EXPECT(dh[d] == dc[d],
+                           "delta job, no device memory for the CUDA "
+                           "source's snapshots: destination %d holds other "
+                           "bytes",
                            d);
             }
             /* in passes, a CUDA tensor's place in the window holds other

@@ -18,7 +18,8 @@
  *
  * Failures on demand: WEX_FAKE_CUDA_FAIL="ENTRY@N[,ENTRY@N...]" makes the
  * Nth call of ENTRY in this process (counted from 1) fail with
- * ERR_INJECTED, e.g. "cudaMemcpyAsync@40,wex_cuda_box_quantize@3". With
+ * ERR_INJECTED (cudaMalloc out of memory), e.g. "cudaMalloc@3,
+ * cudaMemcpyAsync@40,wex_cuda_box_quantize@3". With
  * a "!" after N ("cudaMemcpyAsync@40!") that call kills the process
  * instead, as a rank that dies halfway through a step. "ipc_copy" counts
  * the copies (a 2-D copy's rows each) into imported memory: a source's
@@ -63,12 +64,12 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The entries that can be made to fail, and how often each was called. */
 static const char *const failing[] = {
-    "cudaMallocHost",        "cudaMemcpyAsync",
-    "cudaMemcpy2DAsync",     "cudaStreamSynchronize",
-    "wex_cuda_box_amax",     "wex_cuda_box_quantize",
-    "wex_cuda_delta_apply",  "wex_cuda_delta_count",
-    "wex_cuda_delta_encode", "ipc_copy",
-    "wex_cuda_digest_blocks"};
+    "cudaMallocHost",         "cudaMemcpyAsync",
+    "cudaMemcpy2DAsync",      "cudaStreamSynchronize",
+    "wex_cuda_box_amax",      "wex_cuda_box_quantize",
+    "wex_cuda_delta_apply",   "wex_cuda_delta_count",
+    "wex_cuda_delta_encode",  "ipc_copy",
+    "wex_cuda_digest_blocks", "cudaMalloc"};
 static unsigned long calls[sizeof(failing) / sizeof(failing[0])];
 
 /* How often `entry` (one of `failing`) was called in this process. */
@@ -249,7 +250,9 @@ int cudaMalloc(void **ptr, size_t bytes)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t size = (bytes + page - 1) / page * page;
-    int fd = memfd_create("fake-cuda", MFD_CLOEXEC);
+    int fd = fake_cuda_injected("cudaMalloc") /* as a full device */
+                 ? -1
+                 : memfd_create("fake-cuda", MFD_CLOEXEC);
     allocation *a = NULL;
 
     if (fd >= 0 && ftruncate(fd, (off_t)size) == 0)
