@@ -4,7 +4,8 @@
 #
 # First the encoding of a bf16 region (payload size against the region
 # and against an int32 index and a value per changed element; encoding
-# against single-thread memcpy; applying against copying the region) at
+# against single-thread memcpy and against this core's ceiling, reading
+# both streams and nothing else; applying against copying the region) at
 # several fractions changed. Then whole syncs: the Qwen3-0.6B
 # disaggregated sample (Megatron TP2 PP2 into one vLLM TP2 server), a
 # step where 1 % of the elements changed against a full step of the same

@@ -2,7 +2,9 @@
  * The delta encoding's speed and size beside their limits, from one run:
  * encoding a region of bf16 (the pass that reads the current bytes and
  * the snapshot, and brings the snapshot up to date) against
- * single-thread memcpy of the region's bytes; applying the payload (its
+ * single-thread memcpy of the region's bytes, and against reading both
+ * streams and doing nothing else (the most one core can scan at: on some
+ * CPUs less than memcpy); applying the payload (its
  * changed elements written into a copy of the old bytes) against copying
  * the whole region, on one thread and on the threads a destination
  * applies with by default; and the payload's size against the region's and
