@@ -215,7 +215,8 @@ typedef struct wex__job_destination_delta {
     size_t *apply;           /* ops to apply at commit, this try's */
     uint64_t (*apply_at)[3]; /* per entry: inbox, offset, length */
     size_t apply_count;
-    uint8_t *chunk;   /* a chunk put together to be digested */
+    /* this check's operations in host memory, digested together */
+    struct wex__delta_pending *pending;
     uint8_t *landed;  /* per tensor: written this try (CUDA: to copy) */
     uint8_t *whole;   /* per op: came whole this try (a pass's sources say
                          which as it drains, the records the rest) */

@@ -112,7 +112,7 @@ void wex__delta_dest_free(wex_job *job)
     free(d->inbox_size);
     free(d->apply);
     free(d->apply_at);
-    free(d->chunk);
+    free(d->pending);
     free(d->landed);
     free(d->whole);
     memset(d, 0, sizeof(*d));
@@ -125,17 +125,17 @@ wex_status wex__delta_dest_prepare(wex_job *job)
 
     free(d->apply);
     free(d->apply_at);
-    free(d->chunk);
+    free(d->pending);
     free(d->landed);
     free(d->whole);
     d->landed = calloc(job->layout->tensor_count + 1, 1);
     d->whole = calloc(n, 1);
     d->apply = malloc(n * sizeof(*d->apply));
     d->apply_at = malloc(n * sizeof(*d->apply_at));
-    d->chunk = malloc((size_t)WEX__DELTA_CHUNK * 8);
+    d->pending = malloc(n * sizeof(*d->pending));
     d->apply_count = 0;
     d->threads = wex__delta_threads(job);
-    if (d->apply == NULL || d->apply_at == NULL || d->chunk == NULL ||
+    if (d->apply == NULL || d->apply_at == NULL || d->pending == NULL ||
         d->landed == NULL || d->whole == NULL)
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
     return WEX_OK;
@@ -257,11 +257,30 @@ void wex__delta_try_start(wex_job *job)
 
 /* ---- checking ----------------------------------------------------------- */
 
-/* 0: checked and queued; 1: it landed differently; -1: refused, why
- * says so. */
+/* Queues op i's checked payload for the apply at commit. */
+static void queue_apply(wex_job *job, size_t i, size_t slot, uint64_t offset,
+                        uint64_t len, uint64_t changed)
+{
+    wex__job_destination_delta *d = &job->dst.delta;
+    const wex__op *o = &job->ops[i];
+
+    d->changed += changed;
+    d->elems += o->bytes / o->dtype_size;
+    d->wire_bytes += len;
+    d->delta_ops++;
+    d->apply[d->apply_count] = i;
+    d->apply_at[d->apply_count][0] = slot;
+    d->apply_at[d->apply_count][1] = offset;
+    d->apply_at[d->apply_count++][2] = len;
+}
+
+/* 0: checked and queued, or (an operation in host memory) left in
+ * *later for the digests the check takes together; 1: it landed
+ * differently; -1: refused, why says so. */
 static int check_payload(wex_job *job, size_t i, size_t slot,
-                         const wex__delta_record *r, int verify, char *why,
-                         size_t cap)
+                         const wex__delta_record *r, int verify,
+                         wex__delta_pending *later, size_t *later_count,
+                         char *why, size_t cap)
 {
     wex__job_destination_delta *d = &job->dst.delta;
     const wex__op *o = &job->ops[i];
@@ -289,22 +308,17 @@ static int check_payload(wex_job *job, size_t i, size_t slot,
     }
     if (verify && XXH3_64bits(payload, (size_t)r->length) != r->payload_digest)
         return 1;
-    if ((wex__delta_on_device(job, o->dst_tensor)
-             ? wex__delta_digest_device(job, o, payload, r->length, h, &digest,
-                                        &changed, why, cap)
-             : wex__delta_digest_host(job, o, payload, r->length, h, d->chunk,
-                                      &digest, &changed, why, cap)) != 0)
+    if (!wex__delta_on_device(job, o->dst_tensor)) {
+        later[(*later_count)++] = (wex__delta_pending){
+            i, slot, r->offset, r->length, payload, r->digest, 0, 0};
+        return 0;
+    }
+    if (wex__delta_digest_device(job, o, payload, r->length, h, &digest,
+                                 &changed, why, cap) != 0)
         return -1;
     if (h != NULL && digest != r->digest)
         return 1;
-    d->changed += changed;
-    d->elems += o->bytes / o->dtype_size;
-    d->wire_bytes += r->length;
-    d->delta_ops++;
-    d->apply[d->apply_count] = i;
-    d->apply_at[d->apply_count][0] = slot;
-    d->apply_at[d->apply_count][1] = r->offset;
-    d->apply_at[d->apply_count++][2] = r->length;
+    queue_apply(job, i, slot, r->offset, r->length, changed);
     return 0;
 }
 
@@ -321,7 +335,7 @@ wex__peer_outcome wex__delta_check(wex_job *job, uint64_t peer,
                                    int verify, char *why, size_t cap)
 {
     wex__job_destination_delta *d = &job->dst.delta;
-    size_t slot = wex__delta_inbox_slot(job, peer), k = 0;
+    size_t slot = wex__delta_inbox_slot(job, peer), k = 0, later = 0;
     uint64_t bad = 0;
 
     for (size_t i = 0; i < job->op_count; i++) {
@@ -364,10 +378,23 @@ wex__peer_outcome wex__delta_check(wex_job *job, uint64_t peer,
                                       : "of an unknown kind");
             return WEX__PEER_FAILED;
         }
-        how = check_payload(job, i, slot, r, verify, why, cap);
+        how = check_payload(job, i, slot, r, verify, d->pending, &later, why,
+                            cap);
         if (how < 0)
             return WEX__PEER_FAILED;
         bad += how;
+    }
+    /* the operations in host memory, each digested as it will be once
+     * applied, on the rank's threads */
+    if (wex__delta_digest_pending(job, d->pending, later, verify, why, cap) !=
+        0)
+        return WEX__PEER_FAILED;
+    for (size_t p = 0; p < later; p++) {
+        const wex__delta_pending *q = &d->pending[p];
+        if (verify && q->digest != q->want)
+            bad++;
+        else
+            queue_apply(job, q->op, q->slot, q->offset, q->len, q->changed);
     }
     if (bad == 0 && k == n)
         return WEX__PEER_OK;

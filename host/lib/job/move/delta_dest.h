@@ -41,6 +41,23 @@ int wex__delta_digest_device(wex_job *job, const wex__op *o,
                              wex__digest *h, uint64_t *digest,
                              uint64_t *changed, char *why, size_t cap);
 
+/* An operation whose delta the check digests on the rank's threads:
+ * what wex__delta_digest_host is given, and what it gives back. */
+typedef struct wex__delta_pending {
+    size_t op, slot;          /* its operation, and the inbox it came in */
+    uint64_t offset, len;     /* where in the inbox */
+    const uint8_t *payload;   /* ... at that */
+    uint64_t want;            /* the source's digest of its current bytes */
+    uint64_t digest, changed; /* out */
+} wex__delta_pending;
+
+/* wex__delta_digest_host for each of `count` operations in host memory
+ * (pending[k].digest and .changed), on the rank's delta threads, each
+ * with a digest (when verifying) and a chunk scratch of its own. 0, or -1
+ * with the first failure in why. */
+int wex__delta_digest_pending(wex_job *job, wex__delta_pending *pending,
+                              size_t count, int verify, char *why, size_t cap);
+
 /* Writes a piece of a checked payload into operation o's live bytes in
  * host memory (or a CUDA tensor's pinned copy): 0, or -1 with why said. */
 int wex__delta_write_piece(wex_job *job, const wex__op *o,
