@@ -215,8 +215,12 @@ typedef struct wex__job_destination_delta {
     size_t *apply;           /* ops to apply at commit, this try's */
     uint64_t (*apply_at)[3]; /* per entry: inbox, offset, length */
     size_t apply_count;
-    /* this check's operations in host memory, digested together */
+    /* this check's operations in host memory, digested together; per
+     * thread of it, a chunk's scratch, and the digest states of threads
+     * 1, 2, ... (the first uses the step's) */
     struct wex__delta_pending *pending;
+    uint8_t *check_chunks;
+    struct wex__digest **check_hashes;
     uint8_t *landed;  /* per tensor: written this try (CUDA: to copy) */
     uint8_t *whole;   /* per op: came whole this try (a pass's sources say
                          which as it drains, the records the rest) */

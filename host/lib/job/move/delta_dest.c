@@ -91,6 +91,17 @@ static int can_take_deltas(wex_job *job)
     return 1;
 }
 
+/* The check's per-thread scratch (wex__delta_digest_pending). */
+static void free_check_workers(wex__job_destination_delta *d)
+{
+    for (unsigned w = 1; d->check_hashes != NULL && w < d->threads; w++)
+        wex__digest_free(d->check_hashes[w]);
+    free(d->check_hashes);
+    free(d->check_chunks);
+    d->check_hashes = NULL;
+    d->check_chunks = NULL;
+}
+
 void wex__delta_dest_free(wex_job *job)
 {
     wex__job_destination_delta *d = &job->dst.delta;
@@ -113,6 +124,7 @@ void wex__delta_dest_free(wex_job *job)
     free(d->apply);
     free(d->apply_at);
     free(d->pending);
+    free_check_workers(d);
     free(d->landed);
     free(d->whole);
     memset(d, 0, sizeof(*d));
@@ -126,6 +138,7 @@ wex_status wex__delta_dest_prepare(wex_job *job)
     free(d->apply);
     free(d->apply_at);
     free(d->pending);
+    free_check_workers(d);
     free(d->landed);
     free(d->whole);
     d->landed = calloc(job->layout->tensor_count + 1, 1);
@@ -135,7 +148,13 @@ wex_status wex__delta_dest_prepare(wex_job *job)
     d->pending = malloc(n * sizeof(*d->pending));
     d->apply_count = 0;
     d->threads = wex__delta_threads(job);
+    d->check_chunks = malloc((size_t)d->threads * WEX__DELTA_CHUNK * 8);
+    d->check_hashes = calloc(d->threads, sizeof(*d->check_hashes));
+    for (unsigned w = 1; d->check_hashes != NULL && w < d->threads; w++)
+        if ((d->check_hashes[w] = wex__digest_create()) == NULL)
+            return wex__error(WEX_ERR_NOMEM, "job: out of memory");
     if (d->apply == NULL || d->apply_at == NULL || d->pending == NULL ||
+        d->check_chunks == NULL || d->check_hashes == NULL ||
         d->landed == NULL || d->whole == NULL)
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
     return WEX_OK;

@@ -53,8 +53,9 @@ typedef struct wex__delta_pending {
 
 /* wex__delta_digest_host for each of `count` operations in host memory
  * (pending[k].digest and .changed), on the rank's delta threads, each
- * with a digest (when verifying) and a chunk scratch of its own. 0, or -1
- * with the first failure in why. */
+ * with the digest state (when verifying) and the chunk scratch
+ * wex__delta_dest_prepare made it. 0, or -1 with the first failure in
+ * why. */
 int wex__delta_digest_pending(wex_job *job, wex__delta_pending *pending,
                               size_t count, int verify, char *why, size_t cap);
 
