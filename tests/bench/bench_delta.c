@@ -48,18 +48,14 @@ typedef struct applier {
     uint8_t *to;
 } applier;
 
-static int apply_piece(void *arg, size_t k, unsigned worker)
+static int apply_piece(void *arg, size_t k, unsigned worker, char *why,
+                       size_t cap)
 {
-    (void)worker;
     applier *a = arg;
-    char why[200];
 
-    if (wex__delta_apply_piece(a->payload, &a->pieces[k], 2, a->elems, a->to,
-                               why, sizeof(why)) != 0) {
-        fprintf(stderr, "bench_delta: %s\n", why);
-        return 1;
-    }
-    return 0;
+    (void)worker;
+    return wex__delta_apply_piece(a->payload, &a->pieces[k], 2, a->elems, a->to,
+                                  why, cap) != 0;
 }
 
 /* Applies the payload into copy on `threads` threads, as a destination
@@ -71,9 +67,12 @@ static double apply_on(unsigned threads, const uint8_t *payload, size_t len,
     double t0 = wex__now();
     size_t count = wex__delta_cut(payload, len, 2, n,
                                   threads > 1 ? 2 * threads : 1, a.pieces);
+    char why[200];
 
-    if (wex__parallel(count, threads, apply_piece, &a) != 0)
+    if (wex__parallel(count, threads, apply_piece, &a, why, sizeof(why)) != 0) {
+        fprintf(stderr, "bench_delta: %s\n", why);
         return -1;
+    }
     return wex__now() - t0;
 }
 

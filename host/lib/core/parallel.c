@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "parallel.h"
@@ -15,6 +16,8 @@ typedef struct shared {
     size_t tasks;
     atomic_size_t next;
     atomic_int failed;
+    char *why; /* the first failure's, said by the call that won `failed` */
+    size_t cap;
 } shared;
 
 typedef struct worker {
@@ -28,29 +31,33 @@ static void *work(void *p)
     unsigned index = ((worker *)p)->index;
 
     for (;;) {
+        char why[256];
         size_t k;
-        int rc;
+        int rc, none = 0;
         if (atomic_load(&s->failed) != 0)
             break;
         k = atomic_fetch_add(&s->next, 1);
         if (k >= s->tasks)
             break;
-        if ((rc = s->fn(s->arg, k, index)) != 0) {
-            int none = 0;
-            atomic_compare_exchange_strong(&s->failed, &none, rc);
-        }
+        why[0] = '\0';
+        if ((rc = s->fn(s->arg, k, index, why, sizeof(why))) != 0 &&
+            atomic_compare_exchange_strong(&s->failed, &none, rc) &&
+            s->why != NULL)
+            snprintf(s->why, s->cap, "%s", why);
     }
     return NULL;
 }
 
 int wex__parallel(size_t tasks, unsigned threads, wex__parallel_fn fn,
-                  void *arg)
+                  void *arg, char *why, size_t cap)
 {
-    shared s = {fn, arg, tasks, 0, 0};
+    shared s = {fn, arg, tasks, 0, 0, cap > 0 ? why : NULL, cap};
     pthread_t *helpers = NULL;
     worker *workers = NULL, self = {&s, 0};
     unsigned started = 0;
 
+    if (s.why != NULL)
+        s.why[0] = '\0';
     if (threads > tasks)
         threads = (unsigned)tasks;
     if (threads > 1) {

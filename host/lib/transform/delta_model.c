@@ -59,11 +59,14 @@ typedef struct region_work {
     wex__delta_enc *enc;   /* a worker's */
 } region_work;
 
-static int encode_region(void *arg, size_t k, unsigned worker)
+static int encode_region(void *arg, size_t k, unsigned worker, char *why,
+                         size_t cap)
 {
     region_work *w = arg;
     wex__delta_enc *e = &w->enc[worker];
 
+    (void)why;
+    (void)cap;
     wex__delta_enc_start(e, 2, w->out + k * w->room, w->room);
     wex__delta_enc_feed(e, w->cur + k * w->region, w->snap + k * w->region,
                         w->region);
@@ -86,7 +89,8 @@ int wex__delta_encode_regions(const uint8_t *cur, uint8_t *snap,
            wex__delta_enc_alloc(&w.enc[made]) == 0)
         made++;
     if (made == threads)
-        rc = wex__parallel(count, threads, encode_region, &w) != 0 ? -1 : 0;
+        rc = wex__parallel(count, threads, encode_region, &w, NULL, 0) != 0 ? -1
+                                                                            : 0;
     while (made > 0)
         wex__delta_enc_free(&w.enc[--made]);
     free(w.enc);

@@ -1,8 +1,6 @@
 /* A destination's apply at commit (delta_dest.h): every payload the
  * step's check queued, written into the live tensors on the rank's delta
  * threads, then, for CUDA tensors, on the device. */
-#include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,11 +27,10 @@ typedef struct apply_task {
 typedef struct apply_work {
     wex_job *job;
     apply_task *tasks;
-    pthread_mutex_t lock;
-    char why[256]; /* the first failure's */
 } apply_work;
 
-static int apply_task_run(void *arg, size_t k, unsigned worker)
+static int apply_task_run(void *arg, size_t k, unsigned worker, char *why,
+                          size_t cap)
 {
     apply_work *a = arg;
     wex_job *job = a->job;
@@ -41,19 +38,10 @@ static int apply_task_run(void *arg, size_t k, unsigned worker)
     const apply_task *t = &a->tasks[k];
     const uint8_t *payload =
         d->inbox[d->apply_at[t->entry][0]] + d->apply_at[t->entry][1];
-    char why[256];
-    int rc;
 
     (void)worker;
-    rc = wex__delta_write_piece(job, &job->ops[d->apply[t->entry]], payload,
-                                &t->piece, why, sizeof(why));
-    if (rc != 0) {
-        pthread_mutex_lock(&a->lock);
-        if (a->why[0] == '\0')
-            snprintf(a->why, sizeof(a->why), "%s", why);
-        pthread_mutex_unlock(&a->lock);
-    }
-    return rc;
+    return wex__delta_write_piece(job, &job->ops[d->apply[t->entry]], payload,
+                                  &t->piece, why, cap);
 }
 
 /* The pieces of this try's entries: with one thread an entry each, with
@@ -101,7 +89,8 @@ wex_status wex__delta_apply(wex_job *job)
     wex__job_destination_delta *d = &job->dst.delta;
     double t0 = wex__now();
     unsigned threads = d->threads > 0 ? d->threads : 1;
-    apply_work a = {job, NULL, PTHREAD_MUTEX_INITIALIZER, ""};
+    apply_work a = {job, NULL};
+    char why[256];
     size_t count = 0;
     wex_status st;
     int rc;
@@ -109,13 +98,12 @@ wex_status wex__delta_apply(wex_job *job)
     if (d->apply_count > 0 &&
         (a.tasks = apply_tasks(job, threads, &count)) == NULL)
         return wex__error(WEX_ERR_NOMEM, "job: out of memory");
-    rc = wex__parallel(count, threads, apply_task_run, &a);
+    rc = wex__parallel(count, threads, apply_task_run, &a, why, sizeof(why));
     free(a.tasks);
-    pthread_mutex_destroy(&a.lock);
     /* checked at the step's verdict: it decodes */
     if (rc != 0)
         return wex__error(WEX_ERR_INTERNAL,
-                          "applying a delta that was checked: %s", a.why);
+                          "applying a delta that was checked: %s", why);
     st = wex__delta_apply_device(job);
     d->apply_seconds = wex__now() - t0;
     d->apply_count = 0;

@@ -329,7 +329,7 @@ static int check_payload(wex_job *job, size_t i, size_t slot,
         return 1;
     if (!wex__delta_on_device(job, o->dst_tensor)) {
         later[(*later_count)++] = (wex__delta_pending){
-            i, slot, r->offset, r->length, payload, r->digest, 0, 0};
+            i, slot, r->offset, r->length, r->digest, 0, 0};
         return 0;
     }
     if (wex__delta_digest_device(job, o, payload, r->length, h, &digest,

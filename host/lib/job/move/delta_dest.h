@@ -46,7 +46,6 @@ int wex__delta_digest_device(wex_job *job, const wex__op *o,
 typedef struct wex__delta_pending {
     size_t op, slot;          /* its operation, and the inbox it came in */
     uint64_t offset, len;     /* where in the inbox */
-    const uint8_t *payload;   /* ... at that */
     uint64_t want;            /* the source's digest of its current bytes */
     uint64_t digest, changed; /* out */
 } wex__delta_pending;

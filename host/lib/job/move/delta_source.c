@@ -304,7 +304,8 @@ typedef struct encode_work {
     wex__digest *h; /* worker 0's, when digesting */
 } encode_work;
 
-static int encode_task(void *arg, size_t k, unsigned worker)
+static int encode_task(void *arg, size_t k, unsigned worker, char *why,
+                       size_t cap)
 {
     encode_work *a = arg;
     wex__job_source_delta *d = &a->job->src.delta;
@@ -312,6 +313,8 @@ static int encode_task(void *arg, size_t k, unsigned worker)
                      : worker == 0 ? a->h
                                    : d->hashes[worker];
 
+    (void)why;
+    (void)cap;
     encode(a->job, &d->encs[worker], &d->groups[a->order[k]], h);
     return 0;
 }
@@ -393,7 +396,7 @@ wex_status wex__delta_begin(wex_job *job, uint64_t number,
         qsort_r(work.order, count, sizeof(size_t), larger_first, d->groups);
         work.job = job;
         work.h = h;
-        (void)wex__parallel(count, d->workers, encode_task, &work);
+        (void)wex__parallel(count, d->workers, encode_task, &work, NULL, 0);
     }
     free(work.order);
     for (size_t k = 0; k < d->group_count; k++) {
